@@ -1,0 +1,90 @@
+# clrattach — plain Makefile. `make help` lists the targets.
+CC      ?= gcc
+BUILD   ?= build
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wformat=2 -Wvla
+HARDEN  := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) $(HARDEN) -D_GNU_SOURCE -DCLRATTACH_VERSION='"$(VERSION)"'
+CPPFLAGS += -Ilib
+LDLIBS_TOOL := -lcurl -ljansson -lseccomp
+
+ifeq ($(SAN),1)
+BUILD   := build/san
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRCS  := $(sort $(wildcard lib/*.c))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+CMD_SRCS  := $(sort $(wildcard cmd/clrattach/*.c))
+CMD_OBJS  := $(CMD_SRCS:%.c=$(BUILD)/%.o)
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+PROF_SRCS := $(sort $(wildcard profiler/*.c))
+
+.PHONY: all test unit e2e target clean lint format-check deps help demo static fuzz bench
+all: $(BUILD)/clrattach $(BUILD)/libclrprobe.so
+
+help:
+	@echo "make [all]        build $(BUILD)/clrattach and $(BUILD)/libclrprobe.so"
+	@echo "make deps         install the Debian packages the build and tests need"
+	@echo "make test         unit tests, then end-to-end tests against a real .NET runtime"
+	@echo "make SAN=1 test   the same under ASan+UBSan"
+	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
+	@echo "make lint         banned calls and static checks"
+
+deps:
+	scripts/install-deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libclrattach.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/clrattach: $(CMD_OBJS) $(BUILD)/libclrattach.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_TOOL)
+
+# The sample profiler is its own product: hidden visibility, only its entry points exported.
+$(BUILD)/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
+	    -o $@ $(PROF_SRCS) -lpthread
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libclrattach.a \
+	    -lcmocka $(LDLIBS_TOOL)
+
+# The C# target app used by the end-to-end tests (no NuGet package needed).
+target: $(BUILD)/target/ClrTarget.dll
+$(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.csproj)
+	dotnet build tests/target/ClrTarget.csproj -c Release -o $(BUILD)/target --nologo -v q
+
+unit: $(UNIT_BINS) all
+	tests/run-unit.sh $(UNIT_BINS)
+
+e2e: all target
+	BUILD=$(BUILD) tests/e2e/run.sh
+
+test: $(UNIT_BINS) all target
+	BUILD=$(BUILD) tests/run-all.sh $(UNIT_BINS)
+
+demo: all target
+	BUILD=$(BUILD) scripts/demo.sh
+
+lint:
+	scripts/lint.sh
+
+format-check:
+	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

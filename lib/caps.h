@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_CAPS_H
+#define CLRATTACH_CAPS_H
+
+/*
+ * Every size cap of clrattach, in one place. Anything read from a target (its /proc files, its
+ * filesystem, its IPC replies) or from the network is bounded by one of these; a larger input is
+ * rejected with -EPROTO/-E2BIG, never truncated silently.
+ */
+
+/* Error text. */
+#define CLA_ERR_MSG_MAX 512
+#define CLA_ERR_HINT_MAX 384
+
+/* Diagnostic IPC. The wire size field is a u16, so 65535 is the protocol's own ceiling. */
+#define IPC_HEADER_SIZE 20
+#define IPC_MAX_MESSAGE 65535
+#define IPC_MAX_STRING_UNITS 16384 /* UTF-16 units in one decoded string */
+#define IPC_MAX_CLIENT_DATA 4096   /* bytes of profiler client data we send */
+
+/* /proc files of a target. */
+#define PROC_STAT_MAX 4096
+#define PROC_STATUS_MAX 16384
+#define PROC_ENVIRON_MAX (256 * 1024)
+#define PROC_CMDLINE_MAX (64 * 1024)
+#define PROC_MOUNTINFO_MAX (1024 * 1024)
+#define PROC_MAPS_MAX (4 * 1024 * 1024)
+#define PROC_CGROUP_MAX 16384
+
+/* A target's TMPDIR value and paths inside a target root. */
+#define TARGET_PATH_MAX 4096
+#define TARGET_DIR_ENTRIES_MAX 100000 /* directory entries scanned for sockets */
+
+/* The profiler we copy. */
+#define PROFILER_MAX_SIZE (256 * 1024 * 1024)
+
+/* Host-side scans. */
+#define PROC_SCAN_MAX_PIDS 4194304 /* pid_max ceiling on Linux */
+
+#endif

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static void vfill(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(buf, size, fmt, ap);
+    if (n < 0)
+        buf[0] = '\0';
+}
+
+int err_set(struct cla_error *e, int code, const char *fmt, ...)
+{
+    if (!e)
+        return code;
+    int saved = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    vfill(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+    e->code = code;
+    e->hint[0] = '\0';
+    errno = saved;
+    return code;
+}
+
+int err_setsys(struct cla_error *e, int code, const char *fmt, ...)
+{
+    if (!e)
+        return code;
+    int saved = errno;
+    char head[CLA_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vfill(head, sizeof(head), fmt, ap);
+    va_end(ap);
+    const char *name = err_errno_name(-code);
+    if (name)
+        snprintf(e->msg, sizeof(e->msg), "%s: %s (%s)", head, strerror(-code), name);
+    else
+        snprintf(e->msg, sizeof(e->msg), "%s: %s", head, strerror(-code));
+    e->code = code;
+    e->hint[0] = '\0';
+    errno = saved;
+    return code;
+}
+
+int err_prefix(struct cla_error *e, const char *fmt, ...)
+{
+    if (!e)
+        return 0;
+    int saved = errno;
+    char head[CLA_ERR_MSG_MAX];
+    char old[CLA_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vfill(head, sizeof(head), fmt, ap);
+    va_end(ap);
+    memcpy(old, e->msg, sizeof(old));
+    old[sizeof(old) - 1] = '\0';
+    snprintf(e->msg, sizeof(e->msg), "%s: %s", head, old);
+    errno = saved;
+    return e->code;
+}
+
+int err_hint(struct cla_error *e, const char *fmt, ...)
+{
+    if (!e)
+        return 0;
+    int saved = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    vfill(e->hint, sizeof(e->hint), fmt, ap);
+    va_end(ap);
+    errno = saved;
+    return e->code;
+}
+
+void err_clear(struct cla_error *e)
+{
+    if (!e)
+        return;
+    e->code = 0;
+    e->msg[0] = '\0';
+    e->hint[0] = '\0';
+}
+
+const char *err_errno_name(int errnum)
+{
+    /* Only the values clrattach meets; the symbolic name helps people search for the cause. */
+    switch (errnum) {
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case ESRCH: return "ESRCH";
+    case EINTR: return "EINTR";
+    case EIO: return "EIO";
+    case E2BIG: return "E2BIG";
+    case EBADF: return "EBADF";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case EACCES: return "EACCES";
+    case EEXIST: return "EEXIST";
+    case EXDEV: return "EXDEV";
+    case ENOTDIR: return "ENOTDIR";
+    case EISDIR: return "EISDIR";
+    case EINVAL: return "EINVAL";
+    case EMFILE: return "EMFILE";
+    case ENOSPC: return "ENOSPC";
+    case EROFS: return "EROFS";
+    case EPIPE: return "EPIPE";
+    case ERANGE: return "ERANGE";
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+    case ENOSYS: return "ENOSYS";
+    case ELOOP: return "ELOOP";
+    case EPROTO: return "EPROTO";
+    case EBADMSG: return "EBADMSG";
+    case EOVERFLOW: return "EOVERFLOW";
+    case ENOTSOCK: return "ENOTSOCK";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ECONNRESET: return "ECONNRESET";
+    case ETIMEDOUT: return "ETIMEDOUT";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case EALREADY: return "EALREADY";
+    case ESTALE: return "ESTALE";
+    case ENODATA: return "ENODATA";
+    case ENOEXEC: return "ENOEXEC";
+    case ECHILD: return "ECHILD";
+    case EBUSY: return "EBUSY";
+    case ETXTBSY: return "ETXTBSY";
+    case EFBIG: return "EFBIG";
+    case ENXIO: return "ENXIO";
+    default: return NULL;
+    }
+}

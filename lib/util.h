@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_UTIL_H
+#define CLRATTACH_UTIL_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Scope-bound cleanup. Each helper keeps errno, so a failing path can still report it. */
+static inline void util_closep(int *fd)
+{
+    if (*fd >= 0) {
+        int saved = errno;
+        close(*fd);
+        errno = saved;
+    }
+}
+
+static inline void util_freep(void *p)
+{
+    int saved = errno;
+    free(*(void **)p);
+    errno = saved;
+}
+
+#define _cleanup_close_ __attribute__((cleanup(util_closep)))
+#define _cleanup_free_ __attribute__((cleanup(util_freep)))
+
+/* Hands an owned fd to the caller: returns it and leaves -1 behind. */
+static inline int util_take_fd(int *fd)
+{
+    int r = *fd;
+    *fd = -1;
+    return r;
+}
+
+static inline void *util_take_ptr(void *pp)
+{
+    void *r = *(void **)pp;
+    *(void **)pp = NULL;
+    return r;
+}
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Parses a whole decimal string (no sign, no spaces, no trailing bytes) into *ret.
+ * Returns 0, -EINVAL for a malformed string or -ERANGE above `max`. */
+int util_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *ret);
+
+/* Monotonic milliseconds, for deadlines. */
+int64_t util_now_ms(void);
+
+/* Reads all of `fd` (from its current offset) into a NUL-terminated heap buffer of at most
+ * `cap` bytes. Returns 0 and gives `*ret_buf`/`*ret_len`, -E2BIG when the file is larger than
+ * `cap`, or another negative errno. */
+int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len);
+
+/* Writes all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
+int util_write_all(int fd, const void *buf, size_t len);
+
+#endif
