@@ -37,4 +37,10 @@
 /* Host-side scans. */
 #define PROC_SCAN_MAX_PIDS 4194304 /* pid_max ceiling on Linux */
 
+/* The sample profiler (profiler/clientdata.c). Client data above the IPC cap is never sent by
+ * clrattach, so anything longer is a different client and is rejected, not truncated. */
+#define CLRPROBE_CLIENT_DATA_MAX IPC_MAX_CLIENT_DATA
+#define CLRPROBE_OUT_PATH_MAX 1024          /* bytes of the report path, without the NUL */
+#define CLRPROBE_DETACH_AFTER_MAX 31536000u /* one year in seconds */
+
 #endif
