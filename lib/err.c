@@ -61,7 +61,18 @@ int err_prefix(struct cla_error *e, const char *fmt, ...)
     va_end(ap);
     memcpy(old, e->msg, sizeof(old));
     old[sizeof(old) - 1] = '\0';
-    snprintf(e->msg, sizeof(e->msg), "%s: %s", head, old);
+    /* Concatenate by hand: truncating a long chain of context is intended, and the end of the
+     * message (the innermost cause) matters less than the head's context and the beginning. */
+    size_t hl = strnlen(head, sizeof(e->msg) - 1);
+    memcpy(e->msg, head, hl);
+    size_t pos = hl;
+    for (const char *s = ": "; *s && pos < sizeof(e->msg) - 1; s++)
+        e->msg[pos++] = *s;
+    size_t ol = strnlen(old, sizeof(old));
+    if (ol > sizeof(e->msg) - 1 - pos)
+        ol = sizeof(e->msg) - 1 - pos;
+    memcpy(e->msg + pos, old, ol);
+    e->msg[pos + ol] = '\0';
     errno = saved;
     return e->code;
 }

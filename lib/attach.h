@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_ATTACH_H
+#define CLRATTACH_ATTACH_H
+
+/*
+ * The whole attach, readable in one place: pin the target, act as its user, find its socket,
+ * deliver the profiler into its filesystem view, send AttachProfiler, decode the answer. Every
+ * outcome, success or not, ends in a filled `struct attach_result` that the CLI prints once and
+ * reports; nothing here prints.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "caps.h"
+#include "err.h"
+#include "ipc.h"
+
+enum attach_outcome {
+    ATTACH_OK = 0,
+    ATTACH_ALREADY_ACTIVE,
+    ATTACH_NOT_FOUND,     /* no such process */
+    ATTACH_NOT_DOTNET,    /* a process, but no diagnostic socket */
+    ATTACH_PERMISSION,
+    ATTACH_DELIVERY,      /* the profiler could not be placed in the target's view */
+    ATTACH_LOAD_FAILED,   /* the runtime answered with a failure HRESULT */
+    ATTACH_NOT_READY,     /* runtime suspended at startup or shutting down */
+    ATTACH_PROTOCOL,      /* malformed reply, stale socket, connection closed, timeout */
+    ATTACH_USAGE,
+    ATTACH_INTERNAL,
+};
+
+/* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
+const char *attach_outcome_name(enum attach_outcome o);
+
+/* The documented process exit code of an outcome (docs/exit-codes.md). */
+int attach_outcome_exit_code(enum attach_outcome o);
+
+enum attach_stage {
+    ATTACH_STAGE_DELIVERED, /* the profiler is in place: no more file creation needed */
+    ATTACH_STAGE_REPLIED,   /* the runtime answered: only reporting is left */
+};
+
+struct attach_opts {
+    int proc_dirfd;            /* our /proc */
+    pid_t pid;                 /* in our pid namespace */
+    const char *profiler_path; /* on our side */
+    struct ipc_guid clsid;
+    const uint8_t *client_data;
+    size_t client_data_len;
+    const char *target_dir;    /* NULL: the target's TMPDIR */
+    uint32_t attach_timeout_ms;/* sent to the runtime (concurrent-GC wait) */
+    int64_t timeout_ms;        /* our deadline for each IPC exchange */
+    /* Called as the attach passes each stage; the CLI tightens its seccomp filter here. A
+     * negative return aborts the attach with that error. */
+    int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
+    void *userdata;
+};
+
+struct attach_result {
+    enum attach_outcome outcome;
+    pid_t pid;
+    pid_t nspid;
+    uid_t uid;
+    gid_t gid;
+    uint64_t starttime;
+    char command_line[512];
+    char tmpdir[TARGET_PATH_MAX];
+    char socket_name[96];
+    bool have_runtime;                /* ProcessInfo answered */
+    char runtime_version[64];
+    char runtime_rid[64];
+    char os_arch[32];
+    char delivered_path[TARGET_PATH_MAX];
+    char sha256[65];
+    bool reused;
+    bool have_hresult;
+    uint32_t hresult;
+    int64_t duration_ms;
+    char profiler_env[160];           /* a profiler already configured by the environment */
+    struct cla_error error;           /* for every outcome but ATTACH_OK */
+};
+
+/* Runs the attach. Always fills *ret (the outcome and, on failure, ret->error with message and
+ * next step). Returns 0 for ATTACH_OK, or the negative error code. */
+int attach_run(const struct attach_opts *o, struct attach_result *ret);
+
+#endif

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "discover.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "caps.h"
+#include "rootfs.h"
+#include "util.h"
+
+enum socket_state discover_choose(const struct discover_entry *entries, size_t n, pid_t nspid,
+                                  uint64_t starttime, struct discover_socket *ret)
+{
+    struct discover_socket s = {.state = SOCKET_ABSENT};
+    const struct discover_entry *best = NULL;
+    bool best_keyed = false;
+    for (size_t i = 0; i < n; i++) {
+        const struct discover_entry *en = &entries[i];
+        if (en->pid != nspid)
+            continue;
+        s.candidates++;
+        bool keyed = en->key == starttime;
+        /* The matching key wins outright; among the rest, the newest, as the runtime's client. */
+        if (!best || (keyed && !best_keyed) ||
+            (keyed == best_keyed && en->mtime_ns > best->mtime_ns)) {
+            best = en;
+            best_keyed = keyed;
+        }
+    }
+    if (best) {
+        memcpy(s.name, best->name, sizeof(s.name));
+        s.key = best->key;
+        s.stale = s.candidates - 1;
+        s.state = !best->is_socket ? SOCKET_NOT_SOCKET
+                  : best_keyed     ? SOCKET_FOUND
+                                   : SOCKET_FOUND_UNKEYED;
+    }
+    *ret = s;
+    return s.state;
+}
+
+struct cache_dir {
+    uint64_t root_dev, root_ino, mntns;
+    char tmpdir[TARGET_PATH_MAX];
+    int dir_errno;
+    struct discover_entry *entries;
+    size_t n;
+};
+
+struct discover_cache {
+    struct cache_dir *dirs;
+    size_t n, alloc;
+};
+
+struct discover_cache *discover_cache_new(void)
+{
+    return calloc(1, sizeof(struct discover_cache));
+}
+
+void discover_cache_free(struct discover_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        free(c->dirs[i].entries);
+    free(c->dirs);
+    free(c);
+}
+
+/* Lists dotnet-diagnostic-* entries of the target's TMPDIR. A missing or unreachable directory
+ * is an answer (dir_errno), not a failure. */
+static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
+{
+    struct cla_error sub = {0};
+    int fd = rootfs_open(rootfd, tmpdir, O_RDONLY | O_DIRECTORY, 0, &sub);
+    if (fd < 0) {
+        d->dir_errno = -fd;
+        return 0;
+    }
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int r = -errno;
+        close(fd);
+        return err_setsys(e, r, "fdopendir '%s'", tmpdir);
+    }
+    size_t alloc = 0, seen = 0;
+    struct dirent *de;
+    int r = 0;
+    errno = 0;
+    while ((de = readdir(dir))) {
+        /* A hostile target can fill its /tmp with millions of entries to stall us. */
+        if (++seen > TARGET_DIR_ENTRIES_MAX) {
+            r = err_set(e, -E2BIG, "'%s' in the target holds more than %d entries", tmpdir,
+                        TARGET_DIR_ENTRIES_MAX);
+            goto out;
+        }
+        size_t len = strlen(de->d_name);
+        pid_t pid;
+        uint64_t key;
+        if (len >= sizeof(d->entries[0].name) || !proc_socket_name_parse(de->d_name, len, &pid, &key))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue; /* gone meanwhile */
+        if (d->n == alloc) {
+            alloc = alloc ? alloc * 2 : 8;
+            struct discover_entry *ne = realloc(d->entries, alloc * sizeof(*ne));
+            if (!ne) {
+                r = err_set(e, -ENOMEM, "out of memory");
+                goto out;
+            }
+            d->entries = ne;
+        }
+        struct discover_entry *en = &d->entries[d->n++];
+        memcpy(en->name, de->d_name, len + 1);
+        en->pid = pid;
+        en->key = key;
+        en->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        en->is_socket = S_ISSOCK(st.st_mode);
+    }
+    if (errno)
+        r = err_setsys(e, -errno, "readdir '%s'", tmpdir);
+out:
+    closedir(dir);
+    return r;
+}
+
+int discover_find_socket(struct target *t, struct discover_cache *cache,
+                         struct discover_socket *ret, struct cla_error *e)
+{
+    int r = target_open_root(t, e);
+    if (r < 0)
+        return r;
+    struct stat rst;
+    if (fstat(t->rootfd, &rst) < 0)
+        return err_setsys(e, -errno, "stat root of %d", (int)t->pid);
+
+    struct cache_dir local = {0}, *d = NULL;
+    if (cache) {
+        for (size_t i = 0; i < cache->n; i++) {
+            struct cache_dir *c = &cache->dirs[i];
+            if (c->root_dev == rst.st_dev && c->root_ino == rst.st_ino && c->mntns == t->mntns &&
+                t->mntns != 0 && strcmp(c->tmpdir, t->tmpdir) == 0) {
+                d = c;
+                break;
+            }
+        }
+    }
+    if (!d) {
+        local.root_dev = rst.st_dev;
+        local.root_ino = rst.st_ino;
+        local.mntns = t->mntns;
+        memcpy(local.tmpdir, t->tmpdir, sizeof(local.tmpdir));
+        if ((r = list_dir(t->rootfd, t->tmpdir, &local, e)) < 0) {
+            free(local.entries);
+            return r;
+        }
+        if (cache) {
+            if (cache->n == cache->alloc) {
+                size_t na = cache->alloc ? cache->alloc * 2 : 8;
+                struct cache_dir *nd = realloc(cache->dirs, na * sizeof(*nd));
+                if (!nd) {
+                    free(local.entries);
+                    return err_set(e, -ENOMEM, "out of memory");
+                }
+                cache->dirs = nd;
+                cache->alloc = na;
+            }
+            cache->dirs[cache->n] = local;
+            d = &cache->dirs[cache->n++];
+        } else {
+            d = &local;
+        }
+    }
+
+    if (d->dir_errno) {
+        struct discover_socket s = {.state = SOCKET_DIR_ERROR, .dir_errno = d->dir_errno};
+        *ret = s;
+    } else {
+        discover_choose(d->entries, d->n, t->status.nspid, t->stat.starttime, ret);
+    }
+    if (!cache)
+        free(local.entries);
+    return 0;
+}
+
+int discover_open_socket(struct target *t, const struct discover_socket *s, struct cla_error *e)
+{
+    char path[TARGET_PATH_MAX + sizeof(s->name)];
+    int n = snprintf(path, sizeof(path), "%s%s", t->tmpdir, s->name);
+    if (n < 0 || (size_t)n >= sizeof(path))
+        return err_set(e, -ENAMETOOLONG, "socket path too long");
+    int r = target_open_root(t, e);
+    if (r < 0)
+        return r;
+    /* O_PATH opens the inode without connecting or reading; O_NOFOLLOW (added by rootfs) refuses
+     * a link planted in the socket's place, which connect() itself would follow into OUR root. */
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, path, O_PATH, 0, e);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "stat '%s'", path);
+    if (!S_ISSOCK(st.st_mode))
+        return err_set(e, -ENOTSOCK, "'%s' in the target is not a socket (mode 0%o)", path,
+                       (unsigned)st.st_mode);
+    return util_take_fd(&fd);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_DISCOVER_H
+#define CLRATTACH_DISCOVER_H
+
+/*
+ * Where is the diagnostic socket? In the target's own filesystem view: its TMPDIR (read from its
+ * environment, default /tmp/) below /proc/<pid>/root, named
+ * dotnet-diagnostic-<namespace pid>-<start time>-socket. Several entries for one pid happen
+ * (a crashed earlier process with the same namespace pid left its socket); the runtime's own
+ * client picks the newest, and so do we, preferring the one whose key is the start time we read.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+#include "target.h"
+
+enum socket_state {
+    SOCKET_ABSENT,        /* no entry for this pid: not .NET, diagnostics off, or not started */
+    SOCKET_FOUND,         /* chosen; its key is the start time we read */
+    SOCKET_FOUND_UNKEYED, /* chosen as the newest; its key differs (time namespace, or stale) */
+    SOCKET_NOT_SOCKET,    /* the name matches but the entry is a file, FIFO or link: refused */
+    SOCKET_DIR_ERROR,     /* the TMPDIR could not be opened in the target's view */
+};
+
+struct discover_entry {
+    char name[96];
+    pid_t pid;
+    uint64_t key;
+    int64_t mtime_ns;
+    bool is_socket;
+};
+
+struct discover_socket {
+    enum socket_state state;
+    char name[96];
+    uint64_t key;
+    int candidates; /* entries named for this pid */
+    int stale;      /* candidates not chosen */
+    int dir_errno;  /* for SOCKET_DIR_ERROR */
+};
+
+/* Picks the socket for (nspid, starttime) among `n` listed entries, as described above. Pure.
+ * Returns the state it fills into *ret. */
+enum socket_state discover_choose(const struct discover_entry *entries, size_t n, pid_t nspid,
+                                  uint64_t starttime, struct discover_socket *ret);
+
+struct discover_cache;
+
+/* A cache of TMPDIR listings keyed by (root inode, mount namespace, TMPDIR), so that `ps` lists
+ * each container's /tmp once however many processes share it. */
+struct discover_cache *discover_cache_new(void);
+void discover_cache_free(struct discover_cache *c);
+
+/* Lists the target's TMPDIR in its own root (opening the root when needed) and fills *ret.
+ * Returns 0 whenever a state could be decided (including ABSENT and DIR_ERROR), or a negative
+ * errno for a failure to inspect the target at all (-EACCES on its root, -ESRCH).
+ * `cache` may be NULL. */
+int discover_find_socket(struct target *t, struct discover_cache *cache,
+                         struct discover_socket *ret, struct cla_error *e);
+
+/* Opens the chosen socket's inode O_PATH without following links and verifies it is a socket.
+ * Returns the fd, -ENOTSOCK, -ELOOP, -ENOENT. */
+int discover_open_socket(struct target *t, const struct discover_socket *s, struct cla_error *e);
+
+#endif

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "ipc_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "util.h"
+
+/* Waits for `events` on fd until the deadline. Returns 0, -ETIMEDOUT or -errno. */
+static int wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    for (;;) {
+        int64_t left = deadline_ms - util_now_ms();
+        if (left <= 0)
+            return -ETIMEDOUT;
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n > 0)
+            return 0;
+    }
+}
+
+int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sock_pathfd);
+    if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+        return err_set(e, -ENAMETOOLONG, "ipc: socket fd path");
+
+    _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return err_setsys(e, -errno, "ipc: socket");
+    for (;;) {
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        /* A full backlog gives EAGAIN on Unix sockets: the server thread is busy (or a hostile
+         * peer never accepts). Retry until the deadline rather than fail at once. */
+        if (errno == EAGAIN) {
+            if (util_now_ms() >= deadline_ms)
+                return err_set(e, -ETIMEDOUT, "ipc: connect: the runtime's backlog stayed full");
+            usleep(10000);
+            continue;
+        }
+        if (errno == EINPROGRESS) {
+            int r = wait_fd(fd, POLLOUT, deadline_ms);
+            if (r < 0)
+                return err_setsys(e, r, "ipc: connect");
+            int soerr = 0;
+            socklen_t sl = sizeof(soerr);
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+                return err_setsys(e, -errno, "ipc: connect");
+            if (soerr)
+                return err_setsys(e, -soerr, "ipc: connect");
+            break;
+        }
+        return err_setsys(e, -errno, "ipc: connect");
+    }
+    return util_take_fd(&fd);
+}
+
+static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline_ms)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN) {
+                int r = wait_fd(fd, POLLOUT, deadline_ms);
+                if (r < 0)
+                    return r;
+                continue;
+            }
+            return -errno;
+        }
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int recv_exact(int fd, uint8_t *buf, size_t len, int64_t deadline_ms)
+{
+    while (len > 0) {
+        ssize_t n = recv(fd, buf, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN) {
+                int r = wait_fd(fd, POLLIN, deadline_ms);
+                if (r < 0)
+                    return r;
+                continue;
+            }
+            return -errno;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadline_ms,
+                      struct ipc_header *ret_hdr, uint8_t **ret_payload, size_t *ret_len,
+                      struct cla_error *e)
+{
+    int r = send_all(fd, req, req_len, deadline_ms);
+    if (r == -ETIMEDOUT)
+        return err_set(e, r, "ipc: sending the request timed out");
+    if (r < 0)
+        return err_setsys(e, r, "ipc: send");
+
+    uint8_t hbuf[IPC_HEADER_SIZE];
+    r = recv_exact(fd, hbuf, sizeof(hbuf), deadline_ms);
+    if (r == -ETIMEDOUT)
+        return err_set(e, r, "ipc: no reply before the deadline");
+    if (r == -ECONNRESET)
+        return err_set(e, r, "ipc: the target closed the connection without a reply");
+    if (r < 0)
+        return err_setsys(e, r, "ipc: receive");
+    struct ipc_header hdr;
+    if ((r = ipc_decode_header(hbuf, sizeof(hbuf), &hdr, e)) < 0)
+        return r;
+
+    /* size is a u16, so the payload is bounded by the protocol itself (< 64 KiB). */
+    size_t plen = (size_t)hdr.size - IPC_HEADER_SIZE;
+    _cleanup_free_ uint8_t *payload = NULL;
+    if (plen > 0) {
+        payload = malloc(plen);
+        if (!payload)
+            return err_set(e, -ENOMEM, "ipc: out of memory");
+        r = recv_exact(fd, payload, plen, deadline_ms);
+        if (r == -ETIMEDOUT)
+            return err_set(e, r, "ipc: reply truncated: %zu-byte payload not received before the "
+                                 "deadline", plen);
+        if (r == -ECONNRESET)
+            return err_set(e, -EPROTO, "ipc: reply truncated: the target closed the connection "
+                                       "inside a %zu-byte payload", plen);
+        if (r < 0)
+            return err_setsys(e, r, "ipc: receive");
+    }
+    *ret_hdr = hdr;
+    *ret_payload = util_take_ptr(&payload);
+    *ret_len = plen;
+    return 0;
+}
+
+/* The runtime's answer to a command it does not know (older runtimes, Mono). */
+#define HR_UNKNOWN_COMMAND 0x80131385u
+
+int ipc_conn_status_command(int sock_pathfd, const uint8_t *req, size_t req_len,
+                            int64_t deadline_ms, uint32_t *ret_hresult, struct cla_error *e)
+{
+    _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, deadline_ms, e);
+    if (fd < 0)
+        return fd;
+    struct ipc_header hdr;
+    _cleanup_free_ uint8_t *payload = NULL;
+    size_t len;
+    int r = ipc_conn_transact(fd, req, req_len, deadline_ms, &hdr, &payload, &len, e);
+    if (r < 0)
+        return r;
+    return ipc_decode_status(&hdr, payload, len, ret_hresult, e);
+}
+
+int ipc_conn_process_info(int sock_pathfd, int64_t deadline_ms, struct ipc_process_info *ret_info,
+                          uint32_t *ret_hresult, struct cla_error *e)
+{
+    static const struct {
+        uint8_t id;
+        int version;
+    } tries[] = {{IPC_PROCESS_INFO3, 3}, {IPC_PROCESS_INFO2, 2}, {IPC_PROCESS_INFO, 1}};
+    for (size_t i = 0; i < ARRAY_SIZE(tries); i++) {
+        uint8_t req[IPC_HEADER_SIZE];
+        int n = ipc_encode_simple(IPC_SET_PROCESS, tries[i].id, req, sizeof(req), e);
+        if (n < 0)
+            return n;
+        _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, deadline_ms, e);
+        if (fd < 0)
+            return fd;
+        struct ipc_header hdr;
+        _cleanup_free_ uint8_t *payload = NULL;
+        size_t len;
+        int r = ipc_conn_transact(fd, req, (size_t)n, deadline_ms, &hdr, &payload, &len, e);
+        if (r < 0)
+            return r;
+        if (hdr.command_set == IPC_SET_SERVER && hdr.command_id == IPC_SERVER_ERROR) {
+            uint32_t hr;
+            if ((r = ipc_decode_status(&hdr, payload, len, &hr, e)) < 0)
+                return r;
+            if (hr == HR_UNKNOWN_COMMAND)
+                continue;
+            *ret_hresult = hr;
+            return err_set(e, -EREMOTEIO, "ipc: ProcessInfo answered HRESULT 0x%08X", hr);
+        }
+        if (hdr.command_set != IPC_SET_SERVER || hdr.command_id != IPC_SERVER_OK)
+            return err_set(e, -EPROTO, "ipc: unexpected reply 0x%02x/0x%02x to ProcessInfo",
+                           hdr.command_set, hdr.command_id);
+        return ipc_decode_process_info(tries[i].version, payload, len, ret_info, e);
+    }
+    *ret_hresult = HR_UNKNOWN_COMMAND;
+    return err_set(e, -EREMOTEIO, "ipc: the runtime knows no ProcessInfo command");
+}

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "proc_parse.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+#include "util.h"
+
+int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e)
+{
+    const char *open = memchr(buf, '(', len);
+    const char *close = NULL;
+    for (size_t i = len; i > 0; i--) {
+        if (buf[i - 1] == ')') {
+            close = buf + i - 1;
+            break;
+        }
+    }
+    if (!open || !close || close < open)
+        return err_set(e, -EPROTO, "proc: stat has no '(comm)'");
+
+    struct proc_stat st = {0};
+    size_t comm_len = (size_t)(close - open - 1);
+    if (comm_len >= sizeof(st.comm))
+        return err_set(e, -EPROTO, "proc: stat comm of %zu bytes", comm_len);
+    memcpy(st.comm, open + 1, comm_len);
+
+    /* Fields after ") ": 3 state, 4 ppid, ..., 22 starttime. */
+    const char *p = close + 1, *end = buf + len;
+    for (int field = 3; field <= 22; field++) {
+        if (p >= end || *p != ' ')
+            return err_set(e, -EPROTO, "proc: stat truncated before field %d", field);
+        p++;
+        const char *f = p;
+        while (p < end && *p != ' ' && *p != '\n')
+            p++;
+        size_t flen = (size_t)(p - f);
+        if (flen == 0)
+            return err_set(e, -EPROTO, "proc: stat field %d is empty", field);
+        uint64_t v;
+        if (field == 3) {
+            if (flen != 1)
+                return err_set(e, -EPROTO, "proc: stat state field malformed");
+            st.state = f[0];
+        } else if (field == 4) {
+            if (util_parse_u64(f, flen, INT_MAX, &v) < 0)
+                return err_set(e, -EPROTO, "proc: stat ppid malformed");
+            st.ppid = (pid_t)v;
+        } else if (field == 22) {
+            if (util_parse_u64(f, flen, UINT64_MAX, &v) < 0)
+                return err_set(e, -EPROTO, "proc: stat starttime malformed");
+            st.starttime = v;
+        }
+    }
+    *ret_stat = st;
+    return 0;
+}
+
+/* Parses up to `max` whitespace-separated decimal ids; returns how many, or -EPROTO. */
+static int parse_ids(const char *p, const char *end, uint64_t *out, int max, uint64_t limit)
+{
+    int n = 0;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p == end)
+            break;
+        const char *f = p;
+        while (p < end && *p != ' ' && *p != '\t')
+            p++;
+        if (n == max)
+            return -EPROTO;
+        if (util_parse_u64(f, (size_t)(p - f), limit, &out[n]) < 0)
+            return -EPROTO;
+        n++;
+    }
+    return n;
+}
+
+int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_status,
+                      struct cla_error *e)
+{
+    struct proc_status st = {0};
+    bool have_uid = false, have_gid = false;
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *colon = memchr(p, ':', (size_t)(le - p));
+        if (colon) {
+            size_t klen = (size_t)(colon - p);
+            uint64_t ids[32];
+            if (klen == 3 && (memcmp(p, "Uid", 3) == 0 || memcmp(p, "Gid", 3) == 0)) {
+                int n = parse_ids(colon + 1, le, ids, 4, UINT32_MAX - 1);
+                if (n != 4)
+                    return err_set(e, -EPROTO, "proc: status %.3s line malformed", p);
+                for (int i = 0; i < 4; i++) {
+                    if (p[0] == 'U')
+                        st.uid[i] = (uid_t)ids[i];
+                    else
+                        st.gid[i] = (gid_t)ids[i];
+                }
+                if (p[0] == 'U')
+                    have_uid = true;
+                else
+                    have_gid = true;
+            } else if (klen == 5 && memcmp(p, "NSpid", 5) == 0) {
+                /* Linux nests at most 32 pid namespaces. */
+                int n = parse_ids(colon + 1, le, ids, 32, INT_MAX);
+                if (n < 1 || ids[n - 1] == 0)
+                    return err_set(e, -EPROTO, "proc: status NSpid line malformed");
+                st.nspid = (pid_t)ids[n - 1];
+                st.nspid_levels = n;
+                st.have_nspid = true;
+            }
+        }
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    if (!have_uid || !have_gid)
+        return err_set(e, -EPROTO, "proc: status lacks its Uid or Gid line");
+    *ret_status = st;
+    return 0;
+}
+
+int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
+                     size_t *ret_len)
+{
+    size_t nlen = strlen(name);
+    int found = 0;
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *z = memchr(p, '\0', (size_t)(end - p));
+        const char *ve = z ? z : end;
+        if ((size_t)(ve - p) > nlen && memcmp(p, name, nlen) == 0 && p[nlen] == '=') {
+            *ret_value = p + nlen + 1;
+            *ret_len = (size_t)(ve - p) - nlen - 1;
+            found = 1;
+        }
+        if (!z)
+            break;
+        p = z + 1;
+    }
+    return found;
+}
+
+void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size)
+{
+    if (size == 0)
+        return;
+    size_t o = 0;
+    /* A trailing NUL ends the last argument; it is not a separator. */
+    while (len > 0 && buf[len - 1] == '\0')
+        len--;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        char ch = c == 0 ? ' ' : (c < 0x20 || c == 0x7F) ? '?' : (char)c;
+        if (o + 1 >= size)
+            break;
+        out[o++] = ch;
+    }
+    if (o + 1 >= size && o < len && size > 4) {
+        memcpy(out + size - 4, "...", 3);
+        o = size - 1;
+    }
+    out[o] = '\0';
+    /* Invalid UTF-8 could hide text in a terminal: replace any broken sequence. */
+    for (size_t i = 0; i < o;) {
+        unsigned char c = (unsigned char)out[i];
+        size_t n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
+                                : (c & 0xF8) == 0xF0 ? 3 : 99;
+        bool ok = n != 99 && i + n < o;
+        for (size_t k = 1; ok && k <= n; k++)
+            ok = ((unsigned char)out[i + k] & 0xC0) == 0x80;
+        if (!ok) {
+            out[i++] = '?';
+            continue;
+        }
+        i += n + 1;
+    }
+}
+
+int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_t *ret_key)
+{
+    static const char pre[] = "dotnet-diagnostic-", suf[] = "-socket";
+    const size_t plen = sizeof(pre) - 1, slen = sizeof(suf) - 1;
+    if (len <= plen + slen || memcmp(name, pre, plen) != 0 ||
+        memcmp(name + len - slen, suf, slen) != 0)
+        return 0;
+    const char *p = name + plen, *end = name + len - slen;
+    const char *dash = memchr(p, '-', (size_t)(end - p));
+    if (!dash)
+        return 0;
+    size_t pl = (size_t)(dash - p), kl = (size_t)(end - dash - 1);
+    /* The runtime prints with %d and %llu: no sign, no leading zeros (but "0" itself). */
+    if ((pl > 1 && p[0] == '0') || (kl > 1 && dash[1] == '0'))
+        return 0;
+    uint64_t pid, key;
+    if (util_parse_u64(p, pl, INT_MAX, &pid) < 0 || pid == 0 ||
+        util_parse_u64(dash + 1, kl, UINT64_MAX, &key) < 0)
+        return 0;
+    *ret_pid = (pid_t)pid;
+    *ret_key = key;
+    return 1;
+}
+
+int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t size,
+                             struct cla_error *e)
+{
+    const char *v;
+    size_t vlen;
+    if (!proc_environ_get(env, env_len, "TMPDIR", &v, &vlen) || vlen == 0) {
+        v = "/tmp/";
+        vlen = 5;
+    }
+    if (v[0] != '/')
+        return err_set(e, -EINVAL, "target TMPDIR '%.*s' is not an absolute path",
+                       (int)(vlen > 200 ? 200 : vlen), v);
+    if (memchr(v, '\n', vlen) || memchr(v, '\0', vlen))
+        return err_set(e, -EINVAL, "target TMPDIR holds a control character");
+    bool slash = v[vlen - 1] == '/';
+    if (vlen + (slash ? 0 : 1) + 1 > size)
+        return err_set(e, -ENAMETOOLONG, "target TMPDIR of %zu bytes is too long", vlen);
+    memcpy(out, v, vlen);
+    if (!slash)
+        out[vlen++] = '/';
+    out[vlen] = '\0';
+    return 0;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_PROC_PARSE_H
+#define CLRATTACH_PROC_PARSE_H
+
+/*
+ * Parsers for /proc/<pid> files and diagnostic socket names, on buffers only. Everything here
+ * reads bytes a target controls (its comm, its environment, its command line), so every parser
+ * takes an explicit length, checks every field and rejects the rest with -EPROTO.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+struct proc_stat {
+    char comm[64];      /* as the kernel shows it, at most 15 bytes plus the NUL in practice */
+    char state;
+    pid_t ppid;
+    uint64_t starttime; /* field 22: clock ticks since boot; the runtime's socket key */
+};
+
+/* Parses /proc/<pid>/stat. comm may hold spaces and ')' so fields are counted from the LAST ')'
+ * (as the runtime itself does). Returns 0 or -EPROTO. */
+int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e);
+
+struct proc_status {
+    pid_t nspid;        /* innermost pid (last NSpid value): the pid the runtime knows itself by */
+    int nspid_levels;   /* how many pid namespaces deep the process is, >= 1 */
+    uid_t uid[4];       /* real, effective, saved, filesystem */
+    gid_t gid[4];
+    bool have_nspid;    /* kernels before 4.1 have no NSpid line */
+};
+
+/* Parses /proc/<pid>/status for Uid, Gid and NSpid. Uid and Gid are required.
+ * Returns 0 or -EPROTO. */
+int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_status,
+                      struct cla_error *e);
+
+/* Looks `name` up in a NUL-separated environment block. Returns 1 and points *ret_value into buf
+ * (with its length; the value need not be NUL-terminated at the end of a truncated block), or 0
+ * when absent. The last assignment wins, as getenv() in the target would see it. */
+int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
+                     size_t *ret_len);
+
+/* Renders a NUL-separated command line as one line: arguments joined by spaces, control bytes
+ * and invalid UTF-8 as '?', cut at `size - 1` bytes with "..." when longer. Always terminates. */
+void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size);
+
+/* Parses "dotnet-diagnostic-<pid>-<key>-socket". Returns 1 with pid and key, 0 when the name is
+ * not exactly of that form (a dsrouter socket, another file, leading zeros, overflow). */
+int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_t *ret_key);
+
+/* The runtime's TMPDIR rule (PAL GetTempPathA): the value when set and non-empty, with one '/'
+ * appended unless it ends in one; else "/tmp/". Writes into out. Returns 0, -ENAMETOOLONG, or
+ * -EINVAL for a relative path or one with a NUL/newline. */
+int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t size,
+                             struct cla_error *e);
+
+#endif

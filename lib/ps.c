@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "ps.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "discover.h"
+#include "ipc_conn.h"
+#include "target.h"
+#include "util.h"
+
+static int cmp_pid(const void *a, const void *b)
+{
+    const struct ps_entry *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static bool diagnostics_off(const struct target *t)
+{
+    static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
+                                        "DOTNET_EnableDiagnostics_IPC"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        const char *v;
+        size_t vlen;
+        if (target_getenv(t, names[i], &v, &vlen) && vlen == 1 && v[0] == '0')
+            return true;
+    }
+    return false;
+}
+
+/* Asks a live runtime who it is; a refused connection marks the socket stale. */
+static void query_runtime(struct target *t, const struct discover_socket *s, int64_t timeout_ms,
+                          struct ps_entry *en)
+{
+    struct cla_error e = {0};
+    _cleanup_close_ int sfd = discover_open_socket(t, s, &e);
+    if (sfd < 0) {
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
+        return;
+    }
+    struct ipc_process_info pi = {0};
+    uint32_t hr = 0;
+    int r = ipc_conn_process_info(sfd, util_now_ms() + timeout_ms, &pi, &hr, &e);
+    if (r == 0) {
+        snprintf(en->runtime_version, sizeof(en->runtime_version), "%s",
+                 pi.clr_product_version ? pi.clr_product_version : "");
+        snprintf(en->runtime_rid, sizeof(en->runtime_rid), "%s",
+                 pi.runtime_identifier ? pi.runtime_identifier : "");
+        snprintf(en->arch, sizeof(en->arch), "%s", pi.arch ? pi.arch : "");
+        ipc_process_info_free(&pi);
+    } else if (r == -ECONNREFUSED) {
+        en->state = "stale";
+        snprintf(en->detail, sizeof(en->detail), "nothing listens on the socket");
+    } else if (r == -EACCES) {
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail), "socket belongs to uid %u", (unsigned)en->uid);
+    } else {
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
+    }
+}
+
+/* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
+static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool query,
+                   int64_t timeout_ms, struct ps_entry *en)
+{
+    struct target t;
+    struct cla_error e = {0};
+    if (target_open(proc_dirfd, pid, &t, &e) < 0)
+        return 0; /* exited, or not ours to inspect */
+    memset(en, 0, sizeof(*en));
+    en->pid = pid;
+    en->nspid = t.status.nspid;
+    en->uid = t.status.uid[1];
+    memcpy(en->comm, t.stat.comm, sizeof(en->comm));
+    memcpy(en->command_line, t.cmdline, sizeof(en->command_line));
+    snprintf(en->tmpdir, sizeof(en->tmpdir), "%.255s", t.tmpdir);
+
+    struct discover_socket s;
+    int listed = 1;
+    if (discover_find_socket(&t, cache, &s, &e) < 0) {
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
+        listed = diagnostics_off(&t) ? 1 : 0;
+        goto out;
+    }
+    switch (s.state) {
+    case SOCKET_ABSENT:
+    case SOCKET_DIR_ERROR:
+        if (diagnostics_off(&t)) {
+            en->state = "disabled";
+            snprintf(en->detail, sizeof(en->detail), "DOTNET_EnableDiagnostics=0");
+        } else {
+            listed = 0;
+        }
+        goto out;
+    case SOCKET_NOT_SOCKET:
+        en->state = "not_a_socket";
+        break;
+    case SOCKET_FOUND:
+        en->state = "ready";
+        break;
+    case SOCKET_FOUND_UNKEYED:
+        en->state = "unkeyed";
+        break;
+    }
+    snprintf(en->socket_name, sizeof(en->socket_name), "%s", s.name);
+    if (s.state == SOCKET_NOT_SOCKET || !query)
+        goto out;
+    query_runtime(&t, &s, timeout_ms, en);
+out:
+    target_close(&t);
+    return listed;
+}
+
+int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **ret_entries,
+            size_t *ret_n, struct cla_error *e)
+{
+    int fd = openat(proc_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return err_setsys(e, -errno, "open /proc");
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int r = -errno;
+        close(fd);
+        return err_setsys(e, r, "fdopendir /proc");
+    }
+    struct discover_cache *cache = discover_cache_new();
+    struct ps_entry *list = NULL;
+    size_t n = 0, alloc = 0;
+    int r = 0;
+    pid_t self = getpid();
+    struct dirent *de;
+    if (!cache) {
+        r = err_set(e, -ENOMEM, "out of memory");
+        goto out;
+    }
+    while ((de = readdir(dir))) {
+        uint64_t v;
+        if (util_parse_u64(de->d_name, strlen(de->d_name), INT32_MAX, &v) < 0 || v == 0)
+            continue;
+        if ((pid_t)v == self)
+            continue;
+        if (n == alloc) {
+            size_t na = alloc ? alloc * 2 : 16;
+            struct ps_entry *nl = realloc(list, na * sizeof(*nl));
+            if (!nl) {
+                r = err_set(e, -ENOMEM, "out of memory");
+                goto out;
+            }
+            list = nl;
+            alloc = na;
+        }
+        if (inspect(proc_dirfd, (pid_t)v, cache, query, timeout_ms, &list[n]))
+            n++;
+    }
+    qsort(list, n, sizeof(*list), cmp_pid);
+out:
+    discover_cache_free(cache);
+    closedir(dir);
+    if (r < 0) {
+        free(list);
+        return r;
+    }
+    *ret_entries = list;
+    *ret_n = n;
+    return 0;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int target_open_proc(const char *path, struct cla_error *e)
+{
+    int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return err_setsys(e, -errno, "open '%s'", path);
+    return fd;
+}
+
+/* Reads one /proc file through the pinned dirfd, bounded by `cap`. */
+static int read_procfile(int procfd, const char *name, size_t cap, char **ret_buf,
+                         size_t *ret_len)
+{
+    _cleanup_close_ int fd = openat(procfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    return util_read_all(fd, cap, ret_buf, ret_len);
+}
+
+static int read_stat(int procfd, struct proc_stat *ret, struct cla_error *e)
+{
+    _cleanup_free_ char *buf = NULL;
+    size_t len;
+    int r = read_procfile(procfd, "stat", PROC_STAT_MAX, &buf, &len);
+    /* A process that exited leaves a /proc dir whose files give ESRCH on read. */
+    if (r < 0)
+        return err_setsys(e, r == -ENOENT ? -ESRCH : r, "read stat");
+    return proc_parse_stat(buf, len, ret, e);
+}
+
+int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error *e)
+{
+    struct target t = {.pid = pid, .pidfd = -1, .procfd = -1, .rootfd = -1};
+    char name[16];
+    int r;
+
+    if (pid <= 0)
+        return err_set(e, -EINVAL, "pid %d is not a process id", (int)pid);
+    /* Pin first: while the pidfd's process lives its pid cannot be reused, so the /proc dir we
+     * open next is its own. */
+    t.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (t.pidfd < 0 && errno != ENOSYS && errno != EPERM) {
+        r = -errno;
+        if (r == -ESRCH)
+            return err_set(e, r, "no process with pid %d", (int)pid);
+        return err_setsys(e, r, "pidfd_open %d", (int)pid);
+    }
+    snprintf(name, sizeof(name), "%d", (int)pid);
+    t.procfd = openat(proc_dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (t.procfd < 0) {
+        r = errno == ENOENT ? -ESRCH : -errno;
+        err_setsys(e, r, "open /proc/%d", (int)pid);
+        goto fail;
+    }
+    if ((r = read_stat(t.procfd, &t.stat, e)) < 0)
+        goto fail;
+    {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        r = read_procfile(t.procfd, "status", PROC_STATUS_MAX, &buf, &len);
+        if (r < 0) {
+            err_setsys(e, r == -ENOENT ? -ESRCH : r, "read status");
+            goto fail;
+        }
+        if ((r = proc_parse_status(buf, len, &t.status, e)) < 0)
+            goto fail;
+        if (!t.status.have_nspid) {
+            /* Before Linux 4.1: no NSpid; then only same-namespace targets are supported. */
+            t.status.nspid = pid;
+            t.status.nspid_levels = 1;
+        }
+    }
+    {
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        if (read_procfile(t.procfd, "cmdline", PROC_CMDLINE_MAX, &buf, &len) == 0)
+            proc_cmdline_render(buf, len, t.cmdline, sizeof(t.cmdline));
+        else
+            snprintf(t.cmdline, sizeof(t.cmdline), "[%s]", t.stat.comm);
+    }
+    /* environ needs ptrace-read access to the target; without it TMPDIR stays unknown and the
+     * caller reports that, rather than guessing /tmp. */
+    r = read_procfile(t.procfd, "environ", PROC_ENVIRON_MAX, &t.environ, &t.environ_len);
+    if (r < 0) {
+        t.environ = NULL;
+        t.environ_errno = -r;
+        if (r == -E2BIG) {
+            err_set(e, -EPROTO, "environment of pid %d exceeds %d bytes", (int)pid,
+                    PROC_ENVIRON_MAX);
+            r = -EPROTO;
+            goto fail;
+        }
+        snprintf(t.tmpdir, sizeof(t.tmpdir), "/tmp/");
+    } else if ((r = proc_tmpdir_from_environ(t.environ, t.environ_len, t.tmpdir,
+                                             sizeof(t.tmpdir), e)) < 0) {
+        goto fail;
+    }
+    {
+        struct stat st;
+        if (fstatat(t.procfd, "ns/mnt", &st, 0) == 0)
+            t.mntns = st.st_ino;
+    }
+    if ((r = target_check_alive(&t, e)) < 0)
+        goto fail;
+    *ret = t;
+    return 0;
+fail:
+    target_close(&t);
+    return r;
+}
+
+int target_open_root(struct target *t, struct cla_error *e)
+{
+    if (t->rootfd >= 0)
+        return 0;
+    /* "root" is a magic link of our own trusted procfs; following it is the point. What lies
+     * below it is hostile and is only reached through rootfs_open(). */
+    int fd = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return err_setsys(e, errno == ENOENT ? -ESRCH : -errno,
+                          "open /proc/%d/root", (int)t->pid);
+    t->rootfd = fd;
+    return 0;
+}
+
+int target_check_alive(const struct target *t, struct cla_error *e)
+{
+    if (t->pidfd >= 0) {
+        /* A pidfd becomes readable when its process exits. */
+        struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
+        int n = poll(&p, 1, 0);
+        if (n < 0)
+            return err_setsys(e, -errno, "poll pidfd of %d", (int)t->pid);
+        if (n > 0)
+            return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
+    }
+    struct proc_stat st;
+    struct cla_error ignore = {0};
+    if (read_stat(t->procfd, &st, &ignore) < 0)
+        return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
+    if (st.starttime != t->stat.starttime)
+        return err_set(e, -ESRCH, "pid %d now belongs to another process", (int)t->pid);
+    return 0;
+}
+
+int target_getenv(const struct target *t, const char *name, const char **ret_value,
+                  size_t *ret_len)
+{
+    if (!t->environ)
+        return 0;
+    return proc_environ_get(t->environ, t->environ_len, name, ret_value, ret_len);
+}
+
+void target_close(struct target *t)
+{
+    util_closep(&t->pidfd);
+    util_closep(&t->procfd);
+    util_closep(&t->rootfd);
+    t->pidfd = t->procfd = t->rootfd = -1;
+    free(t->environ);
+    t->environ = NULL;
+}

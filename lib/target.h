@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_TARGET_H
+#define CLRATTACH_TARGET_H
+
+/*
+ * A pinned target process. The pid is pinned by a pidfd opened BEFORE /proc/<pid> (so the
+ * directory fd provably belongs to the process the pidfd holds while that process lives), and
+ * every later read goes through the /proc/<pid> dirfd, never through a rebuilt path. Liveness is
+ * re-checked with the pidfd (and the start time) before anything is sent to the target.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "caps.h"
+#include "err.h"
+#include "proc_parse.h"
+
+struct target {
+    pid_t pid;           /* in our pid namespace */
+    int pidfd;           /* -1 where pidfd_open is missing (Linux < 5.3) */
+    int procfd;          /* O_PATH of /proc/<pid> */
+    int rootfd;          /* O_PATH of /proc/<pid>/root, opened by target_open_root() */
+    struct proc_stat stat;
+    struct proc_status status;
+    char *environ;       /* NULL when not readable (permission) */
+    size_t environ_len;
+    int environ_errno;   /* why environ is NULL */
+    char tmpdir[TARGET_PATH_MAX]; /* as the target sees it, ending in '/' */
+    char cmdline[512];   /* rendered for people */
+    uint64_t mntns;      /* inode of its mount namespace, 0 when unknown */
+};
+
+/* Pins `pid` under the /proc directory `proc_dirfd` and reads stat, status, environ, cmdline.
+ * Returns 0; -ESRCH when there is no such process (or it exits meanwhile); -EACCES/-EPERM when
+ * we may not inspect it; -EPROTO for unparsable /proc files. `ret` must be released with
+ * target_close() on success only. */
+int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error *e);
+
+/* Opens the target's root directory (needs ptrace-read access, as the target's uid or with
+ * CAP_SYS_PTRACE). Returns 0 or a negative errno. */
+int target_open_root(struct target *t, struct cla_error *e);
+
+/* Returns 0 while the pinned process runs and still has the start time read at open, -ESRCH
+ * once it has exited or been replaced. */
+int target_check_alive(const struct target *t, struct cla_error *e);
+
+/* Looks up `name` in the target's environment (see proc_environ_get). */
+int target_getenv(const struct target *t, const char *name, const char **ret_value,
+                  size_t *ret_len);
+
+void target_close(struct target *t);
+
+/* Opens the /proc directory clrattach scans (our own view). Returns an fd or -errno. */
+int target_open_proc(const char *path, struct cla_error *e);
+
+#endif

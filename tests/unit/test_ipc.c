@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc.h"
+
+static const uint8_t magic[14] = "DOTNET_IPC_V1";
+
+static void test_guid_roundtrip(void **state)
+{
+    (void)state;
+    struct ipc_guid g;
+    assert_int_equal(ipc_guid_parse("{12345678-9ABC-DEF0-1122-334455667788}", &g), 0);
+    static const uint8_t wire[16] = {0x78, 0x56, 0x34, 0x12, 0xBC, 0x9A, 0xF0, 0xDE,
+                                     0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88};
+    assert_memory_equal(g.b, wire, 16);
+    char out[39];
+    ipc_guid_format(&g, out);
+    assert_string_equal(out, "{12345678-9ABC-DEF0-1122-334455667788}");
+    assert_int_equal(ipc_guid_parse("12345678-9abc-def0-1122-334455667788", &g), 0);
+    assert_memory_equal(g.b, wire, 16);
+}
+
+static void test_guid_rejects(void **state)
+{
+    (void)state;
+    struct ipc_guid g;
+    assert_int_equal(ipc_guid_parse("", &g), -EINVAL);
+    assert_int_equal(ipc_guid_parse(NULL, &g), -EINVAL);
+    assert_int_equal(ipc_guid_parse("{12345678-9ABC-DEF0-1122-33445566778}", &g), -EINVAL);
+    assert_int_equal(ipc_guid_parse("{12345678-9ABC-DEF0-1122-3344556677880}", &g), -EINVAL);
+    assert_int_equal(ipc_guid_parse("{12345678_9ABC-DEF0-1122-334455667788}", &g), -EINVAL);
+    assert_int_equal(ipc_guid_parse("{1234567G-9ABC-DEF0-1122-334455667788}", &g), -EINVAL);
+    assert_int_equal(ipc_guid_parse("{12345678-9ABC-DEF0-1122-334455667788", &g), -EINVAL);
+}
+
+/* The worked example of the reference: timeout 5000, GUID above, "/p.so", no client data. */
+static void test_encode_attach_exact(void **state)
+{
+    (void)state;
+    static const uint8_t want[60] = {
+        0x44, 0x4F, 0x54, 0x4E, 0x45, 0x54, 0x5F, 0x49, 0x50, 0x43, 0x5F, 0x56, 0x31, 0x00, 0x3C,
+        0x00, 0x03, 0x01, 0x00, 0x00, 0x88, 0x13, 0x00, 0x00, 0x78, 0x56, 0x34, 0x12, 0xBC, 0x9A,
+        0xF0, 0xDE, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x06, 0x00, 0x00, 0x00, 0x2F,
+        0x00, 0x70, 0x00, 0x2E, 0x00, 0x73, 0x00, 0x6F, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+    struct ipc_guid g;
+    assert_int_equal(ipc_guid_parse("{12345678-9ABC-DEF0-1122-334455667788}", &g), 0);
+    uint8_t buf[128];
+    struct cla_error e = {0};
+    int n = ipc_encode_attach(5000, &g, "/p.so", NULL, 0, buf, sizeof(buf), &e);
+    assert_int_equal(n, 60);
+    assert_memory_equal(buf, want, 60);
+}
+
+static void test_encode_attach_client_data_and_utf8(void **state)
+{
+    (void)state;
+    struct ipc_guid g = {{0}};
+    uint8_t buf[256];
+    struct cla_error e = {0};
+    /* "é" is one UTF-16 unit, U+1F600 a surrogate pair. */
+    int n = ipc_encode_attach(1, &g, "/\xC3\xA9\xF0\x9F\x98\x80", "ab", 2, buf, sizeof(buf), &e);
+    assert_int_equal(n, 20 + 4 + 16 + 4 + 5 * 2 + 4 + 2);
+    const uint8_t *p = buf + 40;
+    assert_int_equal(p[0], 5); /* '/', 'é', hi, lo, NUL */
+    assert_int_equal(p[4] | p[5] << 8, '/');
+    assert_int_equal(p[6] | p[7] << 8, 0xE9);
+    assert_int_equal(p[8] | p[9] << 8, 0xD83D);
+    assert_int_equal(p[10] | p[11] << 8, 0xDE00);
+    assert_int_equal(p[12] | p[13] << 8, 0);
+    assert_int_equal(p[14], 2);
+    assert_memory_equal(p + 18, "ab", 2);
+    assert_int_equal(buf[14] | buf[15] << 8, n);
+}
+
+static void test_encode_attach_rejects(void **state)
+{
+    (void)state;
+    struct ipc_guid g = {{0}};
+    uint8_t buf[256];
+    struct cla_error e = {0};
+    assert_int_equal(ipc_encode_attach(1, &g, "", NULL, 0, buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_attach(1, &g, "/a\xC3", NULL, 0, buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_attach(1, &g, "/\xC0\xAF", NULL, 0, buf, sizeof(buf), &e),
+                     -EINVAL); /* overlong '/' */
+    assert_int_equal(ipc_encode_attach(1, &g, "/\xED\xA0\x80", NULL, 0, buf, sizeof(buf), &e),
+                     -EINVAL); /* encoded surrogate */
+    assert_int_equal(ipc_encode_attach(1, &g, "/p.so", NULL, 0, buf, 30, &e), -ENOBUFS);
+    static uint8_t big[5000];
+    assert_int_equal(ipc_encode_attach(1, &g, "/p.so", big, sizeof(big), buf, sizeof(buf), &e),
+                     -E2BIG);
+    assert_non_null(strstr(e.msg, "client data"));
+}
+
+static void test_encode_simple_and_startup(void **state)
+{
+    (void)state;
+    uint8_t buf[128];
+    struct cla_error e = {0};
+    assert_int_equal(ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_INFO3, buf, sizeof(buf), &e),
+                     20);
+    assert_memory_equal(buf, magic, 14);
+    assert_int_equal(buf[14], 20);
+    assert_int_equal(buf[16], 4);
+    assert_int_equal(buf[17], 8);
+    struct ipc_guid g = {{1, 2, 3}};
+    int n = ipc_encode_startup(&g, "/x", buf, sizeof(buf), &e);
+    assert_int_equal(n, 20 + 16 + 4 + 6);
+    assert_int_equal(buf[16], 3);
+    assert_int_equal(buf[17], 2);
+    assert_memory_equal(buf + 20, g.b, 16);
+}
+
+static void make_header(uint8_t *b, uint16_t size, uint8_t set, uint8_t id)
+{
+    memcpy(b, magic, 14);
+    b[14] = (uint8_t)size;
+    b[15] = (uint8_t)(size >> 8);
+    b[16] = set;
+    b[17] = id;
+    b[18] = b[19] = 0;
+}
+
+static void test_decode_header(void **state)
+{
+    (void)state;
+    uint8_t b[20];
+    struct ipc_header h;
+    struct cla_error e = {0};
+    make_header(b, 24, 0xFF, 0x00);
+    assert_int_equal(ipc_decode_header(b, 20, &h, &e), 0);
+    assert_int_equal(h.size, 24);
+    assert_int_equal(ipc_decode_header(b, 19, &h, &e), -EPROTO);
+    make_header(b, 19, 0xFF, 0x00);
+    assert_int_equal(ipc_decode_header(b, 20, &h, &e), -EPROTO);
+    make_header(b, 24, 0xFF, 0x00);
+    b[13] = 'X'; /* the NUL of the magic is required */
+    assert_int_equal(ipc_decode_header(b, 20, &h, &e), -EPROTO);
+}
+
+static void test_decode_status(void **state)
+{
+    (void)state;
+    struct ipc_header ok = {24, 0xFF, 0x00, 0}, er = {24, 0xFF, 0xFF, 0};
+    uint8_t zero[4] = {0}, already[4] = {0x6A, 0x13, 0x13, 0x80};
+    uint32_t hr = 1;
+    struct cla_error e = {0};
+    assert_int_equal(ipc_decode_status(&ok, zero, 4, &hr, &e), 0);
+    assert_int_equal(hr, 0);
+    assert_int_equal(ipc_decode_status(&er, already, 4, &hr, &e), 0);
+    assert_int_equal(hr, 0x8013136A);
+    /* Wrong lengths, wrong command, failure inside OK, success inside Error. */
+    assert_int_equal(ipc_decode_status(&ok, zero, 3, &hr, &e), -EPROTO);
+    struct ipc_header big = {28, 0xFF, 0x00, 0};
+    uint8_t eight[8] = {0};
+    assert_int_equal(ipc_decode_status(&big, eight, 8, &hr, &e), -EPROTO);
+    struct ipc_header other = {24, 0x03, 0x01, 0};
+    assert_int_equal(ipc_decode_status(&other, zero, 4, &hr, &e), -EPROTO);
+    assert_int_equal(ipc_decode_status(&ok, already, 4, &hr, &e), -EPROTO);
+    assert_int_equal(ipc_decode_status(&er, zero, 4, &hr, &e), -EPROTO);
+}
+
+/* A tiny payload builder for ProcessInfo replies. */
+struct pb {
+    uint8_t b[1024];
+    size_t n;
+};
+
+static void pb_u32(struct pb *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p->b[p->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void pb_str(struct pb *p, const char *s)
+{
+    pb_u32(p, (uint32_t)strlen(s) + 1);
+    for (; *s; s++) {
+        p->b[p->n++] = (uint8_t)*s;
+        p->b[p->n++] = 0;
+    }
+    p->b[p->n++] = 0;
+    p->b[p->n++] = 0;
+}
+
+static void pb_info(struct pb *p, int version, uint32_t v3)
+{
+    p->n = 0;
+    if (version == 3)
+        pb_u32(p, v3);
+    pb_u32(p, 42);
+    pb_u32(p, 0);
+    for (int i = 0; i < 16; i++)
+        p->b[p->n++] = (uint8_t)i;
+    pb_str(p, "dotnet app.dll");
+    pb_str(p, "Linux");
+    pb_str(p, "x64");
+    if (version >= 2) {
+        pb_str(p, "app");
+        pb_str(p, "10.0.1+abc");
+    }
+    if (version == 3 && v3 >= 1)
+        pb_str(p, "linux-x64");
+}
+
+static void test_decode_process_info_versions(void **state)
+{
+    (void)state;
+    struct pb p;
+    struct ipc_process_info pi;
+    struct cla_error e = {0};
+    pb_info(&p, 1, 0);
+    assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), 0);
+    assert_int_equal(pi.pid, 42);
+    assert_string_equal(pi.command_line, "dotnet app.dll");
+    assert_string_equal(pi.arch, "x64");
+    assert_null(pi.clr_product_version);
+    ipc_process_info_free(&pi);
+
+    pb_info(&p, 2, 0);
+    assert_int_equal(ipc_decode_process_info(2, p.b, p.n, &pi, &e), 0);
+    assert_string_equal(pi.clr_product_version, "10.0.1+abc");
+    ipc_process_info_free(&pi);
+
+    pb_info(&p, 3, 1);
+    assert_int_equal(ipc_decode_process_info(3, p.b, p.n, &pi, &e), 0);
+    assert_string_equal(pi.runtime_identifier, "linux-x64");
+    assert_int_equal(pi.cookie.b[5], 5);
+    ipc_process_info_free(&pi);
+
+    pb_info(&p, 3, 0);
+    assert_int_equal(ipc_decode_process_info(3, p.b, p.n, &pi, &e), 0);
+    assert_null(pi.runtime_identifier);
+    ipc_process_info_free(&pi);
+}
+
+static void test_decode_process_info_malformed(void **state)
+{
+    (void)state;
+    struct pb p;
+    struct ipc_process_info pi;
+    struct cla_error e = {0};
+    pb_info(&p, 2, 0);
+    /* Every truncation is an error, never a crash or a partial result. */
+    for (size_t cut = 0; cut < p.n; cut++)
+        assert_int_equal(ipc_decode_process_info(2, p.b, cut, &pi, &e), -EPROTO);
+    /* Trailing garbage on a fixed-layout reply. */
+    p.b[p.n++] = 0;
+    assert_int_equal(ipc_decode_process_info(2, p.b, p.n, &pi, &e), -EPROTO);
+    /* A string without its terminating NUL. */
+    pb_info(&p, 1, 0);
+    p.b[p.n - 2] = 'x';
+    assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), -EPROTO);
+    /* A huge declared string length. */
+    pb_info(&p, 1, 0);
+    p.b[24] = 0xFF; /* pid (8) and cookie (16) come first */
+    p.b[25] = 0xFF;
+    p.b[26] = 0xFF;
+    p.b[27] = 0x7F;
+    assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), -EPROTO);
+    /* An unpaired surrogate and an embedded NUL. */
+    pb_info(&p, 1, 0);
+    p.b[28] = 0x00;
+    p.b[29] = 0xD8;
+    assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), -EPROTO);
+    pb_info(&p, 1, 0);
+    p.b[30] = 0;
+    p.b[31] = 0;
+    assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), -EPROTO);
+    assert_int_equal(ipc_decode_process_info(4, p.b, p.n, &pi, &e), -EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_guid_roundtrip),
+        cmocka_unit_test(test_guid_rejects),
+        cmocka_unit_test(test_encode_attach_exact),
+        cmocka_unit_test(test_encode_attach_client_data_and_utf8),
+        cmocka_unit_test(test_encode_attach_rejects),
+        cmocka_unit_test(test_encode_simple_and_startup),
+        cmocka_unit_test(test_decode_header),
+        cmocka_unit_test(test_decode_status),
+        cmocka_unit_test(test_decode_process_info_versions),
+        cmocka_unit_test(test_decode_process_info_malformed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

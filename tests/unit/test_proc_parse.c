@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc_parse.h"
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[65536];
+    *len = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void test_stat_fixtures(void **state)
+{
+    (void)state;
+    size_t len;
+    struct proc_stat st;
+    struct cla_error e = {0};
+    char *b = slurp("tests/fixtures/proc/stat.hostile_comm", &len);
+    assert_int_equal(proc_parse_stat(b, len, &st, &e), 0);
+    /* comm holds a space and a ')': fields are counted from the last ')'. */
+    assert_string_equal(st.comm, "my app) x");
+    assert_int_equal(st.state, 'S');
+    assert_int_equal(st.ppid, 4200);
+    assert_int_equal(st.starttime, 987654321ULL);
+    b = slurp("tests/fixtures/proc/stat.host", &len);
+    assert_int_equal(proc_parse_stat(b, len, &st, &e), 0);
+    assert_true(st.starttime > 0);
+}
+
+static void test_stat_malformed(void **state)
+{
+    (void)state;
+    struct proc_stat st;
+    struct cla_error e = {0};
+    const char *bad[] = {
+        "",
+        "1 comm S 0",
+        "1 (comm S 0 1 2",
+        "1 (comm) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18",   /* no field 22 */
+        "1 (comm) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x", /* starttime not a number */
+        "1 (comm) SS 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9",
+        "1 (comm) S -1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9",
+        "1 (comm) S 1  3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 9",
+        "1 (comm) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99999999999999999999999",
+        "1 (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa) S 1",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(proc_parse_stat(bad[i], strlen(bad[i]), &st, &e), -EPROTO);
+    const char *ok = "1 (c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9";
+    assert_int_equal(proc_parse_stat(ok, strlen(ok), &st, &e), 0);
+    assert_int_equal(st.starttime, 9);
+}
+
+static void test_status_fixtures(void **state)
+{
+    (void)state;
+    size_t len;
+    struct proc_status st;
+    struct cla_error e = {0};
+    char *b = slurp("tests/fixtures/proc/status.container", &len);
+    assert_int_equal(proc_parse_status(b, len, &st, &e), 0);
+    assert_true(st.have_nspid);
+    assert_int_equal(st.nspid, 1);
+    assert_int_equal(st.nspid_levels, 2);
+    assert_int_equal(st.uid[1], 1000);
+    assert_int_equal(st.gid[3], 1000);
+    b = slurp("tests/fixtures/proc/status.host", &len);
+    assert_int_equal(proc_parse_status(b, len, &st, &e), 0);
+}
+
+static void test_status_malformed(void **state)
+{
+    (void)state;
+    struct proc_status st;
+    struct cla_error e = {0};
+    const char *bad[] = {
+        "Name:\tx\n",
+        "Uid:\t1\t2\t3\t4\n",                                  /* no Gid */
+        "Uid:\t1\t2\t3\nGid:\t1\t2\t3\t4\n",                   /* 3 ids */
+        "Uid:\t1\t2\t3\t4\t5\nGid:\t1\t2\t3\t4\n",             /* 5 ids */
+        "Uid:\t1\tx\t3\t4\nGid:\t1\t2\t3\t4\n",
+        "Uid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\nNSpid:\t\n",
+        "Uid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\nNSpid:\t5\t0\n",
+        "Uid:\t1\t2\t3\t4294967295\nGid:\t1\t2\t3\t4\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(proc_parse_status(bad[i], strlen(bad[i]), &st, &e), -EPROTO);
+    const char *nons = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0";
+    assert_int_equal(proc_parse_status(nons, strlen(nons), &st, &e), 0);
+    assert_false(st.have_nspid);
+}
+
+static void test_environ(void **state)
+{
+    (void)state;
+    static const char env[] = "A=1\0TMPDIR=/x\0TMPDIRX=no\0B\0TMPDIR=/last\0C=";
+    const char *v;
+    size_t vl;
+    assert_int_equal(proc_environ_get(env, sizeof(env) - 1, "TMPDIR", &v, &vl), 1);
+    assert_int_equal(vl, 5);
+    assert_memory_equal(v, "/last", 5);
+    assert_int_equal(proc_environ_get(env, sizeof(env) - 1, "C", &v, &vl), 1);
+    assert_int_equal(vl, 0);
+    assert_int_equal(proc_environ_get(env, sizeof(env) - 1, "B", &v, &vl), 0);
+    assert_int_equal(proc_environ_get(env, sizeof(env) - 1, "TMP", &v, &vl), 0);
+    assert_int_equal(proc_environ_get("", 0, "A", &v, &vl), 0);
+}
+
+static void test_tmpdir(void **state)
+{
+    (void)state;
+    char out[64];
+    struct cla_error e = {0};
+    static const char a[] = "TMPDIR=/var/tmp", b[] = "X=1", c[] = "TMPDIR=", d[] = "TMPDIR=rel",
+                      f[] = "TMPDIR=/a/";
+    assert_int_equal(proc_tmpdir_from_environ(a, sizeof(a) - 1, out, sizeof(out), &e), 0);
+    assert_string_equal(out, "/var/tmp/");
+    assert_int_equal(proc_tmpdir_from_environ(b, sizeof(b) - 1, out, sizeof(out), &e), 0);
+    assert_string_equal(out, "/tmp/");
+    assert_int_equal(proc_tmpdir_from_environ(c, sizeof(c) - 1, out, sizeof(out), &e), 0);
+    assert_string_equal(out, "/tmp/");
+    assert_int_equal(proc_tmpdir_from_environ(d, sizeof(d) - 1, out, sizeof(out), &e), -EINVAL);
+    assert_int_equal(proc_tmpdir_from_environ(f, sizeof(f) - 1, out, sizeof(out), &e), 0);
+    assert_string_equal(out, "/a/");
+    char small[8];
+    assert_int_equal(proc_tmpdir_from_environ(a, sizeof(a) - 1, small, sizeof(small), &e),
+                     -ENAMETOOLONG);
+    static const char nl[] = "TMPDIR=/a\nb";
+    assert_int_equal(proc_tmpdir_from_environ(nl, sizeof(nl) - 1, out, sizeof(out), &e), -EINVAL);
+}
+
+static void test_socket_names(void **state)
+{
+    (void)state;
+    pid_t pid;
+    uint64_t key;
+#define P(s) proc_socket_name_parse(s, strlen(s), &pid, &key)
+    assert_int_equal(P("dotnet-diagnostic-1-123-socket"), 1);
+    assert_int_equal(pid, 1);
+    assert_int_equal(key, 123);
+    assert_int_equal(P("dotnet-diagnostic-4242-0-socket"), 1);
+    assert_int_equal(key, 0);
+    assert_int_equal(P("dotnet-diagnostic-4242-18446744073709551615-socket"), 1);
+    assert_int_equal(P("dotnet-diagnostic-4242-18446744073709551616-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-dsrouter-4242-1-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-042-1-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-42-01-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-0-1-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic--1-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-1--socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-1-2-socketx"), 0);
+    assert_int_equal(P("dotnet-diagnostic-1-2-3-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic-99999999999-2-socket"), 0);
+    assert_int_equal(P("dotnet-diagnostic--socket"), 0);
+#undef P
+}
+
+static void test_cmdline_render(void **state)
+{
+    (void)state;
+    char out[32];
+    static const char a[] = "dotnet\0app.dll\0--x\0";
+    proc_cmdline_render(a, sizeof(a) - 1, out, sizeof(out));
+    assert_string_equal(out, "dotnet app.dll --x");
+    static const char esc[] = "a\x1b[31m\0b\n";
+    proc_cmdline_render(esc, sizeof(esc) - 1, out, sizeof(out));
+    assert_string_equal(out, "a?[31m b?");
+    static const char bad[] = "\xC3(\xF0\x9F";
+    proc_cmdline_render(bad, sizeof(bad) - 1, out, sizeof(out));
+    assert_string_equal(out, "?(??");
+    static const char lng[] = "0123456789012345678901234567890123456789";
+    proc_cmdline_render(lng, sizeof(lng) - 1, out, sizeof(out));
+    assert_int_equal(strlen(out), sizeof(out) - 1);
+    assert_string_equal(out + sizeof(out) - 4, "...");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stat_fixtures),   cmocka_unit_test(test_stat_malformed),
+        cmocka_unit_test(test_status_fixtures), cmocka_unit_test(test_status_malformed),
+        cmocka_unit_test(test_environ),         cmocka_unit_test(test_tmpdir),
+        cmocka_unit_test(test_socket_names),    cmocka_unit_test(test_cmdline_render),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
