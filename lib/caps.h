@@ -43,4 +43,20 @@
 #define CLRPROBE_OUT_PATH_MAX 1024          /* bytes of the report path, without the NUL */
 #define CLRPROBE_DETACH_AFTER_MAX 31536000u /* one year in seconds */
 
+/* Kubernetes API (lib/k8s_*.c). Event limits are the apiserver's own (bytes, Go len()). */
+#define K8S_URL_MAX 512                  /* https://[v6-host]:port */
+#define K8S_FILE_PATH_MAX 4096           /* token, CA, namespace file paths */
+#define K8S_TOKEN_MAX 16384              /* a bound SA token is ~1 KiB; JWTs with claims grow */
+#define K8S_NAMESPACE_FILE_MAX 256       /* the SA dir's `namespace` file */
+#define K8S_NAME_MAX 253                 /* DNS-1123 subdomain: pod and event names */
+#define K8S_LABEL_MAX 63                 /* DNS-1123 label: namespace, container */
+#define K8S_UID_MAX 63
+#define K8S_EVENT_FIELD_MAX 128          /* reason, action, reportingInstance */
+#define K8S_EVENT_NOTE_MAX 1024          /* "Maximal length of the note is 1kB" */
+#define K8S_RESPONSE_MAX (2 * 1024 * 1024) /* any reply body; a stored pod is < 1.5 MiB */
+#define K8S_STATUS_MAX (64 * 1024)       /* a Status body we agree to parse */
+#define K8S_STATUS_CAUSES_MAX 8          /* causes kept from one Status */
+#define K8S_RETRY_AFTER_MAX_S 30         /* larger Retry-After values are clamped */
+#define K8S_ATTEMPT_LOG_MAX 16           /* attempts recorded in a report outcome */
+
 #endif
