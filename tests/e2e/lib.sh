@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# Helpers for the end-to-end tests: start the C# target in its own "container" (a private mount
+# namespace with its own tmpfs /tmp, optionally its own PID namespace with its own /proc, another
+# uid, a custom TMPDIR), run clrattach against it, and check what happened inside.
+
+set -u
+BUILD=${BUILD:-build}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+CLRATTACH="$ROOT/$BUILD/clrattach"
+PROBE="$ROOT/$BUILD/libclrprobe.so"
+TARGET_DLL="$ROOT/$BUILD/target/ClrTarget.dll"
+PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID "\(.*\)"/\1/p' "$ROOT/profiler/clrprobe.h")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrattach-e2e.XXXXXX")
+PASSED=0
+FAILED=0
+TARGET_PIDS=()
+
+cleanup_targets() {
+    local p
+    for p in "${TARGET_PIDS[@]}"; do
+        kill -KILL "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup_targets EXIT
+
+ok() { echo "ok $1"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
+
+# The suite needs root (namespaces, other uids) and a .NET runtime; it never skips.
+require_env() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "FAIL e2e-prerequisites: the end-to-end tests need root (unshare, setpriv)" >&2
+        exit 1
+    fi
+    local f
+    for f in "$CLRATTACH" "$PROBE" "$TARGET_DLL"; do
+        [ -e "$f" ] || { echo "FAIL e2e-prerequisites: $f missing (run make all target)" >&2; exit 1; }
+    done
+    command -v dotnet >/dev/null || { echo "FAIL e2e-prerequisites: dotnet not on PATH" >&2; exit 1; }
+}
+
+# start_target NAME [--pidns] [--uid N] [--tmpdir DIR] [--env K=V]... [--seconds N]
+# Starts the target and sets TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
+start_target() {
+    local name=$1
+    shift
+    local pidns=0 uid=0 tmpdir="" seconds=120
+    local envs=(HOME=/tmp DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1)
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --pidns) pidns=1 ;;
+        --uid) uid=$2; shift ;;
+        --tmpdir) tmpdir=$2; envs+=("TMPDIR=$2"); shift ;;
+        --env) envs+=("$2"); shift ;;
+        --seconds) seconds=$2; shift ;;
+        *) echo "start_target: unknown $1" >&2; return 2 ;;
+        esac
+        shift
+    done
+    TARGET_LOG="$WORK/$name.log"
+    local mk=""
+    [ -n "$tmpdir" ] && mk="mkdir -p '$tmpdir' && chmod 1777 '$tmpdir' && "
+    local drop=""
+    [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
+    # A container's view: private mounts, a fresh tmpfs on /tmp that only the target sees.
+    local inner="mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop dotnet '$TARGET_DLL' --seconds $seconds"
+    local ns=(--mount --propagation private)
+    [ $pidns = 1 ] && ns+=(--pid --fork --mount-proc)
+    unshare "${ns[@]}" sh -c "$inner" >"$TARGET_LOG" 2>&1 &
+    local upid=$!
+    TARGET_PIDS+=("$upid")
+    local i
+    for i in $(seq 1 300); do
+        grep -q '^ready' "$TARGET_LOG" 2>/dev/null && break
+        sleep 0.1
+    done
+    if ! grep -q '^ready' "$TARGET_LOG"; then
+        echo "start_target: $name did not start:" >&2
+        cat "$TARGET_LOG" >&2
+        return 1
+    fi
+    if [ $pidns = 1 ]; then
+        TARGET_PID=$(cat /proc/"$upid"/task/"$upid"/children | tr -d ' ')
+        TARGET_PIDS+=("$TARGET_PID")
+    else
+        TARGET_PID=$upid
+    fi
+    # The runtime creates its socket while starting up; "ready" is printed after Main runs.
+    return 0
+}
+
+# clr [args...]: runs clrattach with the default (kill) seccomp filter; stdout to $OUT, stderr to
+# $ERR, exit code in $RC.
+clr() {
+    OUT="$WORK/out.$$.txt"
+    ERR="$WORK/err.$$.txt"
+    "$CLRATTACH" "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+    return 0
+}
+
+# json_get FILE KEY: a top-level field of the first JSON line.
+json_get() {
+    python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); v=d
+for k in sys.argv[2].split("."): v=v.get(k) if isinstance(v,dict) else None
+print("" if v is None else v)' "$1" "$2"
+}
+
+# probe_report PID PATH_IN_TARGET: waits until the probe's report exists in the target and its
+# counters moved, and prints the counter summary. Fails after ~10 s.
+probe_report() {
+    local pid=$1 path=$2 i
+    for i in $(seq 1 100); do
+        if [ -s "/proc/$pid/root$path" ] && python3 - "/proc/$pid/root$path" <<'PY' 2>/dev/null
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["counters"]
+assert d["pid"] > 0 and d["runtime"]["type"] == "CoreCLR"
+assert c["gc_started"] > 0 and c["exceptions_thrown"] > 0 and c["threads_created"] > 0
+print("gc=%d exceptions=%d threads=%d jit=%d" % (c["gc_started"], c["exceptions_thrown"], c["threads_created"], c["jit_compilations"]))
+PY
+        then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# is_mapped PID PATH_IN_TARGET: the delivered .so is mapped in the target.
+is_mapped() {
+    grep -qF "$2" "/proc/$1/maps"
+}
+
+finish() {
+    echo "$1: $PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The core attach path against a real CoreCLR runtime, target in its own "container".
+# Each success is proven from outside (the delivered .so is mapped in the target) and from inside
+# (the probe's report exists in the target's filesystem and counted runtime events).
+. "$(dirname "$0")/lib.sh"
+require_env
+
+# attach_ok NAME PID [clrattach args...]: attach the probe, expect success, prove the load.
+attach_ok() {
+    local name=$1 pid=$2
+    shift 2
+    clr attach --pid "$pid" --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+        --client-data "out=/tmp/probe-$name.json" -o json "$@"
+    if [ $RC -ne 0 ]; then
+        fail "$name" "exit $RC: $(cat "$ERR")"
+        return 1
+    fi
+    local path outcome
+    outcome=$(json_get "$OUT" outcome)
+    path=$(json_get "$OUT" delivered_path)
+    [ "$outcome" = attached ] || { fail "$name" "outcome '$outcome'"; return 1; }
+    DELIVERED=$path
+    if ! is_mapped "$pid" "$(basename "$path")"; then
+        fail "$name" "$path is not mapped in /proc/$pid/maps"
+        return 1
+    fi
+    local counters
+    if ! counters=$(probe_report "$pid" "/tmp/probe-$name.json"); then
+        fail "$name" "no probe report with counted events at /tmp/probe-$name.json in the target"
+        return 1
+    fi
+    ok "$name ($counters)"
+}
+
+# 1. Same PID namespace, own mount namespace (sidecar / kubectl debug --target).
+if start_target same-pidns; then
+    P1=$TARGET_PID
+    if attach_ok same-pidns "$P1"; then
+        # The path sent to the runtime is the target's view: it exists there, not on our side.
+        if [ -e "/proc/$P1/root$DELIVERED" ] && [ ! -e "$DELIVERED" ]; then
+            ok "same-pidns-delivered-in-target-view"
+        else
+            fail "same-pidns-delivered-in-target-view" "$DELIVERED visible on our side or missing in the target"
+        fi
+        ns=$(json_get "$OUT" ns_pid)
+        [ "$ns" = "$P1" ] && ok "same-pidns-nspid" || fail "same-pidns-nspid" "ns_pid $ns != $P1"
+    fi
+
+    # 5. A second attach to the same process: "already active", its own exit code.
+    clr attach --pid "$P1" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+    if [ $RC -eq 3 ] && [ "$(json_get "$OUT" outcome)" = already_active ] &&
+        [ "$(json_get "$OUT" hresult)" = 0x8013136A ] && [ "$(json_get "$OUT" reused)" = True ]; then
+        ok "already-active"
+    else
+        fail "already-active" "exit $RC, $(cat "$OUT") $(cat "$ERR")"
+    fi
+    # Human output names the cause and the next step.
+    clr attach --pid "$P1" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+    if [ $RC -eq 3 ] && grep -q "already_active" "$ERR" && grep -q "next step" "$ERR"; then
+        ok "already-active-text"
+    else
+        fail "already-active-text" "exit $RC: $(cat "$ERR")"
+    fi
+
+    # ps lists it with its runtime version and state.
+    clr ps -o json
+    if [ $RC -eq 0 ] && python3 - "$OUT" "$P1" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in rows if x["pid"] == int(sys.argv[2])]
+assert len(r) == 1, rows
+r = r[0]
+assert r["state"] == "ready", r
+assert r["runtime"]["version"].startswith(("8.", "9.", "10.", "11.")), r
+assert r["runtime"]["rid"].startswith("linux"), r
+assert "ClrTarget.dll" in r["command_line"], r
+PY
+    then ok "ps-lists-target"; else fail "ps-lists-target" "exit $RC: $(cat "$OUT") $(cat "$ERR")"; fi
+    clr ps
+    if [ $RC -eq 0 ] && grep -q "^$P1 " "$OUT" && grep -q "ready" "$OUT"; then
+        ok "ps-text"
+    else
+        fail "ps-text" "exit $RC: $(cat "$OUT")"
+    fi
+fi
+
+# 2. Its own PID namespace (node case): the socket is named for the namespace pid (1 here).
+if start_target own-pidns --pidns; then
+    P2=$TARGET_PID
+    if attach_ok own-pidns "$P2"; then
+        ns=$(json_get "$OUT" ns_pid)
+        [ "$ns" = 1 ] && [ "$P2" != 1 ] && ok "own-pidns-nspid" || fail "own-pidns-nspid" "ns_pid $ns (host pid $P2)"
+    fi
+fi
+
+# 3. The target runs as uid 1000, clrattach as root: the delivered file belongs to 1000.
+if start_target other-uid --pidns --uid 1000; then
+    P3=$TARGET_PID
+    if attach_ok other-uid "$P3"; then
+        owner=$(stat -c %u "/proc/$P3/root$DELIVERED")
+        [ "$owner" = 1000 ] && ok "other-uid-owner" || fail "other-uid-owner" "owned by $owner"
+        rowner=$(stat -c %u "/proc/$P3/root/tmp/probe-other-uid.json")
+        [ "$rowner" = 1000 ] && ok "other-uid-report-owner" || fail "other-uid-report-owner" "$rowner"
+    fi
+fi
+
+# 4. A custom TMPDIR in the target only.
+if start_target custom-tmpdir --tmpdir /tmp/app-tmp; then
+    P4=$TARGET_PID
+    if attach_ok custom-tmpdir "$P4"; then
+        case $DELIVERED in
+        /tmp/app-tmp/*) ok "custom-tmpdir-path" ;;
+        *) fail "custom-tmpdir-path" "delivered to $DELIVERED" ;;
+        esac
+    fi
+fi
+
+# 6. A pid that is not .NET, and a pid that does not exist.
+sleep 60 &
+NOTNET=$!
+TARGET_PIDS+=("$NOTNET")
+clr attach --pid "$NOTNET" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+if [ $RC -eq 4 ] && grep -q "no diagnostic socket" "$ERR" && grep -q "next step" "$ERR"; then
+    ok "not-dotnet"
+else
+    fail "not-dotnet" "exit $RC: $(cat "$ERR")"
+fi
+NOPID=$(( $(cat /proc/sys/kernel/pid_max) - 1 ))
+while [ -e /proc/$NOPID ]; do NOPID=$((NOPID - 1)); done
+clr attach --pid "$NOPID" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+if [ $RC -eq 4 ] && [ "$(json_get "$OUT" outcome)" = target_not_found ] && grep -q "no process" "$ERR"; then
+    ok "no-such-pid"
+else
+    fail "no-such-pid" "exit $RC: $(cat "$OUT") $(cat "$ERR")"
+fi
+
+finish e2e-attach

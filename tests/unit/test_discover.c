@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "discover.h"
+
+static struct discover_entry ent(const char *name, pid_t pid, uint64_t key, int64_t mtime,
+                                 bool sock)
+{
+    struct discover_entry e = {.pid = pid, .key = key, .mtime_ns = mtime, .is_socket = sock};
+    strncpy(e.name, name, sizeof(e.name) - 1);
+    return e;
+}
+
+static void test_absent(void **state)
+{
+    (void)state;
+    struct discover_entry es[] = {ent("dotnet-diagnostic-7-5-socket", 7, 5, 1, true)};
+    struct discover_socket s;
+    assert_int_equal(discover_choose(es, 1, 8, 5, &s), SOCKET_ABSENT);
+    assert_int_equal(s.candidates, 0);
+    assert_int_equal(discover_choose(NULL, 0, 8, 5, &s), SOCKET_ABSENT);
+}
+
+static void test_key_match_beats_newer(void **state)
+{
+    (void)state;
+    struct discover_entry es[] = {
+        ent("dotnet-diagnostic-1-100-socket", 1, 100, 10, true),
+        ent("dotnet-diagnostic-1-999-socket", 1, 999, 50, true), /* newer, but stale key */
+        ent("dotnet-diagnostic-2-100-socket", 2, 100, 60, true),
+    };
+    struct discover_socket s;
+    assert_int_equal(discover_choose(es, 3, 1, 100, &s), SOCKET_FOUND);
+    assert_string_equal(s.name, "dotnet-diagnostic-1-100-socket");
+    assert_int_equal(s.candidates, 2);
+    assert_int_equal(s.stale, 1);
+}
+
+static void test_newest_when_no_key_matches(void **state)
+{
+    (void)state;
+    /* In a time namespace the start time we read differs from the target's: newest wins. */
+    struct discover_entry es[] = {
+        ent("dotnet-diagnostic-1-10-socket", 1, 10, 10, true),
+        ent("dotnet-diagnostic-1-30-socket", 1, 30, 30, true),
+        ent("dotnet-diagnostic-1-20-socket", 1, 20, 20, true),
+    };
+    struct discover_socket s;
+    assert_int_equal(discover_choose(es, 3, 1, 77, &s), SOCKET_FOUND_UNKEYED);
+    assert_string_equal(s.name, "dotnet-diagnostic-1-30-socket");
+    assert_int_equal(s.stale, 2);
+}
+
+static void test_not_a_socket(void **state)
+{
+    (void)state;
+    /* A hostile target plants a regular file or FIFO under the socket's exact name. */
+    struct discover_entry es[] = {ent("dotnet-diagnostic-1-100-socket", 1, 100, 10, false)};
+    struct discover_socket s;
+    assert_int_equal(discover_choose(es, 1, 1, 100, &s), SOCKET_NOT_SOCKET);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_absent),
+        cmocka_unit_test(test_key_match_beats_newer),
+        cmocka_unit_test(test_newest_when_no_key_matches),
+        cmocka_unit_test(test_not_a_socket),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
