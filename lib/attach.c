@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "attach.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "creds.h"
+#include "deliver.h"
+#include "discover.h"
+#include "hresult.h"
+#include "ipc_conn.h"
+#include "target.h"
+#include "util.h"
+
+static const struct {
+    const char *name;
+    int exit_code;
+} outcomes[] = {
+    [ATTACH_OK] = {"attached", 0},
+    [ATTACH_ALREADY_ACTIVE] = {"already_active", 3},
+    [ATTACH_NOT_FOUND] = {"target_not_found", 4},
+    [ATTACH_NOT_DOTNET] = {"not_dotnet", 4},
+    [ATTACH_PERMISSION] = {"permission_denied", 5},
+    [ATTACH_DELIVERY] = {"delivery_failed", 6},
+    [ATTACH_LOAD_FAILED] = {"load_failed", 7},
+    [ATTACH_NOT_READY] = {"runtime_not_ready", 8},
+    [ATTACH_PROTOCOL] = {"protocol_error", 9},
+    [ATTACH_USAGE] = {"usage_error", 2},
+    [ATTACH_INTERNAL] = {"internal_error", 1},
+};
+
+const char *attach_outcome_name(enum attach_outcome o)
+{
+    return (unsigned)o < ARRAY_SIZE(outcomes) ? outcomes[o].name : "internal_error";
+}
+
+int attach_outcome_exit_code(enum attach_outcome o)
+{
+    return (unsigned)o < ARRAY_SIZE(outcomes) ? outcomes[o].exit_code : 1;
+}
+
+/* Maps an errno from inspecting or reaching the target to an outcome. */
+static enum attach_outcome outcome_of_errno(int r)
+{
+    switch (-r) {
+    case ESRCH: return ATTACH_NOT_FOUND;
+    case EACCES:
+    case EPERM: return ATTACH_PERMISSION;
+    case EINVAL: return ATTACH_USAGE;
+    case ENOMEM: return ATTACH_INTERNAL;
+    default: return ATTACH_PROTOCOL;
+    }
+}
+
+static int fail(struct attach_result *res, enum attach_outcome o, int code)
+{
+    res->outcome = o;
+    if (res->error.code == 0)
+        res->error.code = code;
+    return code < 0 ? code : -EPROTO;
+}
+
+static int read_profiler(const char *path, uint8_t **ret_data, size_t *ret_len,
+                         struct cla_error *e)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return err_setsys(e, -errno, "profiler '%s'", path);
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "profiler '%s'", path);
+    if (!S_ISREG(st.st_mode))
+        return err_set(e, -EINVAL, "profiler '%s' is not a regular file", path);
+    char *buf;
+    size_t len;
+    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
+    if (r < 0)
+        return err_setsys(e, r, "read profiler '%s'", path);
+    /* An ELF shared object starts with \x7fELF; anything else cannot be what the user meant. */
+    if (len < 64 || memcmp(buf, "\x7f" "ELF", 4) != 0) {
+        free(buf);
+        return err_set(e, -EINVAL, "profiler '%s' is not an ELF shared object", path);
+    }
+    *ret_data = (uint8_t *)buf;
+    *ret_len = len;
+    return 0;
+}
+
+/* Is a profiler already set up through the target's environment? The runtime would then answer
+ * "already active"; naming the variable tells people why. */
+static void note_profiler_env(const struct target *t, struct attach_result *res)
+{
+    static const char *const prefixes[] = {"CORECLR_", "DOTNET_", "COMPlus_"};
+    for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+        char name[64];
+        const char *v;
+        size_t vlen;
+        snprintf(name, sizeof(name), "%sENABLE_PROFILING", prefixes[i]);
+        if (target_getenv(t, name, &v, &vlen) && vlen == 1 && v[0] == '1') {
+            snprintf(res->profiler_env, sizeof(res->profiler_env), "%s=1", name);
+            return;
+        }
+    }
+}
+
+/* DOTNET_EnableDiagnostics=0 (or the COMPlus_ spelling, or the .NET 8 _IPC switch) removes the
+ * socket altogether; say so rather than "not .NET". */
+static const char *diagnostics_disabled_by(const struct target *t)
+{
+    static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
+                                        "DOTNET_EnableDiagnostics_IPC",
+                                        "COMPlus_EnableDiagnostics_IPC"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        const char *v;
+        size_t vlen;
+        if (target_getenv(t, names[i], &v, &vlen) && vlen == 1 && v[0] == '0')
+            return names[i];
+    }
+    return NULL;
+}
+
+static int socket_error(struct target *t, const struct discover_socket *s,
+                        struct attach_result *res)
+{
+    struct cla_error *e = &res->error;
+    const char *off = diagnostics_disabled_by(t);
+    switch (s->state) {
+    case SOCKET_ABSENT:
+        if (off) {
+            err_set(e, -ENOENT, "pid %d has %s=0: the runtime opened no diagnostic socket",
+                    (int)t->pid, off);
+            err_hint(e, "restart the app without %s=0 (from .NET 8, "
+                        "DOTNET_EnableDiagnostics_Debugger=0 keeps the debugger off)", off);
+        } else {
+            err_set(e, -ENOENT,
+                    "pid %d (%s) has no diagnostic socket 'dotnet-diagnostic-%d-*-socket' in %s "
+                    "as it sees it: not a .NET process, or its runtime has not started",
+                    (int)t->pid, t->stat.comm, (int)t->status.nspid, t->tmpdir);
+            err_hint(e, "list .NET processes with 'clrattach ps'");
+        }
+        return fail(res, ATTACH_NOT_DOTNET, -ENOENT);
+    case SOCKET_DIR_ERROR:
+        err_set(e, -s->dir_errno, "cannot open the target's TMPDIR %s in its root: %s", t->tmpdir,
+                strerror(s->dir_errno));
+        if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR)
+            err_hint(e, "a symlink is on the path to %s inside the target; clrattach follows no "
+                        "links inside a target", t->tmpdir);
+        else if (s->dir_errno == EACCES)
+            err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)t->status.uid[1]);
+        return fail(res, s->dir_errno == ENOENT ? ATTACH_NOT_DOTNET
+                         : s->dir_errno == EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL,
+                    -s->dir_errno);
+    case SOCKET_NOT_SOCKET:
+        err_set(e, -ENOTSOCK, "'%s%s' in the target is not a socket", t->tmpdir, s->name);
+        err_hint(e, "the target's diagnostic socket was replaced by another kind of file; "
+                    "refusing to use it");
+        return fail(res, ATTACH_PROTOCOL, -ENOTSOCK);
+    default:
+        return 0;
+    }
+}
+
+static void fill_runtime(struct attach_result *res, const struct ipc_process_info *pi)
+{
+    res->have_runtime = true;
+    snprintf(res->runtime_version, sizeof(res->runtime_version), "%s",
+             pi->clr_product_version ? pi->clr_product_version : "");
+    snprintf(res->runtime_rid, sizeof(res->runtime_rid), "%s",
+             pi->runtime_identifier ? pi->runtime_identifier : "");
+    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", pi->os ? pi->os : "",
+             pi->arch ? pi->arch : "");
+}
+
+static enum attach_outcome outcome_of_hresult(uint32_t hr)
+{
+    switch (hresult_lookup(hr)->cls) {
+    case HRESULT_CLASS_OK: return ATTACH_OK;
+    case HRESULT_CLASS_ALREADY: return ATTACH_ALREADY_ACTIVE;
+    case HRESULT_CLASS_NOT_READY: return ATTACH_NOT_READY;
+    case HRESULT_CLASS_PROTOCOL: return ATTACH_PROTOCOL;
+    case HRESULT_CLASS_LOAD:
+    default: return ATTACH_LOAD_FAILED;
+    }
+}
+
+static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
+               struct creds_saved *cs)
+{
+    struct cla_error *e = &res->error;
+    _cleanup_free_ uint8_t *data = NULL;
+    size_t data_len = 0;
+    int r;
+
+    /* Our own file, read before we act as the target's user (who may not be able to read it). */
+    if ((r = read_profiler(o->profiler_path, &data, &data_len, e)) < 0)
+        return fail(res, ATTACH_USAGE, r);
+
+    if ((r = target_open(o->proc_dirfd, o->pid, t, e)) < 0)
+        return fail(res, outcome_of_errno(r), r);
+    res->nspid = t->status.nspid;
+    res->uid = t->status.uid[1];
+    res->gid = t->status.gid[1];
+    res->starttime = t->stat.starttime;
+    memcpy(res->command_line, t->cmdline, sizeof(res->command_line));
+    memcpy(res->tmpdir, t->tmpdir, sizeof(res->tmpdir));
+    if (!t->environ) {
+        err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)o->pid,
+                strerror(t->environ_errno));
+        err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
+        return fail(res, ATTACH_PERMISSION, -t->environ_errno);
+    }
+    note_profiler_env(t, res);
+
+    /* The socket is 0600 and owned by the runtime's effective uid: act as that user. */
+    if ((r = creds_check(res->uid, res->gid, e)) < 0)
+        return fail(res, ATTACH_PERMISSION, r);
+    if ((r = creds_become(res->uid, res->gid, cs, e)) < 0)
+        return fail(res, ATTACH_PERMISSION, r);
+    if ((r = target_open_root(t, e)) < 0) {
+        if (r == -EACCES || r == -EPERM)
+            err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE",
+                     (int)o->pid);
+        return fail(res, outcome_of_errno(r), r);
+    }
+
+    struct discover_socket s;
+    if ((r = discover_find_socket(t, NULL, &s, e)) < 0)
+        return fail(res, outcome_of_errno(r), r);
+    if ((r = socket_error(t, &s, res)) < 0)
+        return r;
+    memcpy(res->socket_name, s.name, sizeof(res->socket_name));
+    _cleanup_close_ int sockfd = discover_open_socket(t, &s, e);
+    if (sockfd < 0)
+        return fail(res, outcome_of_errno(sockfd), sockfd);
+
+    /* Who answers? This also proves the socket is live before anything is written into the
+     * target: a stale socket (crashed process) refuses the connection. */
+    struct ipc_process_info pi = {0};
+    uint32_t hr = 0;
+    r = ipc_conn_process_info(sockfd, util_now_ms() + o->timeout_ms, &pi, &hr, e);
+    if (r == -ECONNREFUSED) {
+        err_set(e, r, "the socket '%s%s' is stale: nothing listens on it", t->tmpdir, s.name);
+        err_hint(e, "the process that created it is gone; check the pid with 'clrattach ps'");
+        return fail(res, ATTACH_PROTOCOL, r);
+    }
+    if (r == -EACCES) {
+        err_hint(e, "the socket belongs to uid %u; run clrattach as that uid or as root",
+                 (unsigned)res->uid);
+        return fail(res, ATTACH_PERMISSION, r);
+    }
+    if (r < 0 && r != -EREMOTEIO)
+        return fail(res, ATTACH_PROTOCOL, r);
+    if (r == 0) {
+        fill_runtime(res, &pi);
+        ipc_process_info_free(&pi);
+    }
+    err_clear(e);
+
+    struct deliver_opts dopts = {
+        .data = data,
+        .len = data_len,
+        .basename = strrchr(o->profiler_path, '/') ? strrchr(o->profiler_path, '/') + 1
+                                                   : o->profiler_path,
+        .dir = o->target_dir ? o->target_dir : t->tmpdir,
+        .uid = res->uid,
+    };
+    struct deliver_result dres;
+    if ((r = deliver_profiler(t->rootfd, &dopts, &dres, e)) < 0) {
+        err_prefix(e, "deliver");
+        return fail(res, ATTACH_DELIVERY, r);
+    }
+    memcpy(res->delivered_path, dres.path, sizeof(res->delivered_path));
+    memcpy(res->sha256, dres.sha256, sizeof(res->sha256));
+    res->reused = dres.reused;
+    if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
+        return fail(res, ATTACH_INTERNAL, r);
+
+    uint8_t req[IPC_MAX_MESSAGE];
+    int n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, dres.path, o->client_data,
+                              o->client_data_len, req, sizeof(req), e);
+    if (n < 0)
+        return fail(res, ATTACH_USAGE, n);
+    /* The pid must still be the process we inspected: never attach to its successor. */
+    if ((r = target_check_alive(t, e)) < 0)
+        return fail(res, ATTACH_NOT_FOUND, r);
+    r = ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, &hr, e);
+    if (o->on_stage) {
+        struct cla_error se = {0};
+        int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
+        if (sr < 0 && r >= 0) {
+            *e = se;
+            return fail(res, ATTACH_INTERNAL, sr);
+        }
+    }
+    if (r < 0) {
+        if (r == -ETIMEDOUT)
+            err_hint(e, "the runtime did not answer within %lld ms; the profiler's "
+                        "InitializeForAttach may still be running (raise --timeout)",
+                     (long long)o->timeout_ms);
+        else if (target_check_alive(t, NULL) < 0)
+            err_prefix(e, "the target exited during the attach");
+        return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
+    }
+    res->have_hresult = true;
+    res->hresult = hr;
+    res->outcome = outcome_of_hresult(hr);
+    if (res->outcome != ATTACH_OK) {
+        const struct hresult_info *hi = hresult_lookup(hr);
+        err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
+        if (hr == 0x8013136Au && res->profiler_env[0])
+            err_hint(e, "%s is set in the target's environment: a profiler was loaded at "
+                        "startup. %s", res->profiler_env, hi->next_step);
+        else
+            err_hint(e, "%s", hi->next_step);
+        return -EREMOTEIO;
+    }
+    return 0;
+}
+
+int attach_run(const struct attach_opts *o, struct attach_result *ret)
+{
+    struct attach_result *res = ret;
+    memset(res, 0, sizeof(*res));
+    res->pid = o->pid;
+    struct target t = {.pidfd = -1, .procfd = -1, .rootfd = -1};
+    struct creds_saved cs = {0};
+    int64_t start = util_now_ms();
+
+    int r = run(o, res, &t, &cs);
+
+    struct cla_error ce = {0};
+    if (creds_restore(&cs, &ce) < 0 && r >= 0) {
+        res->error = ce;
+        r = fail(res, ATTACH_INTERNAL, ce.code);
+    }
+    if (t.procfd >= 0)
+        target_close(&t);
+    res->duration_ms = util_now_ms() - start;
+    if (r >= 0)
+        err_clear(&res->error);
+    return r;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "result_json.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "hresult.h"
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+    /* json_string() rejects invalid UTF-8; a target-controlled string must not make us lose
+     * the whole result, so such a value is stored with its bytes replaced. */
+    json_t *s = json_string(v);
+    if (!s) {
+        char buf[1024];
+        size_t i = 0;
+        for (; v[i] && i < sizeof(buf) - 1; i++)
+            buf[i] = (unsigned char)v[i] < 0x80 ? v[i] : '?';
+        buf[i] = '\0';
+        s = json_string(buf);
+    }
+    json_object_set_new(o, k, s ? s : json_null());
+}
+
+static char *dump(json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+char *result_attach_json(const struct attach_result *r, const char *profiler,
+                         const struct ipc_guid *clsid)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    char guid[39];
+    ipc_guid_format(clsid, guid);
+    set_str(o, "command", "attach");
+    set_str(o, "outcome", attach_outcome_name(r->outcome));
+    json_object_set_new(o, "exit_code", json_integer(attach_outcome_exit_code(r->outcome)));
+    json_object_set_new(o, "pid", json_integer(r->pid));
+    if (r->nspid)
+        json_object_set_new(o, "ns_pid", json_integer(r->nspid));
+    if (r->starttime) {
+        json_object_set_new(o, "uid", json_integer(r->uid));
+        json_object_set_new(o, "start_time", json_integer((json_int_t)r->starttime));
+        set_str(o, "command_line", r->command_line);
+        set_str(o, "tmpdir", r->tmpdir);
+    }
+    if (r->socket_name[0])
+        set_str(o, "socket", r->socket_name);
+    if (r->have_runtime) {
+        json_t *rt = json_object();
+        set_str(rt, "version", r->runtime_version);
+        set_str(rt, "rid", r->runtime_rid);
+        set_str(rt, "platform", r->os_arch);
+        json_object_set_new(o, "runtime", rt);
+    }
+    set_str(o, "profiler", profiler);
+    set_str(o, "clsid", guid);
+    if (r->delivered_path[0]) {
+        set_str(o, "delivered_path", r->delivered_path);
+        set_str(o, "sha256", r->sha256);
+        json_object_set_new(o, "reused", json_boolean(r->reused));
+    }
+    if (r->have_hresult) {
+        char hr[16];
+        hresult_format(r->hresult, hr, sizeof(hr));
+        set_str(o, "hresult", hr);
+        set_str(o, "hresult_name", hresult_lookup(r->hresult)->name);
+    }
+    if (r->profiler_env[0])
+        set_str(o, "profiler_env", r->profiler_env);
+    if (r->outcome != ATTACH_OK) {
+        set_str(o, "error", r->error.msg);
+        if (r->error.hint[0])
+            set_str(o, "next_step", r->error.hint);
+    }
+    json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
+    return dump(o);
+}
+
+char *result_ps_json(const struct ps_entry *p)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "pid", json_integer(p->pid));
+    json_object_set_new(o, "ns_pid", json_integer(p->nspid));
+    json_object_set_new(o, "uid", json_integer(p->uid));
+    set_str(o, "comm", p->comm);
+    set_str(o, "command_line", p->command_line);
+    set_str(o, "tmpdir", p->tmpdir);
+    set_str(o, "socket", p->socket_name);
+    set_str(o, "state", p->state);
+    if (p->runtime_version[0] || p->arch[0]) {
+        json_t *rt = json_object();
+        set_str(rt, "version", p->runtime_version);
+        set_str(rt, "rid", p->runtime_rid);
+        set_str(rt, "arch", p->arch);
+        json_object_set_new(o, "runtime", rt);
+    }
+    if (p->detail[0])
+        set_str(o, "detail", p->detail);
+    return dump(o);
+}
