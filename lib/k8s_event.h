@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_K8S_EVENT_H
+#define CLRATTACH_K8S_EVENT_H
+
+/*
+ * Encoding and decoding for the Kubernetes API, with no I/O: the Event body (events.k8s.io/v1
+ * or core/v1), the pieces it is made of (MicroTime, event name, UTF-8-safe cuts), and the
+ * parsers for what the apiserver sends back (Status error bodies, a pod GET reply).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "caps.h"
+#include "err.h"
+
+/* The reportingController of every Event; the apiserver wants a qualified name. */
+#define K8S_REPORTING_CONTROLLER "clrattach.dev/clrattach"
+
+/* The pod an Event is about. Empty strings mean "unknown"; an empty uid is looked up later. */
+struct k8s_pod_ref {
+    char name[K8S_NAME_MAX + 1];
+    char namespace_[K8S_LABEL_MAX + 1];
+    char uid[K8S_UID_MAX + 1];
+    char container[K8S_NAME_MAX + 1];
+};
+
+struct k8s_event_spec {
+    const char *reason;             /* ProfilerAttached | ProfilerAlreadyActive | ProfilerAttachFailed */
+    const char *type;               /* Normal | Warning */
+    const char *action;             /* AttachProfiler */
+    const char *note;               /* free text, cut to 1024 bytes on a UTF-8 boundary */
+    const char *reporting_instance; /* cut to 128 bytes; NULL/"" = "clrattach-<pod>" */
+    struct timespec event_time;     /* rendered with exactly 6 fractional digits */
+};
+
+/* Builds the events.k8s.io/v1 body (core/v1 when `core` is true) as compact JSON in
+ * *ret_json (caller frees). The name is derived from event_time, so rebuilding the same spec
+ * gives the same name. -EINVAL for a missing or invalid field, -ENOMEM. */
+int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *ev, bool core,
+                    char **ret_json, struct cla_error *e);
+
+/* Copies at most `max` bytes of `src` into `dst` (which holds max + 1), never splitting a
+ * UTF-8 sequence; each byte of an invalid sequence becomes '?'. Returns the bytes written. */
+size_t k8s_utf8_copy(const char *src, size_t max, char *dst);
+
+/* Writes eventTime as "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" (UTC, exactly 6 fractional digits, the
+ * only layout MicroTime accepts) into buf (>= 28 bytes). -ERANGE for a time outside years
+ * 1970..9999 or a bad tv_nsec, -ENOBUFS for a small buffer. */
+int k8s_format_microtime(const struct timespec *t, char *buf, size_t size);
+
+/* The apiserver's DNS-1123 subdomain (<= 253) and label (<= 63) checks. */
+bool k8s_is_dns1123_subdomain(const char *s);
+bool k8s_is_dns1123_label(const char *s);
+
+/* The apiserver's IsQualifiedName: optional "<dns-subdomain>/" prefix, then <= 63 chars of
+ * [A-Za-z0-9][-A-Za-z0-9_.]* ending alphanumeric. */
+bool k8s_is_qualified_name(const char *s);
+
+/* Event name as client-go makes it: "<pod>.<lowercase hex unix nanoseconds>", or, when that is
+ * not a DNS-1123 subdomain, a version-4 UUID made from the 16 bytes `rnd`. buf holds
+ * K8S_NAME_MAX + 1 bytes. Returns 0, -ERANGE for a negative time, -ENOBUFS. */
+int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t rnd[16],
+                   char *buf, size_t size);
+
+/* A decoded Status body (only the fields we report). Strings are cut to fit, for display. */
+struct k8s_status_cause {
+    char reason[64];
+    char field[128];
+    char message[256];
+};
+
+struct k8s_status {
+    int code;                       /* 0 when absent */
+    char status[16];                /* "Failure" */
+    char reason[64];                /* "Invalid", "Forbidden", "AlreadyExists", ... */
+    char message[512];
+    char details_name[K8S_NAME_MAX + 1];
+    char details_group[K8S_NAME_MAX + 1];
+    char details_kind[64];
+    int retry_after_s;              /* details.retryAfterSeconds, 0 when absent */
+    size_t n_causes;                /* causes kept, at most K8S_STATUS_CAUSES_MAX */
+    size_t n_causes_total;          /* causes in the body */
+    struct k8s_status_cause causes[K8S_STATUS_CAUSES_MAX];
+};
+
+/* Parses a Status body of `len` bytes (need not be NUL-terminated). -E2BIG above
+ * K8S_STATUS_MAX, -EPROTO for anything that is not a well-formed Status object. */
+int k8s_status_parse(const char *buf, size_t len, struct k8s_status *ret, struct cla_error *e);
+
+/* Renders "<message> [field: message; ...]" into buf for an error text. Returns the length
+ * written (cut to fit). */
+size_t k8s_status_describe(const struct k8s_status *st, char *buf, size_t size);
+
+/* Reads metadata.uid from a pod GET reply, after checking kind, name and namespace match the
+ * pod asked for. ret_uid holds K8S_UID_MAX + 1. -E2BIG above K8S_RESPONSE_MAX, -EPROTO. */
+int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const char *want_ns,
+                      char *ret_uid, struct cla_error *e);
+
+#endif
