@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 CLRATTACH=$BUILD/clrattach
-CLSID=$(sed -n 's/^#define CLRPROBE_CLSID "\(.*\)"/\1/p' profiler/clrprobe.h)
+CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profiler/clrprobe.h)
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "demo: run as root: it puts the sample app in its own namespaces (unshare)" >&2

@@ -102,6 +102,34 @@ if start_target other-uid --pidns --uid 1000; then
         rowner=$(stat -c %u "/proc/$P3/root/tmp/probe-other-uid.json")
         [ "$rowner" = 1000 ] && ok "other-uid-report-owner" || fail "other-uid-report-owner" "$rowner"
     fi
+
+    # Unprivileged as ANOTHER uid: a precise error naming the uid to run as, target untouched.
+    before=$(ls "/proc/$P3/root/tmp" | wc -l)
+    OUT="$WORK/out.unpriv" ERR="$WORK/err.unpriv"
+    setpriv --reuid=2000 --regid=2000 --clear-groups "$CLRATTACH" attach --pid "$P3" \
+        --profiler "$PROBE" --clsid "$PROBE_CLSID" >"$OUT" 2>"$ERR"
+    RC=$?
+    after=$(ls "/proc/$P3/root/tmp" | wc -l)
+    if [ $RC -eq 5 ] && grep -q "uid 1000" "$ERR" && [ "$before" = "$after" ]; then
+        ok "unprivileged-other-uid"
+    else
+        fail "unprivileged-other-uid" "exit $RC, files $before -> $after: $(cat "$ERR")"
+    fi
+fi
+
+# Unprivileged as the SAME uid as the app (the recommended sidecar setup): no capability needed.
+if start_target same-uid --pidns --uid 1000; then
+    P5=$TARGET_PID
+    OUT="$WORK/out.sameuid" ERR="$WORK/err.sameuid"
+    setpriv --reuid=1000 --regid=1000 --clear-groups "$CLRATTACH" attach --pid "$P5" \
+        --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data out=/tmp/probe-same-uid.json \
+        -o json >"$OUT" 2>"$ERR"
+    RC=$?
+    if [ $RC -eq 0 ] && probe_report "$P5" /tmp/probe-same-uid.json >/dev/null; then
+        ok "unprivileged-same-uid"
+    else
+        fail "unprivileged-same-uid" "exit $RC: $(cat "$ERR")"
+    fi
 fi
 
 # 4. A custom TMPDIR in the target only.
