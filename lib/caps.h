@@ -25,6 +25,8 @@
 #define PROC_CMDLINE_MAX (64 * 1024)
 #define PROC_MOUNTINFO_MAX (1024 * 1024)
 #define PROC_MAPS_MAX (4 * 1024 * 1024)
+#define PROC_MOUNTS_MAX 10000        /* mountinfo lines */
+#define TARGET_PATH_MAX_MOUNT 1024  /* a mount point we can reason about */
 #define PROC_CGROUP_MAX 16384
 
 /* A target's TMPDIR value and paths inside a target root. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "caps.h"
 #include "err.h"
 
 struct proc_stat {
@@ -58,5 +59,31 @@ int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_
  * -EINVAL for a relative path or one with a NUL/newline. */
 int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t size,
                              struct cla_error *e);
+
+/* One line of /proc/<pid>/mountinfo, with the mount point as the PROCESS sees it (relative to
+ * its root) and the flags that decide whether a shared object can be placed and mapped there. */
+struct proc_mount {
+    char mount_point[TARGET_PATH_MAX_MOUNT];
+    char fstype[32];
+    bool read_only;  /* per-mount "ro" or superblock "ro" */
+    bool noexec;     /* mmap(PROT_EXEC) of files here fails: dlopen gives 0x8007007E */
+};
+
+/* Parses a mountinfo file into a new array (caller frees). Octal escapes (\040) in mount points
+ * are decoded. Returns 0, or -EPROTO for a malformed line, -E2BIG past PROC_MOUNTS_MAX lines. */
+int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mounts,
+                         size_t *ret_n, struct cla_error *e);
+
+/* The mount that holds absolute `path`: the longest mount point that is a path prefix of it,
+ * the last listed winning among equals (it is mounted on top). NULL when none. Pure. */
+const struct proc_mount *proc_mount_for_path(const struct proc_mount *mounts, size_t n,
+                                             const char *path);
+
+/* Scans /proc/<pid>/maps text for the dynamic loader the process runs with.
+ * Returns 1 for musl (ld-musl-*), 2 for glibc (ld-linux-*), 0 when neither is seen. */
+int proc_maps_libc(const char *buf, size_t len);
+
+/* Is a file whose path ends in `/name` mapped (any line's path column)? Returns 1 or 0. */
+int proc_maps_has(const char *buf, size_t len, const char *name);
 
 #endif

@@ -187,6 +187,71 @@ static void test_cmdline_render(void **state)
     assert_string_equal(out + sizeof(out) - 4, "...");
 }
 
+static void test_mountinfo(void **state)
+{
+    (void)state;
+    size_t len, n;
+    struct proc_mount *m;
+    struct cla_error e = {0};
+    char *b = slurp("tests/fixtures/proc/mountinfo.container", &len);
+    assert_int_equal(proc_parse_mountinfo(b, len, &m, &n, &e), 0);
+    assert_int_equal(n, 7);
+    assert_true(m[0].read_only);
+    assert_string_equal(m[2].mount_point, "/tmp");
+    assert_true(m[2].noexec);
+    assert_false(m[2].read_only);
+    assert_true(m[3].read_only); /* read-only superblock under a rw mount */
+    assert_string_equal(m[5].mount_point, "/my dir");
+    assert_string_equal(m[5].fstype, "tmpfs");
+    assert_ptr_equal(proc_mount_for_path(m, n, "/tmp/"), &m[2]);
+    assert_ptr_equal(proc_mount_for_path(m, n, "/tmp/exec/x.so"), &m[6]);
+    assert_ptr_equal(proc_mount_for_path(m, n, "/tmpx/"), &m[0]);
+    assert_ptr_equal(proc_mount_for_path(m, n, "/"), &m[0]);
+    assert_ptr_equal(proc_mount_for_path(m, 0, "/"), NULL);
+    free(m);
+    b = slurp("tests/fixtures/proc/mountinfo.host", &len);
+    assert_int_equal(proc_parse_mountinfo(b, len, &m, &n, &e), 0);
+    assert_true(n > 0);
+    free(m);
+}
+
+static void test_mountinfo_malformed(void **state)
+{
+    (void)state;
+    struct proc_mount *m;
+    size_t n;
+    struct cla_error e = {0};
+    const char *bad[] = {
+        "1 2 0:1 / / rw - ext4\n",                     /* no source */
+        "1 2 0:1 / / rw master:1\n",                   /* no separator */
+        "1 2 0:1 / rel rw - ext4 /dev/x rw\n",         /* relative mount point */
+        "1 2 0:1 / /a\\09 rw - ext4 /dev/x rw\n",    /* bad escape */
+        "1 2 0:1 / /a\\000 rw - ext4 /dev/x rw\n",   /* NUL escape */
+        "1 2\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(proc_parse_mountinfo(bad[i], strlen(bad[i]), &m, &n, &e), -EPROTO);
+    assert_int_equal(proc_parse_mountinfo("", 0, &m, &n, &e), 0);
+    assert_int_equal(n, 0);
+    free(m);
+}
+
+static void test_maps(void **state)
+{
+    (void)state;
+    static const char glibc[] =
+        "7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n"
+        "7f02-7f03 r-xp 00000000 00:27 5                          /tmp/libclrprobe-1f2e.so\n"
+        "7f04-7f05 rw-p 00000000 00:00 0 \n";
+    static const char musl[] = "55-56 r-xp 0 08:01 9 /lib/ld-musl-x86_64.so.1\n";
+    assert_int_equal(proc_maps_libc(glibc, sizeof(glibc) - 1), 2);
+    assert_int_equal(proc_maps_libc(musl, sizeof(musl) - 1), 1);
+    assert_int_equal(proc_maps_libc("", 0), 0);
+    assert_int_equal(proc_maps_has(glibc, sizeof(glibc) - 1, "libclrprobe-1f2e.so"), 1);
+    assert_int_equal(proc_maps_has(glibc, sizeof(glibc) - 1, "clrprobe-1f2e.so"), 0);
+    assert_int_equal(proc_maps_has(glibc, sizeof(glibc) - 1, "other.so"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +259,8 @@ int main(void)
         cmocka_unit_test(test_status_fixtures), cmocka_unit_test(test_status_malformed),
         cmocka_unit_test(test_environ),         cmocka_unit_test(test_tmpdir),
         cmocka_unit_test(test_socket_names),    cmocka_unit_test(test_cmdline_render),
+        cmocka_unit_test(test_mountinfo),       cmocka_unit_test(test_mountinfo_malformed),
+        cmocka_unit_test(test_maps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
