@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "sandbox_policy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include "util.h"
+
+/* Stage sets, named for how long a rule lives. */
+#define ALL SANDBOX_IN_ALL
+#define DISCOVERY SANDBOX_IN_FULL                             /* until the profiler is placed */
+#define ATTACH (SANDBOX_IN_FULL | SANDBOX_IN_DELIVERED)       /* until the runtime answered */
+#define AFTER_DELIVERY (SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT)
+#define STARTUP SANDBOX_IN_STARTUP
+
+#define ALLOW(n, st, w) {.name = (n), .stages = (st), .why = (w)}
+#define ALLOW_EQ(n, st, a, v, w)                                                                \
+    {.name = (n), .stages = (st), .op = SANDBOX_ARG_EQ, .arg = (a), .datum = (v), .why = (w)}
+#define ALLOW_MASKED(n, st, a, m, v, w)                                                         \
+    {.name = (n), .stages = (st), .op = SANDBOX_ARG_MASKED_EQ, .arg = (a), .mask = (m),         \
+     .datum = (v), .why = (w)}
+#define ALLOW_DYN(n, st, a, d, w)                                                               \
+    {.name = (n), .stages = (st), .op = SANDBOX_ARG_MASKED_EQ, .arg = (a), .mask = 0xffffffffu, \
+     .dyn = (d), .why = (w)}
+#define FAIL(n, st, err, w) {.name = (n), .stages = (st), .errno_ret = (err), .why = (w)}
+#define FAIL_EQ(n, st, err, a, v, w)                                                            \
+    {.name = (n), .stages = (st), .errno_ret = (err), .op = SANDBOX_ARG_EQ, .arg = (a),          \
+     .datum = (v), .why = (w)}
+
+/* The kernel's __O_TMPFILE bit (asm-generic/fcntl.h, also x86). glibc's O_TMPFILE macro adds
+ * O_DIRECTORY to it, and O_DIRECTORY alone must stay allowed, so we test the bare bit. */
+#define SB_O_TMPFILE_BIT 020000000u
+/* A thread is CLONE_THREAD without any new namespace. The kernel already refuses most of these
+ * with CLONE_THREAD; the mask makes the filter say it too, independent of kernel version. */
+#define SB_CLONE_NS                                                                             \
+    (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |  \
+     CLONE_NEWCGROUP)
+/* setfsuid(-1) changes nothing and answers the current value: creds.c uses it to check. */
+#define SB_ID_QUERY 0xffffffffu
+
+/*
+ * Everything clrattach may do, and until when. The sources of each entry: strace -f of the
+ * attach path and of libcurl 7.88 + OpenSSL 3.0 doing HTTPS (tests under the KILL filter keep
+ * it honest). Not here, so killed at any stage: execve/execveat, ptrace, mount, umount2, setns,
+ * unshare, bpf, kexec_*, *_module, process_vm_*, keyctl, add_key, request_key, pivot_root,
+ * chroot, perf_event_open, userfaultfd, personality, io_uring_*, fork (clone without
+ * CLONE_THREAD), and every legacy path call (open, rename, unlink...) that bypasses the *at
+ * checks below.
+ */
+static const struct sandbox_rule rules[] = {
+    /* Memory and threads: malloc, thread stacks, dlopen()ed NSS modules. */
+    ALLOW("brk", ALL, "malloc"),
+    ALLOW("mmap", ALL, "malloc, thread stacks, dlopen"),
+    ALLOW("munmap", ALL, "free"),
+    ALLOW("mremap", ALL, "realloc of large buffers"),
+    ALLOW("mprotect", ALL, "thread stack guard pages, dlopen"),
+    ALLOW("madvise", ALL, "glibc frees a finished thread's stack"),
+    ALLOW("futex", ALL, "locks, pthread_join"),
+    ALLOW("set_robust_list", ALL, "every new glibc thread"),
+    ALLOW("rseq", ALL, "every new glibc thread (glibc >= 2.35)"),
+    ALLOW_MASKED("clone", ALL, 0, CLONE_THREAD | SB_CLONE_NS, CLONE_THREAD,
+                 "threads only: libcurl's threaded resolver"),
+    /* glibc >= 2.34 tries clone3 first. Its flags sit in a struct in memory, which a filter
+     * cannot read, so it must not run; ENOSYS makes glibc fall back to clone, checked above. */
+    FAIL("clone3", ALL, ENOSYS, "pthread_create falls back to clone"),
+    ALLOW("exit", ALL, "thread exit"),
+    ALLOW("exit_group", ALL, "process exit"),
+    /* abort() and raise() signal their own thread; a foreign tgid would be another process. */
+    ALLOW_DYN("tgkill", ALL, 0, SANDBOX_DYN_PID, "abort(), to ourselves only"),
+
+    /* Identity and environment queries: no effect on anything. */
+    ALLOW("getpid", ALL, "OpenSSL fork detection"),
+    ALLOW("gettid", ALL, "glibc abort, pthread"),
+    ALLOW("getuid", ALL, "creds"),
+    ALLOW("geteuid", ALL, "creds"),
+    ALLOW("getgid", ALL, "creds"),
+    ALLOW("getegid", ALL, "creds"),
+    ALLOW("uname", ALL, "curl version string, OpenSSL"),
+    ALLOW("sysinfo", ALL, "glibc qsort sizes its buffer by physical memory (OpenSSL)"),
+    ALLOW("sched_getaffinity", ALL, "glibc get_nprocs"),
+    ALLOW("sched_yield", ALL, "lock back-off"),
+    ALLOW("getrandom", ALL, "OpenSSL DRBG, glibc malloc"),
+    ALLOW("clock_gettime", ALL, "vDSO fallback (clock source without vDSO support)"),
+    ALLOW("clock_getres", ALL, "vDSO fallback"),
+    ALLOW("gettimeofday", ALL, "vDSO fallback"),
+    ALLOW("clock_nanosleep", ALL, "retry back-off"),
+    ALLOW("nanosleep", ALL, "retry back-off"),
+
+    /* Signals. */
+    ALLOW("rt_sigaction", ALL, "curl ignores SIGPIPE"),
+    ALLOW("rt_sigprocmask", ALL, "pthread_create, abort"),
+    ALLOW("rt_sigreturn", ALL, "return from any signal handler"),
+    ALLOW("sigaltstack", ALL, "sanitizers, stack overflow handlers"),
+    ALLOW("restart_syscall", ALL, "a sleep interrupted by SIGSTOP/SIGCONT"),
+
+    /* Reading files, /proc and the target root; writing stdout, stderr, the termination log. */
+    ALLOW("openat", DISCOVERY, "/proc, the target root, creating the profiler (O_CREAT)"),
+    /* After delivery nothing is created: O_CREAT and O_TMPFILE (an unnamed file that linkat
+     * could later name) are refused. The termination log must exist or be opened earlier. */
+    ALLOW_MASKED("openat", AFTER_DELIVERY, 2, O_CREAT | SB_O_TMPFILE_BIT, 0,
+                 "reading files; writing existing ones (termination log)"),
+    ALLOW("openat2", DISCOVERY, "RESOLVE_IN_ROOT lookups in the target root"),
+    /* openat2 takes its flags in a struct (struct open_how) the filter cannot read, so it
+     * cannot be limited to read-only opens. EPERM, not kill: rootfs.c treats EPERM as "openat2
+     * denied by a seccomp profile" and walks the path with openat, which IS checked. */
+    FAIL("openat2", AFTER_DELIVERY, EPERM, "rootfs.c falls back to a checked openat walk"),
+    ALLOW("read", ALL, "files, sockets"),
+    ALLOW("pread64", ALL, "dynamic loader, hashing"),
+    ALLOW("write", ALL, "profiler copy, stdout, termination log, sockets"),
+    ALLOW("writev", ALL, "glibc's fatal error messages"),
+    ALLOW("close", ALL, "fds"),
+    ALLOW("lseek", ALL, "re-reading a file from offset 0"),
+    ALLOW("fcntl", ALL, "curl sets O_NONBLOCK"),
+    ALLOW("dup", ALL, "rootfs walk starts from a copy of the root fd"),
+    ALLOW("newfstatat", ALL, "stat of /proc entries, sockets, the delivered file"),
+    ALLOW("fstat", ALL, "fstat"),
+    ALLOW("statx", ALL, "fstatat on newer glibc"),
+    ALLOW("fsync", ALL, "the delivered file, the termination log"),
+    ALLOW("getdents64", ATTACH, "listing /proc and the target's TMPDIR"),
+    ALLOW("readlinkat", ATTACH, "/proc/<pid>/exe, fd checks"),
+    ALLOW("readlink", ATTACH, "glibc readlink() on x86_64"),
+
+    /* Placing the profiler: temporary name, owner and mode, then rename into place. */
+    ALLOW("fchown", DISCOVERY, "the delivered file belongs to the target's user"),
+    ALLOW("fchmod", DISCOVERY, "the delivered file's mode"),
+    ALLOW("renameat", DISCOVERY, "temporary name to final name"),
+    ALLOW("renameat2", DISCOVERY, "RENAME_NOREPLACE"),
+    ALLOW("linkat", DISCOVERY, "no-replace publish where renameat2 is missing"),
+    ALLOW("unlinkat", DISCOVERY, "removing our temporary file on failure"),
+    ALLOW("mkdirat", DISCOVERY, "the target directory when it is missing"),
+
+    /* Acting as the target's user (creds.c). Once the file is placed, only two calls remain:
+     * asking for the current id and switching back to ourselves. Switching to a third user is
+     * what an exploit of a later parser would want, so it is gone. */
+    ALLOW("setfsuid", DISCOVERY, "act as the target's user"),
+    ALLOW("setfsgid", DISCOVERY, "act as the target's group"),
+    ALLOW_MASKED("setfsuid", AFTER_DELIVERY, 0, 0xffffffffu, SB_ID_QUERY, "query"),
+    ALLOW_MASKED("setfsgid", AFTER_DELIVERY, 0, 0xffffffffu, SB_ID_QUERY, "query"),
+    ALLOW_DYN("setfsuid", AFTER_DELIVERY, 0, SANDBOX_DYN_EUID, "restore our own fsuid"),
+    ALLOW_DYN("setfsgid", AFTER_DELIVERY, 0, SANDBOX_DYN_EGID, "restore our own fsgid"),
+    ALLOW("setgroups", DISCOVERY, "supplementary groups = the target's gid"),
+    ALLOW_EQ("setgroups", AFTER_DELIVERY, 0, 0, "clearing them on restore"),
+    ALLOW("capget", ALL, "creds, sandbox_drop_caps"),
+    ALLOW("capset", ALL, "sandbox_drop_caps (can only lower)"),
+    ALLOW_EQ("prctl", ALL, 0, PR_SET_NO_NEW_PRIVS, "before each seccomp filter"),
+    ALLOW_EQ("prctl", ALL, 0, PR_GET_NO_NEW_PRIVS, "sandbox_drop_caps"),
+    ALLOW_EQ("prctl", ALL, 0, PR_CAPBSET_READ, "sandbox_drop_caps"),
+    ALLOW_EQ("prctl", ALL, 0, PR_CAPBSET_DROP, "sandbox_drop_caps"),
+    ALLOW_EQ("prctl", ALL, 0, PR_CAP_AMBIENT, "sandbox_drop_caps"),
+    /* A further filter can only take rights away, so installing one stays allowed. */
+    ALLOW_EQ("seccomp", ALL, 0, SECCOMP_SET_MODE_FILTER, "sandbox_tighten"),
+    ALLOW_EQ("seccomp", ALL, 0, SECCOMP_GET_ACTION_AVAIL, "libseccomp API level probe"),
+    ALLOW("pidfd_open", ATTACH, "pinning the target"),
+
+    /* Sockets: AF_UNIX to the runtime, AF_INET/6 to the API server. */
+    ALLOW_EQ("socket", ATTACH, 0, AF_UNIX, "the diagnostic IPC socket"),
+    /* After the reply no new AF_UNIX socket is needed, and connect()'s address is in memory
+     * where the filter cannot see it, so denying the socket is the only way to stop us from
+     * talking to other local daemons (a container runtime's socket, another app's IPC).
+     * EPERM, not kill: glibc's getaddrinfo probes nscd over AF_UNIX and moves on when it
+     * fails. socketpair() makes no connection and stays allowed for curl's wake-up pair. */
+    FAIL_EQ("socket", SANDBOX_IN_REPORT, EPERM, 0, AF_UNIX, "glibc nscd probe then moves on"),
+    ALLOW_EQ("socket", ALL, 0, AF_INET, "HTTPS to the API server, DNS"),
+    ALLOW_EQ("socket", ALL, 0, AF_INET6, "HTTPS to the API server, DNS"),
+    /* glibc's getaddrinfo(AI_ADDRCONFIG) asks netlink which address families are configured
+     * and copes with a failure; netlink itself (routes, audit, uevents) is no business of
+     * ours. */
+    FAIL_EQ("socket", ALL, EAFNOSUPPORT, 0, AF_NETLINK, "getaddrinfo copes"),
+    ALLOW_EQ("socketpair", ALL, 0, AF_UNIX, "curl's wake-up pair"),
+    ALLOW("connect", ALL, "IPC socket, API server"),
+    ALLOW("getsockopt", ALL, "curl: SO_ERROR after a non-blocking connect"),
+    ALLOW("setsockopt", ALL, "curl: TCP_NODELAY, keepalive"),
+    ALLOW("getsockname", ALL, "curl"),
+    ALLOW("getpeername", ALL, "curl"),
+    ALLOW("sendto", ALL, "IPC, TLS, DNS"),
+    ALLOW("recvfrom", ALL, "IPC, TLS, DNS"),
+    ALLOW("sendmsg", ALL, "IPC"),
+    ALLOW("recvmsg", ALL, "IPC"),
+    ALLOW("sendmmsg", ALL, "glibc's resolver sends A and AAAA queries at once"),
+    ALLOW("shutdown", ALL, "closing a connection's write side"),
+    ALLOW("poll", ALL, "IPC deadlines, curl"),
+    ALLOW("ppoll", ALL, "poll on arm64"),
+    ALLOW("pipe2", ALL, "curl's wake-up pipe"),
+    ALLOW("eventfd2", ALL, "curl's wake-up eventfd"),
+    /* Terminal queries only: stdio asks whether stdout is a tty (glibc TCGETS, musl
+     * TIOCGWINSZ); FIONREAD sizes pending socket data. No ioctl that changes anything. */
+    ALLOW_EQ("ioctl", ALL, 1, TCGETS, "isatty() in stdio"),
+    ALLOW_EQ("ioctl", ALL, 1, TIOCGWINSZ, "isatty() in musl stdio"),
+    ALLOW_EQ("ioctl", ALL, 1, FIONREAD, "bytes pending on a socket"),
+
+    /* Between the container runtime loading the exported profile and main(): the runtime's
+     * execve of our binary (runc and crun load the profile just before it) and the dynamic
+     * loader's start-up. main() installs the real filter, where these are gone. */
+    ALLOW("execve", STARTUP, "the container runtime starts clrattach"),
+    ALLOW("arch_prctl", STARTUP, "glibc TLS set-up on x86_64"),
+    ALLOW("set_tid_address", STARTUP, "libc start-up"),
+    ALLOW("access", STARTUP, "ld.so checks /etc/ld.so.preload"),
+    ALLOW("faccessat", STARTUP, "ld.so on arm64"),
+    ALLOW("prlimit64", STARTUP, "glibc reads the stack limit"),
+};
+
+const struct sandbox_rule *sandbox_policy_rules(size_t *ret_count)
+{
+    *ret_count = ARRAY_SIZE(rules);
+    return rules;
+}
+
+/* True when rule `i` is the first rule of its name among those matching `stages` and `allow`.
+ * The table is small (about 120 rules), so a quadratic scan costs nothing. */
+static bool first_of_name(size_t i, unsigned stages, bool allow_only)
+{
+    for (size_t j = 0; j < i; j++) {
+        if (!(rules[j].stages & stages) || (allow_only && rules[j].errno_ret))
+            continue;
+        if (strcmp(rules[j].name, rules[i].name) == 0)
+            return false;
+    }
+    return true;
+}
+
+size_t sandbox_allowed_count(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
+        if ((rules[i].stages & SANDBOX_IN_FULL) && !rules[i].errno_ret &&
+            first_of_name(i, SANDBOX_IN_FULL, true))
+            n++;
+    return n;
+}
+
+/* {"index":..,"value":..,"valueTwo":..,"op":..} as runc, crun and containerd read it. For
+ * SCMP_CMP_MASKED_EQ, "value" is the mask and "valueTwo" the datum (libseccomp's order). */
+static json_t *profile_arg(const struct sandbox_rule *r)
+{
+    bool masked = r->op == SANDBOX_ARG_MASKED_EQ;
+    return json_pack("{s:I, s:I, s:I, s:s}", "index", (json_int_t)r->arg, "value",
+                     (json_int_t)(masked ? r->mask : r->datum), "valueTwo",
+                     (json_int_t)(masked ? r->datum : 0), "op",
+                     masked ? "SCMP_CMP_MASKED_EQ" : "SCMP_CMP_EQ");
+}
+
+static json_t *profile_rule(const struct sandbox_rule *r)
+{
+    json_t *o = json_pack("{s:[s], s:s}", "names", r->name, "action",
+                          r->errno_ret ? "SCMP_ACT_ERRNO" : "SCMP_ACT_ALLOW");
+    if (!o)
+        return NULL;
+    if (r->errno_ret && json_object_set_new(o, "errnoRet", json_integer(r->errno_ret)) < 0)
+        goto fail;
+    /* A run-time datum (our pid, our uid) cannot be written into a file read by every node,
+     * so such a rule is exported without its condition; the in-process filter keeps it. */
+    if (r->op != SANDBOX_ARG_NONE && r->dyn == SANDBOX_DYN_NONE) {
+        json_t *arg = profile_arg(r);
+        if (!arg || json_object_set_new(o, "args", json_pack("[o]", arg)) < 0)
+            goto fail;
+    }
+    return o;
+fail:
+    json_decref(o);
+    return NULL;
+}
+
+static bool in_list(const json_t *list, const char *name)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v)
+        if (strcmp(json_string_value(v), name) == 0)
+            return true;
+    return false;
+}
+
+/* The architectures of Kubernetes' own profiles: the native one picks its entry, the
+ * 32-bit companions follow (the runtime's filter must name them to judge their syscalls). */
+static json_t *profile_archmap(void)
+{
+    return json_pack("[{s:s, s:[s,s]}, {s:s, s:[s]}]", "architecture", "SCMP_ARCH_X86_64",
+                     "subArchitectures", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "architecture",
+                     "SCMP_ARCH_AARCH64", "subArchitectures", "SCMP_ARCH_ARM");
+}
+
+int sandbox_profile_json(char **ret_json, struct cla_error *e)
+{
+    const unsigned stages = SANDBOX_IN_FULL | SANDBOX_IN_STARTUP;
+    /* Default ERRNO(EPERM), where the in-process filter kills: this profile is the outer
+     * layer, it also covers the dynamic loader and libc start-up, whose exact calls vary with
+     * the node's image, and a failing call there is a clean error where a kill would be a
+     * crash-looping pod. Everything after main() is judged by the stricter in-process filter;
+     * filters stack and the strictest answer wins. */
+    json_t *root = json_pack("{s:s, s:i, s:o, s:[]}", "defaultAction", "SCMP_ACT_ERRNO",
+                             "defaultErrnoRet", EPERM, "archMap", profile_archmap(), "syscalls");
+    json_t *plain = json_array();
+    if (!root || !plain)
+        goto oom;
+    json_t *syscalls = json_object_get(root, "syscalls");
+    /* All unconditional allows in one entry, the way hand-written profiles read; every other
+     * rule has its own entry, so each entry carries at most one argument check (runc turns
+     * several checks on the same argument into alternatives, which we never rely on). */
+    for (size_t i = 0; i < ARRAY_SIZE(rules); i++) {
+        const struct sandbox_rule *r = &rules[i];
+        if (!(r->stages & stages))
+            continue;
+        bool unconditional = r->op == SANDBOX_ARG_NONE || r->dyn != SANDBOX_DYN_NONE;
+        if (unconditional && !r->errno_ret) {
+            if (!in_list(plain, r->name) &&
+                json_array_append_new(plain, json_string(r->name)) < 0)
+                goto oom;
+            continue;
+        }
+        if (json_array_append_new(syscalls, profile_rule(r)) < 0)
+            goto oom;
+    }
+    json_t *entry = json_pack("{s:o, s:s}", "names", plain, "action", "SCMP_ACT_ALLOW");
+    plain = NULL;
+    if (!entry || json_array_insert_new(syscalls, 0, entry) < 0)
+        goto oom;
+    char *s = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+    if (!s)
+        return err_set(e, -ENOMEM, "seccomp profile: out of memory");
+    *ret_json = s;
+    return 0;
+oom:
+    json_decref(plain);
+    json_decref(root);
+    return err_set(e, -ENOMEM, "seccomp profile: out of memory");
+}

@@ -1,0 +1,740 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The seccomp policy, tested black-box: each probe runs in a fresh child that enters the
+ * sandbox and makes one call; the parent checks that the child died of SIGSYS, or exited with
+ * the status the policy promises. A filter cannot be removed, so nothing is ever loaded in the
+ * test process itself.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+/* Exit codes of a child: 0 all fine; SETUP the sandbox itself failed; anything else names
+ * the step that went wrong (the step number). */
+#define SETUP 100
+
+static char tmpdir[] = "/tmp/test_sandbox.XXXXXX";
+
+/* Runs fn(arg) in a child and returns its wait status. */
+static int run_child(void (*fn)(long), long arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        fn(arg);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void enter_or_die(enum sandbox_mode mode)
+{
+    struct cla_error e = {0};
+    if (sandbox_enter(mode, &e) < 0)
+        _exit(SETUP);
+}
+
+static void tighten_or_die(enum sandbox_stage stage)
+{
+    struct cla_error e = {0};
+    if (sandbox_tighten(stage, &e) < 0)
+        _exit(SETUP);
+}
+
+static void enter_at(enum sandbox_stage stage)
+{
+    enter_or_die(SANDBOX_MODE_KILL);
+    if (stage != SANDBOX_STAGE_FULL)
+        tighten_or_die(stage);
+}
+
+#define assert_sigsys(st, what)                                                                 \
+    do {                                                                                        \
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSYS)                                         \
+            fail_msg("%s: expected death by SIGSYS, got %s %d", (what),                         \
+                     WIFSIGNALED(st) ? "signal" : "exit",                                      \
+                     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));                         \
+    } while (0)
+
+#define assert_exit0(st, what)                                                                  \
+    do {                                                                                        \
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)                                             \
+            fail_msg("%s: expected exit 0, got %s %d", (what),                                  \
+                     WIFSIGNALED(st) ? "signal" : "exit",                                      \
+                     WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));                         \
+    } while (0)
+
+/* ---- forbidden at every stage ---------------------------------------------------------- */
+
+/* Arguments are harmless (or invalid): if the filter let the call through, it would return
+ * and the child would exit 0, which fails the test. */
+static const struct forbidden {
+    const char *name;
+    long nr;
+    long a[6];
+} forbidden[] = {
+    {"execve", SYS_execve, {0}},
+    {"execveat", SYS_execveat, {-1, 0, 0, 0, 0, 0}},
+    {"ptrace", SYS_ptrace, {0 /* PTRACE_TRACEME */, 0, 0, 0, 0, 0}},
+    {"mount", SYS_mount, {0}},
+    {"umount2", SYS_umount2, {0}},
+    {"setns", SYS_setns, {-1, 0, 0, 0, 0, 0}},
+    {"unshare", SYS_unshare, {0}},
+    {"bpf", SYS_bpf, {-1, 0, 0, 0, 0, 0}},
+    {"kexec_load", SYS_kexec_load, {0}},
+    {"init_module", SYS_init_module, {0}},
+    {"finit_module", SYS_finit_module, {-1, 0, 0, 0, 0, 0}},
+    {"delete_module", SYS_delete_module, {0}},
+    {"process_vm_readv", SYS_process_vm_readv, {0}},
+    {"process_vm_writev", SYS_process_vm_writev, {0}},
+    {"keyctl", SYS_keyctl, {-1, 0, 0, 0, 0, 0}},
+    {"add_key", SYS_add_key, {0}},
+    {"request_key", SYS_request_key, {0}},
+    {"pivot_root", SYS_pivot_root, {0}},
+    {"chroot", SYS_chroot, {0}},
+    {"perf_event_open", SYS_perf_event_open, {0}},
+    {"userfaultfd", SYS_userfaultfd, {0}},
+    {"personality", SYS_personality, {0xffffffff, 0, 0, 0, 0, 0}},
+    {"io_uring_setup", SYS_io_uring_setup, {0}},
+    {"kill", SYS_kill, {1, 0, 0, 0, 0, 0}},
+    /* fork: a process, not a thread. If it ran, parent and child would both exit 0. */
+    {"clone(fork)", SYS_clone, {SIGCHLD, 0, 0, 0, 0, 0}},
+    /* legacy path calls would bypass the *at flag checks */
+    {"open", SYS_open, {(long)"/dev/null", O_RDONLY, 0, 0, 0, 0}},
+    {"rename", SYS_rename, {0}},
+    /* signal another process: tgkill only reaches ourselves */
+    {"tgkill(other)", SYS_tgkill, {1, 1, 0, 0, 0, 0}},
+};
+
+static void probe_forbidden(long i)
+{
+    const struct forbidden *f = &forbidden[i];
+    enter_or_die(SANDBOX_MODE_KILL);
+    if (f->nr == SYS_execve) {
+        char *argv[] = {(char *)"/bin/true", NULL};
+        syscall(SYS_execve, "/bin/true", argv, environ);
+    } else {
+        syscall(f->nr, f->a[0], f->a[1], f->a[2], f->a[3], f->a[4], f->a[5]);
+    }
+}
+
+static void test_forbidden_calls_kill(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++)
+        assert_sigsys(run_child(probe_forbidden, (long)i), forbidden[i].name);
+}
+
+/* ---- what the program needs still works ------------------------------------------------ */
+
+static void *thread_main(void *arg)
+{
+    return arg;
+}
+
+/* Calls every part of the FULL stage a real run uses; exits with the failing step's number. */
+static void probe_full_allowed(long unused)
+{
+    (void)unused;
+    enter_or_die(SANDBOX_MODE_KILL);
+    char buf[256];
+    int fd = openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, buf, sizeof(buf)) <= 0 || close(fd) < 0)
+        _exit(1);
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || close(s) < 0)
+        _exit(2);
+    s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || close(s) < 0)
+        _exit(3);
+    pthread_t t;
+    void *ret = NULL;
+    if (pthread_create(&t, NULL, thread_main, (void *)buf) != 0 || pthread_join(t, &ret) != 0 ||
+        ret != buf)
+        _exit(4);
+    if (getrandom(buf, 16, 0) != 16)
+        _exit(5);
+    struct timespec ts;
+    if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) < 0)
+        _exit(6);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || write(sv[0], "x", 1) != 1)
+        _exit(7);
+    int pending = 0;
+    if (ioctl(sv[1], FIONREAD, &pending) < 0 || pending != 1)
+        _exit(8);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0 || eventfd(0, EFD_CLOEXEC) < 0)
+        _exit(9);
+    /* clone3 fails softly so glibc falls back to clone; netlink fails softly for getaddrinfo */
+    if (syscall(SYS_clone3, NULL, 0) != -1 || errno != ENOSYS)
+        _exit(10);
+    if (socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0) != -1 || errno != EAFNOSUPPORT)
+        _exit(11);
+    /* delivery: create under a temporary name, own it, publish it, clean up */
+    int dirfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    fd = openat(dirfd, "full.tmp", O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (dirfd < 0 || fd < 0 || write(fd, "so", 2) != 2 || fsync(fd) < 0)
+        _exit(12);
+    if (fchown(fd, geteuid(), getegid()) < 0 || fchmod(fd, 0644) < 0)
+        _exit(13);
+    if (renameat(dirfd, "full.tmp", dirfd, "full.so") < 0 ||
+        unlinkat(dirfd, "full.so", 0) < 0)
+        _exit(14);
+    if (setfsuid((uid_t)-1) != (int)geteuid() || setfsgid((gid_t)-1) != (int)getegid())
+        _exit(15);
+    s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        _exit(16);
+    if (syscall(SYS_pidfd_open, getpid(), 0) < 0)
+        _exit(17);
+    struct cla_error e = {0};
+    if (sandbox_enter(SANDBOX_MODE_KILL, &e) != -EALREADY)
+        _exit(18);
+}
+
+static void test_full_stage_allows_what_is_needed(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_full_allowed, 0), "FULL stage");
+}
+
+/* ---- DELIVERED: no more creating, owning, renaming, switching users --------------------- */
+
+enum delivered_probe {
+    P_CREATE,
+    P_TMPFILE,
+    P_FCHOWN,
+    P_FCHMOD,
+    P_RENAME,
+    P_UNLINK,
+    P_LINK,
+    P_MKDIR,
+    P_SETFSUID_OTHER,
+    P_SETFSGID_OTHER,
+    P_SETGROUPS_SOME,
+    P_COUNT,
+};
+
+static const char *const delivered_names[P_COUNT] = {
+    "openat O_CREAT", "openat O_TMPFILE", "fchown",   "fchmod",   "renameat",
+    "unlinkat",       "linkat",           "mkdirat", "setfsuid other", "setfsgid other",
+    "setgroups with groups",
+};
+
+/* Runs at stage `arg >> 8` the probe `arg & 0xff`. */
+static void probe_after_delivery(long arg)
+{
+    int dirfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(dirfd, "existing", O_RDONLY | O_CLOEXEC);
+    if (dirfd < 0 || fd < 0)
+        _exit(SETUP + 1);
+    enter_at((enum sandbox_stage)(arg >> 8));
+    gid_t g = 4242;
+    switch ((enum delivered_probe)(arg & 0xff)) {
+    case P_CREATE: openat(dirfd, "new", O_CREAT | O_WRONLY | O_CLOEXEC, 0600); break;
+    case P_TMPFILE: openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600); break;
+    case P_FCHOWN: (void)!fchown(fd, geteuid(), getegid()); break;
+    case P_FCHMOD: fchmod(fd, 0644); break;
+    case P_RENAME: renameat(dirfd, "existing", dirfd, "renamed"); break;
+    case P_UNLINK: unlinkat(dirfd, "nothing-here", 0); break;
+    case P_LINK: (void)!linkat(dirfd, "existing", dirfd, "linked", 0); break;
+    case P_MKDIR: mkdirat(dirfd, "dir", 0700); break;
+    case P_SETFSUID_OTHER: setfsuid(4242); break;
+    case P_SETFSGID_OTHER: setfsgid(4242); break;
+    case P_SETGROUPS_SOME: setgroups(1, &g); break;
+    case P_COUNT: break;
+    }
+}
+
+static void check_delivery_cuts(enum sandbox_stage stage)
+{
+    for (int p = 0; p < P_COUNT; p++)
+        assert_sigsys(run_child(probe_after_delivery, ((long)stage << 8) | p),
+                      delivered_names[p]);
+}
+
+static void test_delivered_forbids_file_changes(void **state)
+{
+    (void)state;
+    check_delivery_cuts(SANDBOX_STAGE_DELIVERED);
+}
+
+static void test_report_keeps_delivery_cuts(void **state)
+{
+    (void)state;
+    /* Straight from FULL to REPORT: the skipped stage's cuts must hold too. */
+    check_delivery_cuts(SANDBOX_STAGE_REPORT);
+}
+
+/* What DELIVERED still allows: reading, writing an existing file, restoring our ids. */
+static void probe_delivered_allowed(long unused)
+{
+    (void)unused;
+    int dirfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        _exit(SETUP + 1);
+    enter_at(SANDBOX_STAGE_DELIVERED);
+    char buf[64];
+    int fd = openat(dirfd, "existing", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, buf, sizeof(buf)) != 5)
+        _exit(1);
+    /* the termination log: an existing file, opened for writing without O_CREAT */
+    fd = openat(dirfd, "existing", O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0 || write(fd, "hello", 5) != 5)
+        _exit(2);
+    /* O_DIRECTORY alone shares no bit with O_TMPFILE's test */
+    if (openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) < 0)
+        _exit(3);
+    /* openat2 is refused with EPERM: rootfs.c then walks with openat */
+    struct {
+        uint64_t flags, mode, resolve;
+    } how = {O_RDONLY | O_CLOEXEC, 0, 0};
+    if (syscall(SYS_openat2, dirfd, "existing", &how, sizeof(how)) != -1 || errno != EPERM)
+        _exit(4);
+    if (setfsuid((uid_t)-1) != (int)geteuid() || setfsuid(geteuid()) != (int)geteuid())
+        _exit(5);
+    if (setfsgid((gid_t)-1) != (int)getegid() || setfsgid(getegid()) != (int)getegid())
+        _exit(6);
+    if (geteuid() == 0 && setgroups(0, NULL) < 0)
+        _exit(7);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0)
+        _exit(8);
+    if (syscall(SYS_getdents64, dirfd, buf, sizeof(buf)) == -1 && errno != EBADF)
+        _exit(9);
+    struct cla_error e = {0};
+    if (sandbox_tighten(SANDBOX_STAGE_DELIVERED, &e) != 0)
+        _exit(10);
+    if (sandbox_tighten(SANDBOX_STAGE_FULL, &e) != -EINVAL)
+        _exit(11);
+}
+
+static void test_delivered_keeps_reading(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_delivered_allowed, 0), "DELIVERED allowed");
+}
+
+/* ---- REPORT: HTTPS and output only --------------------------------------------------- */
+
+static void probe_report_allowed(long unused)
+{
+    (void)unused;
+    enter_at(SANDBOX_STAGE_DELIVERED);
+    tighten_or_die(SANDBOX_STAGE_REPORT);
+    int fd = openat(AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        _exit(1);
+    if (socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0) < 0 ||
+        socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0) < 0)
+        _exit(2);
+    /* no new AF_UNIX connection, softly (glibc's nscd probe); socketpair is curl's */
+    if (socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) != -1 || errno != EPERM)
+        _exit(3);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        _exit(4);
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_main, NULL) != 0 || pthread_join(t, NULL) != 0)
+        _exit(5);
+    if (write(STDOUT_FILENO, "", 0) < 0)
+        _exit(6);
+}
+
+static void test_report_allows_reporting(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_report_allowed, 0), "REPORT allowed");
+}
+
+static void probe_report_forbidden(long which)
+{
+    int dirfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    enter_at(SANDBOX_STAGE_REPORT);
+    char buf[256];
+    if (which == 0)
+        syscall(SYS_pidfd_open, getpid(), 0);
+    else if (which == 1)
+        syscall(SYS_getdents64, dirfd, buf, sizeof(buf));
+    else
+        (void)!readlinkat(AT_FDCWD, "/proc/self/exe", buf, sizeof(buf));
+}
+
+static void test_report_forbids_discovery(void **state)
+{
+    (void)state;
+    assert_sigsys(run_child(probe_report_forbidden, 0), "pidfd_open");
+    assert_sigsys(run_child(probe_report_forbidden, 1), "getdents64");
+    assert_sigsys(run_child(probe_report_forbidden, 2), "readlinkat");
+}
+
+/* ---- threads started earlier get the tighter filter too (TSYNC) ------------------------ */
+
+static int go_pipe[2];
+
+static void *late_creator(void *arg)
+{
+    (void)arg;
+    char c;
+    if (read(go_pipe[0], &c, 1) != 1)
+        return NULL;
+    int dirfd = open(tmpdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    openat(dirfd, "from-thread", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    return NULL;
+}
+
+static void probe_thread_tightened(long unused)
+{
+    (void)unused;
+    enter_or_die(SANDBOX_MODE_KILL);
+    pthread_t t;
+    if (pipe2(go_pipe, O_CLOEXEC) < 0 || pthread_create(&t, NULL, late_creator, NULL) != 0)
+        _exit(SETUP + 1);
+    tighten_or_die(SANDBOX_STAGE_DELIVERED);
+    if (write(go_pipe[1], "g", 1) != 1)
+        _exit(SETUP + 2);
+    pthread_join(t, NULL);
+}
+
+static void test_tighten_reaches_running_threads(void **state)
+{
+    (void)state;
+    assert_sigsys(run_child(probe_thread_tightened, 0), "openat O_CREAT from an older thread");
+}
+
+/* ---- modes ------------------------------------------------------------------------------ */
+
+static void probe_log_mode(long unused)
+{
+    (void)unused;
+    enter_or_die(SANDBOX_MODE_LOG);
+    tighten_or_die(SANDBOX_STAGE_REPORT);
+    /* outside the list: logged, and it runs */
+    if (syscall(SYS_personality, 0xffffffff) < 0)
+        _exit(1);
+    /* the errno rules are policy, not violations: they hold in log mode too */
+    if (socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0) != -1 || errno != EAFNOSUPPORT)
+        _exit(2);
+}
+
+static void probe_off_mode(long unused)
+{
+    (void)unused;
+    enter_or_die(SANDBOX_MODE_OFF);
+    tighten_or_die(SANDBOX_STAGE_REPORT);
+    if (syscall(SYS_personality, 0xffffffff) < 0 || unshare(0) < 0)
+        _exit(1);
+    if (socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) < 0)
+        _exit(2);
+}
+
+static void test_log_and_off_modes_do_not_kill(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_log_mode, 0), "log mode");
+    assert_exit0(run_child(probe_off_mode, 0), "off mode");
+}
+
+static void test_parse_mode(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    enum sandbox_mode m = SANDBOX_MODE_OFF;
+    assert_int_equal(sandbox_parse_mode("kill", &m, &e), 0);
+    assert_int_equal(m, SANDBOX_MODE_KILL);
+    assert_int_equal(sandbox_parse_mode("log", &m, &e), 0);
+    assert_int_equal(m, SANDBOX_MODE_LOG);
+    assert_int_equal(sandbox_parse_mode("off", &m, &e), 0);
+    assert_int_equal(m, SANDBOX_MODE_OFF);
+    m = SANDBOX_MODE_LOG;
+    assert_int_equal(sandbox_parse_mode("KILL", &m, &e), -EINVAL);
+    assert_int_equal(sandbox_parse_mode("", &m, &e), -EINVAL);
+    assert_int_equal(sandbox_parse_mode(NULL, &m, &e), -EINVAL);
+    assert_int_equal(m, SANDBOX_MODE_LOG); /* untouched on failure */
+    assert_non_null(strstr(e.hint, "--seccomp=kill"));
+}
+
+static void test_tighten_before_enter(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    assert_int_equal(sandbox_tighten(SANDBOX_STAGE_DELIVERED, &e), -EINVAL);
+}
+
+/* ---- capabilities ----------------------------------------------------------------------- */
+
+static void probe_drop_caps(long unused)
+{
+    (void)unused;
+    bool root = geteuid() == 0;
+    const uint64_t keep = (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_SYS_PTRACE);
+    enter_or_die(SANDBOX_MODE_KILL); /* the filter must allow the dropping itself */
+    struct cla_error e = {0};
+    if (sandbox_drop_caps(keep, &e) < 0)
+        _exit(1);
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct d[2] = {{0}};
+    if (syscall(SYS_capget, &hdr, d) < 0)
+        _exit(2);
+    uint64_t eff = d[0].effective | (uint64_t)d[1].effective << 32;
+    uint64_t perm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+    uint64_t inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
+    if ((eff | perm | inh) & ~keep)
+        _exit(3);
+    if (root && eff != keep)
+        _exit(4);
+    for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+        int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+        if (root && in != (int)((keep >> cap) & 1))
+            _exit(5);
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) > 0)
+            _exit(6);
+    }
+    if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+        _exit(7);
+}
+
+static void test_drop_caps(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_drop_caps, 0), "drop caps");
+}
+
+/* ---- the table and the exported profile ------------------------------------------------- */
+
+static const char *const never_allowed[] = {
+    "execveat", "ptrace", "mount", "umount2", "setns", "unshare", "bpf", "kexec_load",
+    "kexec_file_load", "init_module", "finit_module", "delete_module", "process_vm_readv",
+    "process_vm_writev", "keyctl", "add_key", "request_key", "pivot_root", "chroot",
+    "perf_event_open", "userfaultfd", "personality", "io_uring_setup", "io_uring_enter",
+    "io_uring_register", "clone3", "open", "fork", "vfork",
+};
+
+static bool rule_allows(const struct sandbox_rule *r, unsigned stages)
+{
+    return (r->stages & stages) && r->errno_ret == 0;
+}
+
+static bool table_allows(const char *name, unsigned stages)
+{
+    size_t n;
+    const struct sandbox_rule *rules = sandbox_policy_rules(&n);
+    for (size_t i = 0; i < n; i++)
+        if (rule_allows(&rules[i], stages) && strcmp(rules[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+static void test_table_is_sound(void **state)
+{
+    (void)state;
+    size_t n;
+    const struct sandbox_rule *rules = sandbox_policy_rules(&n);
+    size_t distinct_full = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct sandbox_rule *r = &rules[i];
+        /* a typo would silently allow nothing */
+        if (seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, r->name) == __NR_SCMP_ERROR)
+            fail_msg("unknown syscall name '%s'", r->name);
+        assert_true(r->stages != 0);
+        assert_true(r->op == SANDBOX_ARG_NONE || r->arg < 6);
+        /* a later stage never allows what an earlier one did not */
+        if (rule_allows(r, SANDBOX_IN_REPORT) && !table_allows(r->name, SANDBOX_IN_DELIVERED))
+            fail_msg("%s allowed in REPORT but not in DELIVERED", r->name);
+        if (rule_allows(r, SANDBOX_IN_DELIVERED) && !table_allows(r->name, SANDBOX_IN_FULL))
+            fail_msg("%s allowed in DELIVERED but not in FULL", r->name);
+        bool first = true;
+        for (size_t j = 0; j < i; j++)
+            if (rule_allows(&rules[j], SANDBOX_IN_FULL) && strcmp(rules[j].name, r->name) == 0)
+                first = false;
+        if (rule_allows(r, SANDBOX_IN_FULL) && first)
+            distinct_full++;
+    }
+    for (size_t i = 0; i < sizeof(never_allowed) / sizeof(never_allowed[0]); i++)
+        if (table_allows(never_allowed[i], SANDBOX_IN_ALL | SANDBOX_IN_STARTUP))
+            fail_msg("'%s' must never be allowed", never_allowed[i]);
+    /* execve only for the runtime's start of our binary, never in-process */
+    assert_false(table_allows("execve", SANDBOX_IN_ALL));
+    assert_true(table_allows("execve", SANDBOX_IN_STARTUP));
+    assert_int_equal(sandbox_allowed_count(), distinct_full);
+    assert_in_range(sandbox_allowed_count(), 40, 150);
+}
+
+static bool list_has(const json_t *names, const char *name)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(names, i, v)
+        if (strcmp(json_string_value(v), name) == 0)
+            return true;
+    return false;
+}
+
+static void test_profile_json(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    struct cla_error e = {0};
+    assert_int_equal(sandbox_profile_json(&text, &e), 0);
+    json_error_t jerr;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        fail_msg("profile is not JSON: %s (line %d)", jerr.text, jerr.line);
+    free(text);
+
+    assert_string_equal(json_string_value(json_object_get(root, "defaultAction")),
+                        "SCMP_ACT_ERRNO");
+    assert_int_equal(json_integer_value(json_object_get(root, "defaultErrnoRet")), EPERM);
+    const json_t *archmap = json_object_get(root, "archMap");
+    assert_int_equal(json_array_size(archmap), 2);
+    const json_t *x86 = json_array_get(archmap, 0), *arm = json_array_get(archmap, 1);
+    assert_string_equal(json_string_value(json_object_get(x86, "architecture")),
+                        "SCMP_ARCH_X86_64");
+    assert_true(list_has(json_object_get(x86, "subArchitectures"), "SCMP_ARCH_X86"));
+    assert_true(list_has(json_object_get(x86, "subArchitectures"), "SCMP_ARCH_X32"));
+    assert_string_equal(json_string_value(json_object_get(arm, "architecture")),
+                        "SCMP_ARCH_AARCH64");
+    assert_true(list_has(json_object_get(arm, "subArchitectures"), "SCMP_ARCH_ARM"));
+
+    /* Collect the allowed names; check the shape of every entry on the way. */
+    json_t *allowed = json_array();
+    const json_t *entry;
+    size_t i;
+    bool netlink_errno = false, clone_thread = false;
+    json_array_foreach(json_object_get(root, "syscalls"), i, entry)
+    {
+        const char *action = json_string_value(json_object_get(entry, "action"));
+        const json_t *names = json_object_get(entry, "names");
+        assert_non_null(action);
+        assert_true(json_array_size(names) > 0);
+        const json_t *args = json_object_get(entry, "args");
+        assert_true(!args || json_array_size(args) == 1);
+        const json_t *arg = json_array_get(args, 0);
+        const char *name0 = json_string_value(json_array_get(names, 0));
+        if (strcmp(action, "SCMP_ACT_ERRNO") == 0) {
+            assert_true(json_integer_value(json_object_get(entry, "errnoRet")) > 0);
+            if (strcmp(name0, "socket") == 0 &&
+                json_integer_value(json_object_get(arg, "value")) == AF_NETLINK &&
+                json_integer_value(json_object_get(entry, "errnoRet")) == EAFNOSUPPORT)
+                netlink_errno = true;
+            continue;
+        }
+        assert_string_equal(action, "SCMP_ACT_ALLOW");
+        if (strcmp(name0, "clone") == 0) {
+            assert_string_equal(json_string_value(json_object_get(arg, "op")),
+                                "SCMP_CMP_MASKED_EQ");
+            clone_thread = json_integer_value(json_object_get(arg, "valueTwo")) == CLONE_THREAD;
+        }
+        size_t k;
+        const json_t *v;
+        json_array_foreach(names, k, v)
+            if (!list_has(allowed, json_string_value(v)))
+                json_array_append_new(allowed, json_string(json_string_value(v)));
+    }
+    assert_true(netlink_errno);
+    assert_true(clone_thread);
+
+    /* Exactly the table's FULL and STARTUP allows: nothing more, nothing less. */
+    size_t n, startup_only = 0;
+    const struct sandbox_rule *rules = sandbox_policy_rules(&n);
+    for (size_t r = 0; r < n; r++) {
+        if (!rule_allows(&rules[r], SANDBOX_IN_FULL | SANDBOX_IN_STARTUP))
+            continue;
+        if (!list_has(allowed, rules[r].name))
+            fail_msg("'%s' missing from the profile", rules[r].name);
+        if (!table_allows(rules[r].name, SANDBOX_IN_FULL))
+            startup_only++;
+    }
+    assert_int_equal(json_array_size(allowed), sandbox_allowed_count() + startup_only);
+    for (size_t f = 0; f < sizeof(never_allowed) / sizeof(never_allowed[0]); f++)
+        if (list_has(allowed, never_allowed[f]))
+            fail_msg("'%s' allowed by the profile", never_allowed[f]);
+    /* spot checks that do not depend on the table */
+    assert_true(list_has(allowed, "openat"));
+    assert_true(list_has(allowed, "read"));
+    assert_true(list_has(allowed, "execve")); /* the runtime execs us under the profile */
+    json_decref(allowed);
+    json_decref(root);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (!mkdtemp(tmpdir))
+        return -1;
+    char path[sizeof(tmpdir) + 16];
+    snprintf(path, sizeof(path), "%s/existing", tmpdir);
+    FILE *f = fopen(path, "w");
+    if (!f || fputs("hello", f) < 0 || fclose(f) != 0)
+        return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char path[sizeof(tmpdir) + 16];
+    static const char *const names[] = {"existing", "renamed", "linked", "new", "full.tmp",
+                                        "full.so", "from-thread"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+        unlink(path);
+    }
+    snprintf(path, sizeof(path), "%s/dir", tmpdir);
+    rmdir(path);
+    return rmdir(tmpdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_mode),
+        cmocka_unit_test(test_tighten_before_enter),
+        cmocka_unit_test(test_table_is_sound),
+        cmocka_unit_test(test_profile_json),
+        cmocka_unit_test(test_forbidden_calls_kill),
+        cmocka_unit_test(test_full_stage_allows_what_is_needed),
+        cmocka_unit_test(test_delivered_forbids_file_changes),
+        cmocka_unit_test(test_report_keeps_delivery_cuts),
+        cmocka_unit_test(test_delivered_keeps_reading),
+        cmocka_unit_test(test_report_allows_reporting),
+        cmocka_unit_test(test_report_forbids_discovery),
+        cmocka_unit_test(test_tighten_reaches_running_threads),
+        cmocka_unit_test(test_log_and_off_modes_do_not_kill),
+        cmocka_unit_test(test_drop_caps),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
