@@ -14,6 +14,8 @@
 #include "discover.h"
 #include "hresult.h"
 #include "ipc_conn.h"
+#include "placement.h"
+#include "proc_parse.h"
 #include "target.h"
 #include "util.h"
 
@@ -188,12 +190,61 @@ static enum attach_outcome outcome_of_hresult(uint32_t hr)
     }
 }
 
+/* Tries each candidate directory in turn until one takes the profiler; the reasons for
+ * passing over the others are kept for the result and for the error. */
+static int deliver_somewhere(const struct attach_opts *o, struct target *t, const uint8_t *data,
+                             size_t data_len, const struct proc_mount *mounts, size_t n_mounts,
+                             struct deliver_result *ret, struct attach_result *res)
+{
+    struct placement cand[PLACEMENT_MAX];
+    size_t n = placement_candidates(t->tmpdir, o->target_dir, mounts, n_mounts, cand);
+    const char *base = strrchr(o->profiler_path, '/');
+    size_t used = 0;
+    int last = -ENOENT;
+    for (size_t i = 0; i < n; i++) {
+        struct cla_error de = {0};
+        if (!cand[i].rejected[0]) {
+            struct deliver_opts dopts = {
+                .data = data,
+                .len = data_len,
+                .basename = base ? base + 1 : o->profiler_path,
+                .dir = cand[i].dir,
+                .uid = res->uid,
+            };
+            last = deliver_profiler(t->rootfd, &dopts, ret, &de);
+            if (last >= 0)
+                return 0;
+            if (last == -ENOMEM) {
+                res->error = de;
+                return fail(res, ATTACH_INTERNAL, last);
+            }
+            snprintf(cand[i].rejected, sizeof(cand[i].rejected), "%.159s", de.msg);
+        }
+        int w = snprintf(res->placement + used, sizeof(res->placement) - used, "%s%s (%s): %s",
+                         used ? "; " : "", cand[i].dir, cand[i].source, cand[i].rejected);
+        if (w > 0)
+            used = (size_t)w >= sizeof(res->placement) - used ? sizeof(res->placement) - 1
+                                                               : used + (size_t)w;
+    }
+    err_set(&res->error, last, "deliver: no directory in the target's view can take the "
+            "profiler: %s", res->placement);
+    if (o->target_dir)
+        err_hint(&res->error, "choose a --target-dir that is writable by uid %u and not mounted "
+                 "noexec or read-only in the app container", (unsigned)res->uid);
+    else
+        err_hint(&res->error, "mount a writable volume without noexec in the app container (an "
+                 "emptyDir, e.g. at /clrattach) and pass --target-dir with its path");
+    return fail(res, ATTACH_DELIVERY, last);
+}
+
 static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
                struct creds_saved *cs)
 {
     struct cla_error *e = &res->error;
     _cleanup_free_ uint8_t *data = NULL;
     size_t data_len = 0;
+    _cleanup_free_ struct proc_mount *mounts = NULL;
+    size_t n_mounts = 0;
     int r;
 
     /* Our own file, read before we act as the target's user (who may not be able to read it). */
@@ -215,6 +266,15 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, ATTACH_PERMISSION, -t->environ_errno);
     }
     note_profiler_env(t, res);
+    /* The target's own mount table decides where a .so can be mapped; a failure to read it is
+     * not fatal (placement then learns by trying). */
+    {
+        _cleanup_free_ char *mi = NULL;
+        size_t mlen;
+        struct cla_error me = {0};
+        if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, &me) == 0)
+            (void)proc_parse_mountinfo(mi, mlen, &mounts, &n_mounts, &me);
+    }
 
     /* The socket is 0600 and owned by the runtime's effective uid: act as that user. */
     if ((r = creds_check(res->uid, res->gid, e)) < 0)
@@ -261,19 +321,9 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     }
     err_clear(e);
 
-    struct deliver_opts dopts = {
-        .data = data,
-        .len = data_len,
-        .basename = strrchr(o->profiler_path, '/') ? strrchr(o->profiler_path, '/') + 1
-                                                   : o->profiler_path,
-        .dir = o->target_dir ? o->target_dir : t->tmpdir,
-        .uid = res->uid,
-    };
     struct deliver_result dres;
-    if ((r = deliver_profiler(t->rootfd, &dopts, &dres, e)) < 0) {
-        err_prefix(e, "deliver");
-        return fail(res, ATTACH_DELIVERY, r);
-    }
+    if ((r = deliver_somewhere(o, t, data, data_len, mounts, n_mounts, &dres, res)) < 0)
+        return r;
     memcpy(res->delivered_path, dres.path, sizeof(res->delivered_path));
     memcpy(res->sha256, dres.sha256, sizeof(res->sha256));
     res->reused = dres.reused;
@@ -309,6 +359,14 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     res->have_hresult = true;
     res->hresult = hr;
     res->outcome = outcome_of_hresult(hr);
+    if (res->outcome == ATTACH_OK) {
+        /* Evidence from outside that the runtime really mapped our file. */
+        _cleanup_free_ char *maps = NULL;
+        size_t mlen;
+        struct cla_error me = {0};
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &me) == 0)
+            res->mapped = proc_maps_has(maps, mlen, strrchr(dres.path, '/') + 1) == 1;
+    }
     if (res->outcome != ATTACH_OK) {
         const struct hresult_info *hi = hresult_lookup(hr);
         err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);

@@ -74,6 +74,8 @@ struct attach_result {
     char runtime_rid[64];
     char os_arch[32];
     char delivered_path[TARGET_PATH_MAX];
+    char placement[512];              /* directories passed over, and why */
+    bool mapped;                      /* the delivered file shows in the target's maps */
     char sha256[65];
     bool reused;
     bool have_hresult;

@@ -377,7 +377,11 @@ const struct proc_mount *proc_mount_for_path(const struct proc_mount *mounts, si
         size_t ml = strlen(mp);
         /* "/" is a prefix of everything; "/tmp" holds "/tmp" and "/tmp/x" but not "/tmpx". */
         bool prefix = ml == 1 || (strncmp(path, mp, ml) == 0 && (path[ml] == '/' || !path[ml]));
-        if (prefix && ml >= best_len) {
+        /* Stacked mounts: the last listed is on top, except on "/": a mount stacked on the
+         * process's own root is never reached from it (lookups start below it), and the kernel
+         * lists the process's root mount first. */
+        bool wins = ml == 1 ? best_len == 0 && !best : ml >= best_len;
+        if (prefix && wins) {
             best = &mounts[i];
             best_len = ml;
         }

@@ -75,7 +75,8 @@ int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mo
                          size_t *ret_n, struct cla_error *e);
 
 /* The mount that holds absolute `path`: the longest mount point that is a path prefix of it,
- * the last listed winning among equals (it is mounted on top). NULL when none. Pure. */
+ * the last listed winning among equals (it is mounted on top) except for "/", where the first
+ * (the process's root) wins. NULL when none. Pure. */
 const struct proc_mount *proc_mount_for_path(const struct proc_mount *mounts, size_t n,
                                              const char *path);
 

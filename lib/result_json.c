@@ -65,6 +65,10 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         set_str(o, "sha256", r->sha256);
         json_object_set_new(o, "reused", json_boolean(r->reused));
     }
+    if (r->outcome == ATTACH_OK)
+        json_object_set_new(o, "mapped", json_boolean(r->mapped));
+    if (r->placement[0])
+        set_str(o, "placement_skipped", r->placement);
     if (r->have_hresult) {
         char hr[16];
         hresult_format(r->hresult, hr, sizeof(hr));

@@ -169,6 +169,17 @@ int target_getenv(const struct target *t, const char *name, const char **ret_val
     return proc_environ_get(t->environ, t->environ_len, name, ret_value, ret_len);
 }
 
+int target_read_file(const struct target *t, const char *name, size_t cap, char **ret_buf,
+                     size_t *ret_len, struct cla_error *e)
+{
+    int r = read_procfile(t->procfd, name, cap, ret_buf, ret_len);
+    if (r == -E2BIG)
+        return err_set(e, r, "/proc/%d/%s exceeds %zu bytes", (int)t->pid, name, cap);
+    if (r < 0)
+        return err_setsys(e, r, "read /proc/%d/%s", (int)t->pid, name);
+    return 0;
+}
+
 void target_close(struct target *t)
 {
     util_closep(&t->pidfd);

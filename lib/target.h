@@ -51,6 +51,11 @@ int target_check_alive(const struct target *t, struct cla_error *e);
 int target_getenv(const struct target *t, const char *name, const char **ret_value,
                   size_t *ret_len);
 
+/* Reads one of the target's /proc files ("mountinfo", "maps") through the pinned dirfd, bounded
+ * by `cap`. Returns 0 with a malloc'd NUL-terminated buffer, -E2BIG past the cap, or -errno. */
+int target_read_file(const struct target *t, const char *name, size_t cap, char **ret_buf,
+                     size_t *ret_len, struct cla_error *e);
+
 void target_close(struct target *t);
 
 /* Opens the /proc directory clrattach scans (our own view). Returns an fd or -errno. */

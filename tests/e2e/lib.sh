@@ -41,12 +41,14 @@ require_env() {
     command -v dotnet >/dev/null || { echo "FAIL e2e-prerequisites: dotnet not on PATH" >&2; exit 1; }
 }
 
-# start_target NAME [--pidns] [--uid N] [--tmpdir DIR] [--env K=V]... [--seconds N]
+# start_target NAME [--pidns] [--uid N] [--tmpdir DIR] [--env K=V]... [--seconds N] [--pre CMD]
+# --pre runs a shell command as root inside the target's mount namespace before the app starts
+# (remount /tmp noexec, make the root read-only, add an emptyDir-like tmpfs...).
 # Starts the target and sets TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
 start_target() {
     local name=$1
     shift
-    local pidns=0 uid=0 tmpdir="" seconds=120
+    local pidns=0 uid=0 tmpdir="" seconds=120 pre=""
     local envs=(HOME=/tmp DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1)
     while [ $# -gt 0 ]; do
         case $1 in
@@ -55,6 +57,7 @@ start_target() {
         --tmpdir) tmpdir=$2; envs+=("TMPDIR=$2"); shift ;;
         --env) envs+=("$2"); shift ;;
         --seconds) seconds=$2; shift ;;
+        --pre) pre="$pre$2 && "; shift ;;
         *) echo "start_target: unknown $1" >&2; return 2 ;;
         esac
         shift
@@ -65,7 +68,7 @@ start_target() {
     local drop=""
     [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
     # A container's view: private mounts, a fresh tmpfs on /tmp that only the target sees.
-    local inner="mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop dotnet '$TARGET_DLL' --seconds $seconds"
+    local inner="mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}${pre}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop dotnet '$TARGET_DLL' --seconds $seconds"
     local ns=(--mount --propagation private)
     [ $pidns = 1 ] && ns+=(--pid --fork --mount-proc)
     unshare "${ns[@]}" sh -c "$inner" >"$TARGET_LOG" 2>&1 &

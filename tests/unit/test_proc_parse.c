@@ -195,7 +195,7 @@ static void test_mountinfo(void **state)
     struct cla_error e = {0};
     char *b = slurp("tests/fixtures/proc/mountinfo.container", &len);
     assert_int_equal(proc_parse_mountinfo(b, len, &m, &n, &e), 0);
-    assert_int_equal(n, 7);
+    assert_int_equal(n, 8);
     assert_true(m[0].read_only);
     assert_string_equal(m[2].mount_point, "/tmp");
     assert_true(m[2].noexec);
@@ -207,6 +207,8 @@ static void test_mountinfo(void **state)
     assert_ptr_equal(proc_mount_for_path(m, n, "/tmp/exec/x.so"), &m[6]);
     assert_ptr_equal(proc_mount_for_path(m, n, "/tmpx/"), &m[0]);
     assert_ptr_equal(proc_mount_for_path(m, n, "/"), &m[0]);
+    /* Line 8 is stacked on "/" after the process's root was set: invisible to it. */
+    assert_ptr_equal(proc_mount_for_path(m, n, "/etc/x"), &m[0]);
     assert_ptr_equal(proc_mount_for_path(m, 0, "/"), NULL);
     free(m);
     b = slurp("tests/fixtures/proc/mountinfo.host", &len);
