@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "creds.h"
@@ -126,6 +127,16 @@ static const char *diagnostics_disabled_by(const struct target *t)
     return NULL;
 }
 
+/* Would the runtime's own socket path, TMPDIR + dotnet-diagnostic-<pid>-<key>-socket, fit in
+ * sun_path (107 bytes and the NUL) in the target's view? */
+static bool socket_path_too_long(const struct target *t)
+{
+    char name[96];
+    int n = snprintf(name, sizeof(name), "dotnet-diagnostic-%d-%llu-socket", (int)t->status.nspid,
+                     (unsigned long long)t->stat.starttime);
+    return n < 0 || strlen(t->tmpdir) + (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path);
+}
+
 static int socket_error(struct target *t, const struct discover_socket *s,
                         struct attach_result *res)
 {
@@ -138,6 +149,14 @@ static int socket_error(struct target *t, const struct discover_socket *s,
                     (int)t->pid, off);
             err_hint(e, "restart the app without %s=0 (from .NET 8, "
                         "DOTNET_EnableDiagnostics_Debugger=0 keeps the debugger off)", off);
+        } else if (socket_path_too_long(t)) {
+            /* The runtime formats its socket path into sun_path with snprintf and binds the
+             * silently truncated name (dotnet/runtime#111165): there is nothing to connect to. */
+            err_set(e, -ENAMETOOLONG,
+                    "pid %d: its TMPDIR '%s' is too long: the runtime's socket path would exceed "
+                    "the %zu bytes of sun_path, so the runtime bound a truncated name or none",
+                    (int)t->pid, t->tmpdir, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+            err_hint(e, "restart the app with a shorter TMPDIR (at most about 60 bytes)");
         } else {
             err_set(e, -ENOENT,
                     "pid %d (%s) has no diagnostic socket 'dotnet-diagnostic-%d-*-socket' in %s "

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Causes clrattach detects before sending anything, each named with its next step, the target
+# untouched: diagnostics disabled in the target's environment, a TMPDIR too long for sun_path.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+if start_target diag-off --pidns --env DOTNET_EnableDiagnostics=0; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+    if [ $RC -eq 4 ] && grep -q "DOTNET_EnableDiagnostics=0" "$ERR" && grep -q "next step" "$ERR" &&
+        [ -z "$(ls "/proc/$P/root/tmp")" ]; then
+        ok "diagnostics-disabled"
+    else
+        fail "diagnostics-disabled" "exit $RC: $(cat "$ERR") files: $(ls "/proc/$P/root/tmp")"
+    fi
+    clr ps -o json
+    if python3 - "$OUT" "$P" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+r = [x for x in rows if x["pid"] == int(sys.argv[2])]
+assert len(r) == 1 and r[0]["state"] == "disabled", rows
+PY
+    then ok "ps-shows-disabled"; else fail "ps-shows-disabled" "$(cat "$OUT")"; fi
+fi
+
+long=/tmp/$(printf 'd%.0s' $(seq 1 90))
+if start_target long-tmpdir --pidns --tmpdir "$long"; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+    if [ $RC -eq 4 ] && grep -q "too long" "$ERR" && grep -q "shorter TMPDIR" "$ERR"; then
+        ok "tmpdir-too-long"
+    else
+        fail "tmpdir-too-long" "exit $RC: $(cat "$ERR")"
+    fi
+fi
+
+# A profiler the runtime cannot load: a valid ELF that is not a profiler (no DllGetClassObject).
+if start_target not-a-profiler --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$CLRATTACH" --clsid "$PROBE_CLSID" -o json
+    hr=$(json_get "$OUT" hresult)
+    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" outcome)" = load_failed ] &&
+        { [ "$hr" = 0x8007007E ] || [ "$hr" = 0x8007007F ]; } && grep -q "next step" "$ERR"; then
+        ok "load-failure-decoded ($hr)"
+    else
+        fail "load-failure-decoded" "exit $RC hr=$hr: $(cat "$ERR")"
+    fi
+fi
+
+# Usage errors: exit 2, the problem named, nothing done.
+clr attach --pid 1 --profiler "$PROBE" --clsid not-a-guid
+[ $RC -eq 2 ] && grep -q "not a GUID" "$ERR" && ok "usage-bad-clsid" || fail "usage-bad-clsid" "exit $RC $(cat "$ERR")"
+clr attach --pid 1 --profiler /nonexistent.so --clsid "$PROBE_CLSID"
+[ $RC -eq 2 ] && grep -q "/nonexistent.so" "$ERR" && ok "usage-missing-profiler" || fail "usage-missing-profiler" "exit $RC $(cat "$ERR")"
+clr attach --pid 1 --profiler "$ROOT/README.md" --clsid "$PROBE_CLSID"
+[ $RC -eq 2 ] && grep -q "not an ELF" "$ERR" && ok "usage-not-elf" || fail "usage-not-elf" "exit $RC $(cat "$ERR")"
+clr attach --pid 1
+[ $RC -eq 2 ] && grep -q "required" "$ERR" && ok "usage-missing-options" || fail "usage-missing-options" "exit $RC"
+clr frobnicate
+[ $RC -eq 2 ] && grep -q "unknown command" "$ERR" && ok "usage-unknown-command" || fail "usage-unknown-command" "exit $RC"
+head -c 5000 /dev/zero >"$WORK/big"
+clr attach --pid 1 --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data "@$WORK/big"
+[ $RC -eq 2 ] && grep -q "exceeds" "$ERR" && ok "usage-client-data-too-big" || fail "usage-client-data-too-big" "exit $RC $(cat "$ERR")"
+clr --version
+[ $RC -eq 0 ] && grep -q "^clrattach " "$OUT" && ok "version" || fail "version" "exit $RC"
+
+finish e2e-diagnose
