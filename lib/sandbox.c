@@ -114,8 +114,8 @@ static int load_stage(enum sandbox_stage stage, enum sandbox_mode mode, struct c
          * architectures only (poll on arm64) resolve to pseudo numbers libseccomp skips. */
         if (nr == __NR_SCMP_ERROR)
             continue;
-        uint32_t action = rule->errno_ret ? SCMP_ACT_ERRNO((uint32_t)rule->errno_ret)
-                                          : SCMP_ACT_ALLOW;
+        uint32_t action =
+            rule->errno_ret ? SCMP_ACT_ERRNO((uint32_t)rule->errno_ret) : SCMP_ACT_ALLOW;
         struct scmp_arg_cmp cmp = {.arg = rule->arg};
         unsigned ncmp = 0;
         uint64_t datum = dyn_datum(rule->dyn, rule->datum);

@@ -14,6 +14,8 @@
 
 #include "util.h"
 
+/* One line per rule reads best; clang-format would spread each macro over four lines. */
+/* clang-format off */
 /* Stage sets, named for how long a rule lives. */
 #define ALL SANDBOX_IN_ALL
 #define DISCOVERY SANDBOX_IN_FULL                             /* until the profiler is placed */
@@ -34,14 +36,15 @@
 #define FAIL_EQ(n, st, err, a, v, w)                                                            \
     {.name = (n), .stages = (st), .errno_ret = (err), .op = SANDBOX_ARG_EQ, .arg = (a),          \
      .datum = (v), .why = (w)}
+/* clang-format on */
 
 /* The kernel's __O_TMPFILE bit (asm-generic/fcntl.h, also x86). glibc's O_TMPFILE macro adds
  * O_DIRECTORY to it, and O_DIRECTORY alone must stay allowed, so we test the bare bit. */
 #define SB_O_TMPFILE_BIT 020000000u
 /* A thread is CLONE_THREAD without any new namespace. The kernel already refuses most of these
  * with CLONE_THREAD; the mask makes the filter say it too, independent of kernel version. */
-#define SB_CLONE_NS                                                                             \
-    (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |  \
+#define SB_CLONE_NS                                                                                \
+    (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |     \
      CLONE_NEWCGROUP)
 /* setfsuid(-1) changes nothing and answers the current value: creds.c uses it to check. */
 #define SB_ID_QUERY 0xffffffffu
@@ -270,10 +273,8 @@ fail:
 
 static bool in_list(const json_t *list, const char *name)
 {
-    size_t i;
-    const json_t *v;
-    json_array_foreach(list, i, v)
-        if (strcmp(json_string_value(v), name) == 0)
+    for (size_t i = 0; i < json_array_size(list); i++)
+        if (strcmp(json_string_value(json_array_get(list, i)), name) == 0)
             return true;
     return false;
 }
@@ -310,8 +311,7 @@ int sandbox_profile_json(char **ret_json, struct cla_error *e)
             continue;
         bool unconditional = r->op == SANDBOX_ARG_NONE || r->dyn != SANDBOX_DYN_NONE;
         if (unconditional && !r->errno_ret) {
-            if (!in_list(plain, r->name) &&
-                json_array_append_new(plain, json_string(r->name)) < 0)
+            if (!in_list(plain, r->name) && json_array_append_new(plain, json_string(r->name)) < 0)
                 goto oom;
             continue;
         }

@@ -16,13 +16,13 @@
 /* The stages a rule belongs to, as a bit set. Each stage's filter is a complete allow-list of
  * its own, stacked on the earlier ones; the kernel applies the strictest answer of all loaded
  * filters, so a rule left out of a later stage is gone for good. */
-#define SANDBOX_IN_FULL 0x1u
+#define SANDBOX_IN_FULL      0x1u
 #define SANDBOX_IN_DELIVERED 0x2u
-#define SANDBOX_IN_REPORT 0x4u
+#define SANDBOX_IN_REPORT    0x4u
 /* Exported profile only: what runs between the container runtime loading the profile and our
  * main() installing the real filter (the runtime's execve of us, the dynamic loader). */
 #define SANDBOX_IN_STARTUP 0x8u
-#define SANDBOX_IN_ALL (SANDBOX_IN_FULL | SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT)
+#define SANDBOX_IN_ALL     (SANDBOX_IN_FULL | SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT)
 
 /* How an argument is compared. MASKED_EQ is (arg & mask) == datum. */
 enum sandbox_arg_op {
@@ -36,21 +36,21 @@ enum sandbox_arg_dyn {
     SANDBOX_DYN_NONE = 0,
     SANDBOX_DYN_EUID, /* our own effective uid: "switch fsuid back to ourselves" */
     SANDBOX_DYN_EGID,
-    SANDBOX_DYN_PID,  /* our own process id: signals to ourselves only */
+    SANDBOX_DYN_PID, /* our own process id: signals to ourselves only */
 };
 
 /* One rule: a syscall, the stages it holds in, its action and at most one argument check.
  * Rules for the same syscall are alternatives (OR); the kernel takes the first that matches. */
 struct sandbox_rule {
-    const char *name;   /* libseccomp / profile name: "openat" */
-    unsigned stages;    /* SANDBOX_IN_* bits */
-    int errno_ret;      /* 0: allow; otherwise fail with this errno instead of running */
+    const char *name; /* libseccomp / profile name: "openat" */
+    unsigned stages;  /* SANDBOX_IN_* bits */
+    int errno_ret;    /* 0: allow; otherwise fail with this errno instead of running */
     enum sandbox_arg_op op;
-    unsigned arg;       /* argument index for op != NONE */
-    uint64_t mask;      /* MASKED_EQ only */
+    unsigned arg;  /* argument index for op != NONE */
+    uint64_t mask; /* MASKED_EQ only */
     uint64_t datum;
     enum sandbox_arg_dyn dyn;
-    const char *why;    /* who needs it; shown in reviews and in the docs */
+    const char *why; /* who needs it; shown in reviews and in the docs */
 };
 
 /* The rule table and its length. Static storage; never NULL. */
