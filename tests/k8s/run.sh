@@ -1,0 +1,250 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# Scenario tests of Event reporting: starts the test API server (apiserver.py) on an ephemeral
+# port with fresh certificates, runs the C driver once per scenario with faults injected, and
+# checks the exact requests the server saw and the outcome the driver printed.
+# Env: K8S_DRIVER (default build/tests/k8s_driver). Prints "ok NAME" / "FAIL NAME" per test
+# and "k8s: N passed, M failed"; exits non-zero on any failure.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+driver=${K8S_DRIVER:-$root/build/tests/k8s_driver}
+case $driver in /*) ;; *) driver=$root/$driver ;; esac
+[ -x "$driver" ] || { echo "k8s: driver $driver not built" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/clrattach-k8s.XXXXXX)
+srv_pid=
+cleanup() {
+    [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$here/gen-certs.sh" "$work/certs" || { echo "k8s: certificate generation failed" >&2; exit 2; }
+printf 'token-%s\n' "$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" >"$work/token"
+python3 "$here/apiserver.py" --ca-dir "$work/certs" --token-file "$work/token" \
+    --port-file "$work/port" 2>"$work/server.log" &
+srv_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || { echo "k8s: test API server did not start" >&2; cat "$work/server.log" >&2; exit 2; }
+url=https://127.0.0.1:$(cat "$work/port")
+ca=$work/certs/ca.crt
+T0=1790000000123456789 # event time in unix ns; the event name is derived from it
+
+ctl() { curl -sS --fail --cacert "$ca" -X "$1" "$url$2" ${3:+--data-binary "$3"}; }
+
+passed=0 failed=0 name= ok=1
+# begin NAME [FAULTS-JSON]: a fresh server state with these faults.
+begin() {
+    name=$1 ok=1
+    ctl POST /_test/reset >/dev/null && ctl POST /_test/faults "${2:-[]}" >/dev/null || ok=0
+    rm -f "$work/out.json" "$work/requests.json" "$work/events.json"
+}
+# drive [VAR=VALUE...] [-- DRIVER-ARGS...]: runs the driver in a clean env (nothing leaks from
+# the host: HOSTNAME, KUBERNETES_*), with the common flags unless --bare is the first arg.
+drive() {
+    local envs=() common=(--api-url "$url" --token-file "$work/token" --ca-file "$ca"
+        --namespace shop --time-ns "$T0")
+    while [ $# -gt 0 ] && [ "$1" != -- ] && [ "$1" != --bare ]; do envs+=("$1"); shift; done
+    if [ "${1:-}" = --bare ]; then common=(); shift; fi
+    [ "${1:-}" = -- ] && shift
+    env -i PATH="$PATH" "${envs[@]}" "$driver" "${common[@]}" "$@" >"$work/out.json" \
+        2>"$work/driver.err"
+    echo $? >"$work/exit"
+    ctl GET /_test/requests >"$work/requests.json" && ctl GET /_test/events >"$work/events.json" || ok=0
+}
+expect() { python3 "$here/expect.py" "$work" "$1" || ok=0; }
+finish() {
+    if [ $ok = 1 ]; then echo "ok $name"; passed=$((passed + 1))
+    else echo "FAIL $name"; failed=$((failed + 1)); fi
+}
+POD=(CLRATTACH_POD_NAME=orders-api-1 CLRATTACH_CONTAINER_NAME=app)
+UID_ENV=CLRATTACH_POD_UID=2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11
+
+begin events_v1_created
+drive "${POD[@]}" "$UID_ENV"
+expect 'o["rc"] == 0 and o["attempts"] == 1 and o["used_core_v1"] is False'
+expect 'calls == [("POST", POST_V1, 201)]'
+expect 'o["event_name"] == "orders-api-1.%x" % 1790000000123456789'
+expect 'R[0]["content_type"] == "application/json" and R[0]["accept"] == "application/json"'
+expect 'R[0]["authorization_headers"] == 1 and R[0]["user_agent"].startswith("clrattach/")'
+expect 'R[0]["body"] == {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+  "metadata": {"name": o["event_name"], "namespace": "shop"},
+  "eventTime": "2026-09-21T14:13:20.123456Z", "reportingController": "clrattach.dev/clrattach",
+  "reportingInstance": "clrattach-orders-api-1", "action": "AttachProfiler",
+  "reason": "ProfilerAttached", "type": "Normal", "note": "attached",
+  "regarding": {"apiVersion": "v1", "kind": "Pod", "name": "orders-api-1", "namespace": "shop",
+                "uid": "2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11", "fieldPath": "spec.containers{app}"}}'
+expect 'len(E) == 1 and E[0]["postedAs"] == "events.k8s.io/v1"'
+finish
+
+begin pod_get_fills_uid
+drive "${POD[@]}"
+expect 'calls == [("GET", GET_POD, 200), ("POST", POST_V1, 201)] and o["rc"] == 0'
+expect 'R[1]["body"]["regarding"]["uid"] == o["uid"] and len(o["uid"]) == 36'
+expect 'R[0]["content_type"] is None and R[0]["body"] is None'
+finish
+
+begin pod_missing
+drive CLRATTACH_POD_NAME=missing-pod
+expect 'calls == [("GET", "/api/v1/namespaces/shop/pods/missing-pod", 404)]'
+expect 'o["errno"] == "ENOENT" and "pods \"missing-pod\" not found" in o["error"] and E == []'
+finish
+
+begin fallback_core_v1 '[{"match": "POST /apis/events.k8s.io/", "do": "status", "status": 404}]'
+drive "${POD[@]}" "$UID_ENV" -- --type Warning --reason ProfilerAttachFailed --note "no socket"
+expect 'calls == [("POST", POST_V1, 404), ("POST", POST_CORE, 201)]'
+expect 'o["rc"] == 0 and o["used_core_v1"] is True and o["attempts"] == 2'
+expect 'R[1]["body"]["apiVersion"] == "v1" and R[1]["body"]["involvedObject"]["fieldPath"] == "spec.containers{app}"'
+expect 'R[1]["body"]["message"] == "no socket" and R[1]["body"]["reportingComponent"] == "clrattach.dev/clrattach"'
+expect 'not any(k in R[1]["body"] for k in ("note", "regarding", "reportingController", "source", "count"))'
+expect 'len(E) == 1 and E[0]["postedAs"] == "v1" and E[0]["type"] == "Warning"'
+finish
+
+begin token_rotated_401_once '[{"match": "POST", "do": "rotate401", "times": 1}]'
+old_token=$(tr -d '\n' <"$work/token")
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 401), ("POST", POST_V1, 201)] and o["rc"] == 0'
+expect "R[0]['token'] == '$old_token' and R[1]['token'].startswith('rotated-')"
+finish
+
+begin token_401_twice_gives_up '[{"match": "POST", "do": "rotate401", "times": 5}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 401), ("POST", POST_V1, 401)]'
+expect 'o["errno"] == "EACCES" and "token" in o["hint"] and E == []'
+finish
+
+begin forbidden_403 '[{"match": "POST", "do": "status", "status": 403}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 403)] and o["errno"] == "EACCES"'
+expect '"cannot create resource \"events\"" in o["error"]'
+expect '"[create]" in o["hint"] and "events.k8s.io" in o["hint"] and "shop" in o["hint"]'
+finish
+
+begin conflict_409_first_try '[{"match": "POST", "do": "status", "status": 409}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 409)] and o["errno"] == "EEXIST"'
+finish
+
+begin lost_response_then_409_is_success '[{"match": "POST", "do": "store500", "times": 1}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 500), ("POST", POST_V1, 409)] and o["rc"] == 0'
+expect 'len(E) == 1 and R[0]["body"] == R[1]["body"]'
+finish
+
+begin invalid_422_causes '[{"match": "POST", "do": "status", "status": 422}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 422)] and o["errno"] == "EINVAL"'
+expect '"is invalid" in o["error"] and "[reason: Required value]" in o["error"]'
+finish
+
+begin rate_limited_429_retry_after '[{"match": "POST", "do": "429", "retry_after": 1}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 429), ("POST", POST_V1, 201)] and o["rc"] == 0'
+expect 'o["log"][0]["slept_ms"] == 1000'
+finish
+
+begin rate_limited_429_exhausted '[{"match": "POST", "do": "429", "retry_after": 1, "times": 9}]'
+drive "${POD[@]}" "$UID_ENV" -- --attempts 2
+expect 'calls == [("POST", POST_V1, 429)] * 2 and o["errno"] == "EAGAIN"'
+expect '"Too many requests" in o["error"]'
+finish
+
+begin server_errors_retried '[{"match": "POST", "do": "status", "status": 503, "times": 2}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 503)] * 2 + [("POST", POST_V1, 201)] and o["rc"] == 0'
+expect 'all(100 <= l["slept_ms"] <= 400 for l in o["log"][:1]) and o["log"][2]["slept_ms"] == 0'
+finish
+
+begin server_errors_exhausted '[{"match": "POST", "do": "status", "status": 500, "times": 9}]'
+drive "${POD[@]}" "$UID_ENV" -- --attempts 3
+expect 'calls == [("POST", POST_V1, 500)] * 3 and o["errno"] == "EAGAIN" and o["attempts"] == 3'
+finish
+
+begin hang_past_timeout '[{"match": "POST", "do": "hang", "seconds": 4, "times": 9}]'
+start=$(date +%s%N)
+drive "${POD[@]}" "$UID_ENV" -- --timeout-ms 600 --attempts 2 --budget-ms 3000
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+expect 'o["errno"] == "ETIMEDOUT" and o["attempts"] == 2 and [l["curl"] for l in o["log"]] == [28, 28]'
+expect "$elapsed_ms < 3000"
+finish
+
+begin wrong_ca_fails_verification
+drive "${POD[@]}" "$UID_ENV" -- --ca-file "$work/certs/other-ca.crt"
+expect 'o["errno"] == "EACCES" and o["attempts"] == 1 and R == [] and o["log"][0]["curl"] == 60'
+expect '"certificate" in o["hint"]'
+finish
+
+begin utf8_note_cut_to_1024
+note=$(python3 -c 'print("é" * 700, end="")')
+drive "${POD[@]}" "$UID_ENV" -- --note "$note"
+expect 'calls == [("POST", POST_V1, 201)]'
+expect 'len(E[0]["note"].encode()) == 1024 and E[0]["note"] == "é" * 512'
+finish
+
+begin in_cluster_env_and_sa_dir
+mkdir -p "$work/sa" && cp "$work/token" "$work/sa/token" && cp "$ca" "$work/sa/ca.crt"
+printf 'shop\n' >"$work/sa/namespace"
+# The server checks the token of the file it was given; this copy is the same token.
+drive KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="${url##*:}" \
+    POD_NAME=orders-api-1 POD_UID=2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11 \
+    --bare --sa-dir "$work/sa" --time-ns "$T0"
+expect 'calls == [("POST", POST_V1, 201)] and o["rc"] == 0'
+expect '"fieldPath" not in R[0]["body"]["regarding"]'
+finish
+
+begin not_in_cluster
+drive "${POD[@]}" --bare --sa-dir "$work/sa"
+expect 'o["errno"] == "ENOENT" and "KUBERNETES_SERVICE_HOST" in o["error"] and R == []'
+[ "$(cat "$work/exit")" = 2 ] || ok=0
+finish
+
+begin server_validation
+# The server itself must reject what the apiserver rejects; otherwise the scenarios above prove
+# little. Each line: expected status, API group path, body.
+auth="Authorization: Bearer $(tr -d '\n' <"$work/token")"
+good='{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"p.1"},"eventTime":"2026-01-01T00:00:00.000001Z","reportingController":"a.b/c","reportingInstance":"i","action":"A","reason":"R","type":"Normal","regarding":{"apiVersion":"v1","kind":"Pod","name":"p","namespace":"shop"}}'
+post() {
+    local got
+    got=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$ca" -H "$auth" \
+        -H 'Content-Type: application/json' --data-binary "$3" "$url$2")
+    [ "$got" = "$1" ] || { echo "  server_validation: want $1 got $got for $3" >&2; ok=0; }
+}
+mut() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); exec(sys.argv[2]); print(json.dumps(d))' "$good" "$1"; }
+V1=/apis/events.k8s.io/v1/namespaces/shop/events CORE=/api/v1/namespaces/shop/events
+post 201 $V1 "$good"
+post 409 $V1 "$good"
+post 400 $V1 "$(mut 'd["eventTime"] = "2026-01-01T00:00:00Z"')"
+post 400 $V1 "$(mut 'd["eventTime"] = "2026-01-01T00:00:00.123Z"')"
+post 422 $V1 "$(mut 'del d["eventTime"]; d["metadata"]["name"] = "p.2"')"
+post 422 $V1 "$(mut 'del d["reportingController"]; d["metadata"]["name"] = "p.3"')"
+post 422 $V1 "$(mut 'd["reportingController"] = "a/b/c"; d["metadata"]["name"] = "p.4"')"
+post 422 $V1 "$(mut 'd["type"] = "Info"; d["metadata"]["name"] = "p.5"')"
+post 422 $V1 "$(mut 'd["deprecatedCount"] = 1; d["metadata"]["name"] = "p.6"')"
+post 422 $V1 "$(mut 'd["reason"] = "R" * 129; d["metadata"]["name"] = "p.7"')"
+post 422 $V1 "$(mut 'd["note"] = "n" * 1025; d["metadata"]["name"] = "p.8"')"
+post 422 $V1 "$(mut 'd["regarding"]["namespace"] = "other"; d["metadata"]["name"] = "p.9"')"
+post 422 $V1 "$(mut 'd["metadata"]["name"] = "Bad_Name"')"
+post 400 $V1 "$(mut 'd["metadata"]["namespace"] = "other"')"
+post 400 $V1 "$(mut 'd["foo"] = 1; d["metadata"]["name"] = "p.10"')"
+post 400 $V1 'not json'
+post 201 $CORE '{"apiVersion":"v1","kind":"Event","metadata":{"name":"p.11"},"involvedObject":{"kind":"Pod","name":"p","namespace":"shop"},"reason":"R","message":"m","type":"Normal","source":{"component":"c"},"count":1}'
+post 422 $CORE '{"apiVersion":"v1","kind":"Event","metadata":{"name":"p.12"},"involvedObject":{"kind":"Pod","name":"p","namespace":"other"},"reason":"R"}'
+post 422 $CORE '{"apiVersion":"v1","kind":"Event","metadata":{"name":"p.13"},"involvedObject":{"kind":"Pod","name":"p","namespace":"shop"},"reason":"R","eventTime":"2026-01-01T00:00:00.000001Z"}'
+post 400 $CORE "$good"
+auth="Authorization: Bearer wrong"
+post 401 $V1 "$(mut 'd["metadata"]["name"] = "p.14"')"
+ctl GET /_test/requests >"$work/requests.json" && ctl GET /_test/events >"$work/events.json" || ok=0
+expect 'sorted(e["metadata"]["name"] for e in E) == ["p.1", "p.11"]'
+expect '[c["field"] for c in R[4]["response"]["details"]["causes"]] == ["eventTime"]'
+expect 'R[5]["response"]["details"]["causes"][0] == {"reason": "FieldValueRequired",
+  "message": "Required value", "field": "reportingController"}'
+expect 'R[9]["response"]["message"].startswith("Event.events.k8s.io \"p.7\" is invalid: reason:")'
+expect '[c["field"] for c in R[18]["response"]["details"]["causes"]] == ["reportingComponent",
+  "reportingInstance", "action"] and "group" not in R[18]["response"]["details"]'
+expect 'R[20]["response"]["reason"] == "Unauthorized"'
+finish
+
+echo "k8s: $passed passed, $failed failed"
+[ "$failed" = 0 ]
