@@ -14,7 +14,7 @@ static void set_str(json_t *o, const char *k, const char *v)
     if (!s) {
         char buf[1024];
         size_t i = 0;
-        for (; v[i] && i < sizeof(buf) - 1; i++)
+        for (; i < sizeof(buf) - 1 && v[i]; i++)
             buf[i] = (unsigned char)v[i] < 0x80 ? v[i] : '?';
         buf[i] = '\0';
         s = json_string(buf);

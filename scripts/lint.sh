@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Static checks: calls banned by STYLE.md in lib/ and cmd/, then cppcheck.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rc=0
+banned='\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|sscanf|system|popen|gets)[[:space:]]*\('
+if grep -RnE "$banned" lib cmd --include='*.c' --include='*.h' | grep -vE '^\S+:\s*(//|/?\*)'; then
+    echo "lint: banned calls above (see STYLE.md)" >&2
+    rc=1
+fi
+if command -v cppcheck >/dev/null; then
+    cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
+        --inline-suppr -D_GNU_SOURCE -Ilib lib cmd profiler || rc=1
+fi
+[ $rc -eq 0 ] && echo "lint: clean"
+exit $rc
