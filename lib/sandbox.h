@@ -38,15 +38,14 @@ int sandbox_parse_mode(const char *s, enum sandbox_mode *ret_mode, struct cla_er
  * from libseccomp or the kernel (e.g. a kernel without seccomp filters). */
 int sandbox_enter(enum sandbox_mode mode, struct cla_error *e);
 
-/* Stacks a further filter holding only what `stage` still needs (applying any skipped stage's
- * cuts too). Stages only go forward: the current stage again is a no-op, an earlier one or a
- * call before sandbox_enter() is -EINVAL. A no-op under MODE_OFF. After DELIVERED, open files
- * without O_CREAT: the termination log must exist already or be opened before. */
+/* Stacks a filter holding only what `stage` still needs (skipped stages' cuts included). The
+ * same stage again, or MODE_OFF: no-op; an earlier stage or no sandbox_enter(): -EINVAL. From
+ * DELIVERED on, O_CREAT kills: open the termination log without it, or earlier. */
 int sandbox_tighten(enum sandbox_stage stage, struct cla_error *e);
 
-/* Drops every capability except those in `keep` (bitmask of 1ULL << CAP_x) from the effective,
- * permitted, inheritable and bounding sets, and clears the ambient set. Sets no_new_privs
- * first. Per-thread: call before any thread exists. Returns 0, or -EPERM with a hint. */
+/* Drops every capability outside `keep` (1ULL << CAP_x bits) from all sets, bounding set (needs
+ * CAP_SETPCAP; moot under no_new_privs, set first) included; clears ambient. Per-thread: call
+ * before any thread starts. Returns 0 or a negative errno. */
 int sandbox_drop_caps(uint64_t keep, struct cla_error *e);
 
 #endif
