@@ -275,6 +275,7 @@ int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *
     }
     k8s_utf8_copy(ev->note, K8S_EVENT_NOTE_MAX, note);
 
+    r = 0;
     json_t *root = json_object(), *meta = json_object(), *ref = pod_reference(pod);
     if (!root || !meta || !ref) {
         json_decref(root);
@@ -282,13 +283,13 @@ int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *
         json_decref(ref);
         return err_set(e, -ENOMEM, "k8s: out of memory building the event");
     }
-    json_object_set_new(root, "metadata", meta);
     /* The same fields under core/v1 JSON names (pkg/apis/events/v1/conversion.go). eventTime
      * on core/v1 switches on the strict checks, so reportingComponent/Instance and action are
      * sent there too; the deprecated source/count/timestamps are left out on both. */
-    json_object_set_new(root, core ? "involvedObject" : "regarding", ref);
     if ((r = set_str(root, "apiVersion", core ? "v1" : "events.k8s.io/v1", e)) < 0 ||
-        (r = set_str(root, "kind", "Event", e)) < 0 || (r = set_str(meta, "name", name, e)) < 0 ||
+        (r = set_str(root, "kind", "Event", e)) < 0 ||
+        json_object_set(root, "metadata", meta) < 0 ||
+        (r = set_str(meta, "name", name, e)) < 0 ||
         (r = set_str(meta, "namespace", pod->namespace_, e)) < 0 ||
         (r = set_str(root, "eventTime", when, e)) < 0 ||
         (r = set_str(root, core ? "reportingComponent" : "reportingController",
@@ -297,7 +298,15 @@ int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *
         (r = set_str(root, "action", ev->action, e)) < 0 ||
         (r = set_str(root, "reason", ev->reason, e)) < 0 ||
         (r = set_str(root, "type", ev->type, e)) < 0 ||
+        json_object_set(root, core ? "involvedObject" : "regarding", ref) < 0 ||
         (note[0] && (r = set_str(root, core ? "message" : "note", note, e)) < 0)) {
+        r = r < 0 ? r : err_set(e, -ENOMEM, "k8s: out of memory building the event");
+    }
+    /* meta and ref were added with json_object_set() (a new reference each), so our own
+     * references go here on both paths and nothing leaks whichever step failed. */
+    json_decref(meta);
+    json_decref(ref);
+    if (r < 0) {
         json_decref(root);
         return r;
     }
