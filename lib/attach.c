@@ -256,6 +256,32 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t, cons
     return fail(res, ATTACH_DELIVERY, last);
 }
 
+/* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended in a diagnostic port). */
+#define HR_NOT_YET_AVAILABLE 0x8013135Bu
+
+/*
+ * A runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler;
+ * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
+ * The runtime serves one command per connection, so each goes on its own (runtime PR #52175).
+ */
+static int startup_load(const struct attach_opts *o, int sockfd, const char *path,
+                        uint32_t *ret_hr, struct cla_error *e)
+{
+    uint8_t req[IPC_MAX_MESSAGE];
+    int n = ipc_encode_startup(&o->clsid, path, req, sizeof(req), e);
+    if (n < 0)
+        return n;
+    int r = ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr,
+                                    e);
+    if (r < 0 || *ret_hr != 0)
+        return r;
+    n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), e);
+    if (n < 0)
+        return n;
+    return ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr,
+                                   e);
+}
+
 static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
                struct creds_saved *cs)
 {
@@ -358,6 +384,10 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if ((r = target_check_alive(t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
     r = ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, &hr, e);
+    if (r == 0 && hr == HR_NOT_YET_AVAILABLE && o->startup) {
+        r = startup_load(o, sockfd, dres.path, &hr, e);
+        res->startup_load = true;
+    }
     if (o->on_stage) {
         struct cla_error se = {0};
         int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
@@ -389,7 +419,11 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if (res->outcome != ATTACH_OK) {
         const struct hresult_info *hi = hresult_lookup(hr);
         err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
-        if (hr == 0x8013136Au && res->profiler_env[0])
+        if (hr == HR_NOT_YET_AVAILABLE && !o->startup)
+            err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
+                        "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
+                        "load the profiler as a startup profiler and resume the runtime");
+        else if (hr == 0x8013136Au && res->profiler_env[0])
             err_hint(e, "%s is set in the target's environment: a profiler was loaded at "
                         "startup. %s", res->profiler_env, hi->next_step);
         else

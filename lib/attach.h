@@ -53,6 +53,8 @@ struct attach_opts {
     const char *target_dir;    /* NULL: the target's TMPDIR */
     uint32_t attach_timeout_ms;/* sent to the runtime (concurrent-GC wait) */
     int64_t timeout_ms;        /* our deadline for each IPC exchange */
+    bool startup;              /* a runtime suspended at startup gets StartupProfiler and
+                                  ResumeRuntime instead of failing with 0x8013135B */
     /* Called as the attach passes each stage; the CLI tightens its seccomp filter here. A
      * negative return aborts the attach with that error. */
     int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
@@ -78,6 +80,7 @@ struct attach_result {
     bool mapped;                      /* the delivered file shows in the target's maps */
     char sha256[65];
     bool reused;
+    bool startup_load;                /* loaded as a startup profiler (--startup) */
     bool have_hresult;
     uint32_t hresult;
     int64_t duration_ms;

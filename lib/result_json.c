@@ -67,6 +67,8 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     }
     if (r->outcome == ATTACH_OK)
         json_object_set_new(o, "mapped", json_boolean(r->mapped));
+    if (r->startup_load)
+        set_str(o, "load", "startup");
     if (r->placement[0])
         set_str(o, "placement_skipped", r->placement);
     if (r->have_hresult) {

@@ -61,6 +61,8 @@ static const char usage_attach[] =
     "  --timeout SECONDS      deadline for each exchange with the runtime (default 30)\n"
     "  --attach-timeout MS    sent to the runtime: how long it may wait for a background GC\n"
     "                         when the profiler asks for GC events (default 5000)\n"
+    "  --startup              if the runtime is suspended at startup, load the profiler as a\n"
+    "                         startup profiler (StartupProfiler) and resume the runtime\n"
     "  -o, --output, --seccomp, --proc   as for every command\n"
     "\n"
     "Exit codes: 0 attached, 3 a profiler is already active, 4 no such process or not .NET,\n"
@@ -202,6 +204,7 @@ static int cmd_attach(int argc, char **argv)
         {"target-dir", required_argument, NULL, 't'},
         {"timeout", required_argument, NULL, 'T'},
         {"attach-timeout", required_argument, NULL, 'A'},
+        {"startup", no_argument, NULL, 'U'},
         {"output", required_argument, NULL, 'o'},
         {"seccomp", required_argument, NULL, 'S'},
         {"proc", required_argument, NULL, 'P'},
@@ -212,6 +215,7 @@ static int cmd_attach(int argc, char **argv)
     const char *pid_s = NULL, *profiler = NULL, *clsid_s = NULL, *data_s = NULL;
     const char *target_dir = NULL;
     uint64_t timeout_s = 30, attach_timeout_ms = 5000;
+    bool startup = false;
     int c, r;
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -229,6 +233,7 @@ static int cmd_attach(int argc, char **argv)
                 return usage_error("attach", "--attach-timeout takes 0..600000 ms, not '%s'",
                                    optarg);
             break;
+        case 'U': startup = true; break;
         case 'h': fputs(usage_attach, stdout); return 0;
         case '?': return usage_error("attach", "unrecognised option");
         default:
@@ -276,6 +281,7 @@ static int cmd_attach(int argc, char **argv)
         .target_dir = target_dir,
         .attach_timeout_ms = (uint32_t)attach_timeout_ms,
         .timeout_ms = (int64_t)timeout_s * 1000,
+        .startup = startup,
         .on_stage = on_stage,
         .userdata = &co,
     };

@@ -42,13 +42,14 @@ require_env() {
 }
 
 # start_target NAME [--pidns] [--uid N] [--tmpdir DIR] [--env K=V]... [--seconds N] [--pre CMD]
+# --suspended starts the runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1).
 # --pre runs a shell command as root inside the target's mount namespace before the app starts
 # (remount /tmp noexec, make the root read-only, add an emptyDir-like tmpfs...).
 # Starts the target and sets TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
 start_target() {
     local name=$1
     shift
-    local pidns=0 uid=0 tmpdir="" seconds=120 pre=""
+    local pidns=0 uid=0 tmpdir="" seconds=120 pre="" suspended=0
     local envs=(HOME=/tmp DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1)
     while [ $# -gt 0 ]; do
         case $1 in
@@ -58,6 +59,7 @@ start_target() {
         --env) envs+=("$2"); shift ;;
         --seconds) seconds=$2; shift ;;
         --pre) pre="$pre$2 && "; shift ;;
+        --suspended) suspended=1; envs+=(DOTNET_DefaultDiagnosticPortSuspend=1) ;;
         *) echo "start_target: unknown $1" >&2; return 2 ;;
         esac
         shift
@@ -73,23 +75,32 @@ start_target() {
     [ $pidns = 1 ] && ns+=(--pid --fork --mount-proc)
     unshare "${ns[@]}" sh -c "$inner" >"$TARGET_LOG" 2>&1 &
     local upid=$!
+    disown "$upid" # no "Killed" job notices when the cleanup ends it
     TARGET_PIDS+=("$upid")
     local i
+    TARGET_PID=""
     for i in $(seq 1 300); do
-        grep -q '^ready' "$TARGET_LOG" 2>/dev/null && break
+        if [ -z "$TARGET_PID" ]; then
+            if [ $pidns = 0 ]; then
+                TARGET_PID=$upid
+            else
+                # /proc files have no size: read, don't test with -s.
+                TARGET_PID=$(tr -d ' ' <"/proc/$upid/task/$upid/children" 2>/dev/null)
+                [ -n "$TARGET_PID" ] && TARGET_PIDS+=("$TARGET_PID")
+            fi
+        fi
+        if [ $suspended = 1 ]; then
+            # A runtime suspended at startup prints nothing: wait for its socket instead.
+            [ -n "$TARGET_PID" ] && ls "/proc/$TARGET_PID/root${tmpdir:-/tmp}" 2>/dev/null |
+                grep -q '^dotnet-diagnostic-' && return 0
+        else
+            grep -q '^ready' "$TARGET_LOG" 2>/dev/null && return 0
+        fi
         sleep 0.1
     done
-    if ! grep -q '^ready' "$TARGET_LOG"; then
-        echo "start_target: $name did not start:" >&2
-        cat "$TARGET_LOG" >&2
-        return 1
-    fi
-    if [ $pidns = 1 ]; then
-        TARGET_PID=$(cat /proc/"$upid"/task/"$upid"/children | tr -d ' ')
-        TARGET_PIDS+=("$TARGET_PID")
-    else
-        TARGET_PID=$upid
-    fi
+    echo "start_target: $name did not start:" >&2
+    cat "$TARGET_LOG" >&2
+    return 1
     # The runtime creates its socket while starting up; "ready" is printed after Main runs.
     return 0
 }

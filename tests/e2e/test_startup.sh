@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A runtime suspended at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler
+# with 0x8013135B. Without --startup clrattach says so and what to do; with --startup it sends
+# StartupProfiler and ResumeRuntime (each on its own connection) and the app starts with the
+# profiler loaded as a startup profiler.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+if start_target suspended --pidns --uid 1000 --suspended; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+    if [ $RC -eq 8 ] && [ "$(json_get "$OUT" hresult)" = 0x8013135B ] && grep -q -- "--startup" "$ERR"; then
+        ok "suspended-needs-startup-flag"
+    else
+        fail "suspended-needs-startup-flag" "exit $RC: $(cat "$OUT") $(cat "$ERR")"
+    fi
+    grep -q '^ready' "$TARGET_LOG" && fail "still-suspended" "the app ran without a resume" || ok "still-suspended"
+
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --startup -o json
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" load)" = startup ]; then
+        ok "startup-load"
+    else
+        fail "startup-load" "exit $RC: $(cat "$OUT") $(cat "$ERR")"
+    fi
+    for _ in $(seq 1 100); do grep -q '^ready' "$TARGET_LOG" && break; sleep 0.1; done
+    grep -q '^ready' "$TARGET_LOG" && ok "resumed" || fail "resumed" "the app never started"
+    # The probe, loaded at startup, reports from inside (default path: its namespace pid is 1).
+    if counters=$(probe_report "$P" /tmp/clrprobe-1.json) &&
+        grep -q '"load":"startup"' "/proc/$P/root/tmp/clrprobe-1.json"; then
+        ok "startup-probe-report ($counters)"
+    else
+        fail "startup-probe-report" "no startup report in the target"
+    fi
+fi
+
+finish e2e-startup
