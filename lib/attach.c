@@ -307,7 +307,13 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if (!t->environ) {
         err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)o->pid,
                 strerror(t->environ_errno));
-        err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
+        if (geteuid() == 0)
+            err_hint(e, "even root may not inspect this process: it holds capabilities "
+                        "clrattach lacks, or a security module (Yama ptrace_scope, AppArmor, "
+                        "SELinux) forbids it; give clrattach CAP_SYS_PTRACE in the target's user "
+                        "namespace");
+        else
+            err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
         return fail(res, ATTACH_PERMISSION, -t->environ_errno);
     }
     note_profiler_env(t, res);

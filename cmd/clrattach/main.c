@@ -6,16 +6,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attach.h"
 #include "caps.h"
 #include "err.h"
 #include "ipc.h"
+#include "k8s_client.h"
+#include "k8s_config.h"
+#include "report.h"
 #include "ps.h"
 #include "result_json.h"
 #include "sandbox.h"
@@ -23,6 +28,24 @@
 #include "util.h"
 
 #define EXIT_USAGE 2
+#define EXIT_EVENT_REQUIRED 10
+
+extern char **environ;
+
+enum events_mode { EVENTS_OFF, EVENTS_AUTO, EVENTS_REQUIRED };
+
+/* What reporting needs, gathered before the sandbox goes on and the target is touched. */
+struct reporting {
+    enum events_mode mode;
+    bool dry_run;
+    bool enabled;               /* a configuration was found (or dry run) */
+    struct k8s_config_opts opts;
+    struct k8s_config cfg;
+    struct k8s_pod_ref pod;
+    const char *pod_name, *pod_uid, *container;
+    const char *termination_log;
+    int termination_fd;
+};
 
 struct common {
     bool json;
@@ -65,9 +88,23 @@ static const char usage_attach[] =
     "                         startup profiler (StartupProfiler) and resume the runtime\n"
     "  -o, --output, --seccomp, --proc   as for every command\n"
     "\n"
+    "Reporting (a Kubernetes Event on the pod; the result is always on stdout, in the exit\n"
+    "code and in the termination log, whatever happens to the Event):\n"
+    "  --events off|auto|required  auto (default): report when a cluster is configured, a\n"
+    "                         failed report is a warning; required: a failed report exits 10\n"
+    "  --dry-run-events       print the Event that would be sent, send nothing\n"
+    "  --api-url URL --token-file F --ca-file F --namespace NS   outside a pod (default:\n"
+    "                         KUBERNETES_SERVICE_HOST/PORT and the service-account files)\n"
+    "  --pod NAME --pod-uid UID --container NAME   the pod and container reported about\n"
+    "                         (default: CLRATTACH_POD_NAME, CLRATTACH_POD_UID,\n"
+    "                         CLRATTACH_CONTAINER_NAME from the downward API)\n"
+    "  --termination-log PATH where the result goes for the kubelet (default\n"
+    "                         /dev/termination-log when it exists)\n"
+    "\n"
     "Exit codes: 0 attached, 3 a profiler is already active, 4 no such process or not .NET,\n"
     "5 permission, 6 delivery failed, 7 the runtime could not load the profiler, 8 runtime not\n"
-    "ready, 9 protocol error or timeout, 2 usage error, 1 internal error.\n";
+    "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 2 usage\n"
+    "error, 1 internal error.\n";
 
 static const char usage_ps[] =
     "Usage: clrattach ps [-o text|json] [--no-query] [--seccomp MODE] [--proc DIR]\n"
@@ -194,6 +231,113 @@ static void print_attach_text(const struct attach_result *r)
     print_error(attach_outcome_name(r->outcome), &r->error);
 }
 
+#define CAP(c) (1ULL << (c))
+
+/*
+ * Loads the cluster configuration and opens the termination log, both before the sandbox and
+ * before any target byte: in required mode a missing configuration stops us with the target
+ * untouched, and the log is opened now because creating files is forbidden after delivery.
+ */
+static int prepare_reporting(struct reporting *rep)
+{
+    struct cla_error e = {0};
+    if (rep->termination_log) {
+        rep->termination_fd = open(rep->termination_log,
+                                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+        if (rep->termination_fd < 0) {
+            err_setsys(&e, -errno, "--termination-log '%s'", rep->termination_log);
+            print_error("usage error", &e);
+            return EXIT_USAGE;
+        }
+    } else {
+        /* The kubelet creates /dev/termination-log in every container; elsewhere it is absent
+         * and we never create it. */
+        rep->termination_fd =
+            open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+    }
+    if (rep->mode == EVENTS_OFF)
+        return 0;
+
+    int r = k8s_pod_ref_from_env(environ, &rep->pod, &e);
+    if (r < 0 && r != -ENOENT) {
+        print_error("usage error", &e);
+        return EXIT_USAGE;
+    }
+    if (rep->pod_name)
+        snprintf(rep->pod.name, sizeof(rep->pod.name), "%s", rep->pod_name);
+    if (rep->pod_uid)
+        snprintf(rep->pod.uid, sizeof(rep->pod.uid), "%s", rep->pod_uid);
+    if (rep->container)
+        snprintf(rep->pod.container, sizeof(rep->pod.container), "%s", rep->container);
+    if (rep->opts.namespace_)
+        snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "%s", rep->opts.namespace_);
+
+    if (rep->dry_run) {
+        if (!rep->pod.namespace_[0])
+            snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "default");
+        rep->enabled = true;
+        return 0;
+    }
+    err_clear(&e);
+    r = k8s_config_load(&rep->opts, &rep->cfg, &e);
+    if (r == 0 && !rep->pod.name[0]) {
+        r = err_set(&e, -ENOENT, "no pod name to report about");
+        err_hint(&e, "set CLRATTACH_POD_NAME (downward API metadata.name) or --pod");
+    }
+    if (r < 0) {
+        if (rep->mode == EVENTS_REQUIRED) {
+            err_prefix(&e, "--events=required");
+            print_error("usage error", &e);
+            return EXIT_USAGE;
+        }
+        /* auto: not in a cluster, or not configured; say so once and go on. */
+        if (r != -ENOENT || rep->opts.api_url)
+            fprintf(stderr, "clrattach: warning: Events off: %s\n", e.msg);
+        return 0;
+    }
+    if (!rep->pod.namespace_[0])
+        snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "%s", rep->cfg.namespace_);
+    rep->enabled = true;
+    return 0;
+}
+
+/* Sends (or, dry run, prints) the Event for a result. A failure never changes the outcome;
+ * returns < 0 when a report was due and did not happen. */
+static int report_event(struct reporting *rep, const struct attach_result *res,
+                        const char *profiler, const struct ipc_guid *clsid)
+{
+    if (!rep->enabled)
+        return rep->mode == EVENTS_REQUIRED ? -ENOENT : 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct report_event ev;
+    report_event_from_result(res, profiler, clsid, &now, &ev);
+    struct cla_error e = {0};
+    if (rep->dry_run) {
+        _cleanup_free_ char *body = NULL;
+        int r = k8s_event_build(&rep->pod, &ev.spec, false, &body, &e);
+        if (r < 0) {
+            print_error("events", &e);
+            return r;
+        }
+        fprintf(stderr, "clrattach: dry run: would POST this Event:\n");
+        printf("%s\n", body);
+        return 0;
+    }
+    struct k8s_report_outcome out;
+    int r = k8s_report_event(&rep->cfg, &rep->pod, &ev.spec, &out, &e);
+    if (r < 0) {
+        fprintf(stderr, "clrattach: %s: could not report the Event: %s\n",
+                rep->mode == EVENTS_REQUIRED ? "error" : "warning", e.msg);
+        if (e.hint[0])
+            fprintf(stderr, "clrattach: next step: %s\n", e.hint);
+        return r;
+    }
+    fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n", rep->pod.namespace_,
+            out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
+    return 0;
+}
+
 static int cmd_attach(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -205,6 +349,16 @@ static int cmd_attach(int argc, char **argv)
         {"timeout", required_argument, NULL, 'T'},
         {"attach-timeout", required_argument, NULL, 'A'},
         {"startup", no_argument, NULL, 'U'},
+        {"events", required_argument, NULL, 'E'},
+        {"dry-run-events", no_argument, NULL, 'D'},
+        {"api-url", required_argument, NULL, 1001},
+        {"token-file", required_argument, NULL, 1002},
+        {"ca-file", required_argument, NULL, 1003},
+        {"namespace", required_argument, NULL, 1004},
+        {"pod", required_argument, NULL, 1005},
+        {"pod-uid", required_argument, NULL, 1006},
+        {"container", required_argument, NULL, 1007},
+        {"termination-log", required_argument, NULL, 1008},
         {"output", required_argument, NULL, 'o'},
         {"seccomp", required_argument, NULL, 'S'},
         {"proc", required_argument, NULL, 'P'},
@@ -216,6 +370,7 @@ static int cmd_attach(int argc, char **argv)
     const char *target_dir = NULL;
     uint64_t timeout_s = 30, attach_timeout_ms = 5000;
     bool startup = false;
+    struct reporting rep = {.mode = EVENTS_AUTO, .termination_fd = -1};
     int c, r;
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -234,6 +389,26 @@ static int cmd_attach(int argc, char **argv)
                                    optarg);
             break;
         case 'U': startup = true; break;
+        case 'E':
+            if (strcmp(optarg, "off") == 0)
+                rep.mode = EVENTS_OFF;
+            else if (strcmp(optarg, "auto") == 0)
+                rep.mode = EVENTS_AUTO;
+            else if (strcmp(optarg, "required") == 0)
+                rep.mode = EVENTS_REQUIRED;
+            else
+                return usage_error("attach", "--events takes off, auto or required, not '%s'",
+                                   optarg);
+            break;
+        case 'D': rep.dry_run = true; break;
+        case 1001: rep.opts.api_url = optarg; break;
+        case 1002: rep.opts.token_file = optarg; break;
+        case 1003: rep.opts.ca_file = optarg; break;
+        case 1004: rep.opts.namespace_ = optarg; break;
+        case 1005: rep.pod_name = optarg; break;
+        case 1006: rep.pod_uid = optarg; break;
+        case 1007: rep.container = optarg; break;
+        case 1008: rep.termination_log = optarg; break;
         case 'h': fputs(usage_attach, stdout); return 0;
         case '?': return usage_error("attach", "unrecognised option");
         default:
@@ -263,9 +438,21 @@ static int cmd_attach(int argc, char **argv)
         print_error("usage error", &e);
         return EXIT_USAGE;
     }
+    if ((r = prepare_reporting(&rep)) != 0)
+        return r;
+    _cleanup_close_ int tlog = rep.termination_fd;
     _cleanup_close_ int procfd = target_open_proc(co.proc, &e);
     if (procfd < 0) {
         print_error("internal error", &e);
+        return 1;
+    }
+    /* Root needs only these to act as the target's user and read its /proc; the rest go. */
+    if (co.seccomp != SANDBOX_MODE_OFF &&
+        sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
+                              CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH) |
+                              CAP(CAP_CHOWN) | CAP(CAP_FOWNER),
+                          &e) < 0) {
+        print_error("capabilities", &e);
         return 1;
     }
     if ((r = enter_sandbox(&co)) != 0)
@@ -287,8 +474,17 @@ static int cmd_attach(int argc, char **argv)
     };
     struct attach_result res;
     attach_run(&ao, &res);
+    /* The target is behind us: reading service-account files is all that is left. */
+    if (co.seccomp != SANDBOX_MODE_OFF)
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
+
+    int code = attach_outcome_exit_code(res.outcome);
+    if (report_event(&rep, &res, profiler, &clsid) < 0 && rep.mode == EVENTS_REQUIRED &&
+        code == 0)
+        code = EXIT_EVENT_REQUIRED;
+
+    _cleanup_free_ char *js = result_attach_json(&res, profiler, &clsid);
     if (co.json) {
-        _cleanup_free_ char *js = result_attach_json(&res, profiler, &clsid);
         if (js)
             printf("%s\n", js);
         if (res.outcome != ATTACH_OK)
@@ -297,7 +493,14 @@ static int cmd_attach(int argc, char **argv)
         print_attach_text(&res);
     }
     fflush(stdout);
-    return attach_outcome_exit_code(res.outcome);
+    if (tlog >= 0) {
+        char msg[REPORT_TERMINATION_LOG_MAX + 1];
+        size_t n = report_termination_message(&res, js, msg);
+        if (util_write_all(tlog, msg, n) < 0)
+            fprintf(stderr, "clrattach: warning: cannot write the termination log: %s\n",
+                    strerror(errno));
+    }
+    return code;
 }
 
 static int cmd_ps(int argc, char **argv)

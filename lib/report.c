@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "hresult.h"
+
+static const char *basename_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+void report_event_from_result(const struct attach_result *r, const char *profiler,
+                              const struct ipc_guid *clsid, const struct timespec *when,
+                              struct report_event *ret)
+{
+    char guid[39], text[3072], hr[16] = "";
+    ipc_guid_format(clsid, guid);
+    if (r->have_hresult)
+        hresult_format(r->hresult, hr, sizeof(hr));
+    memset(ret, 0, sizeof(*ret));
+    if (r->outcome == ATTACH_OK) {
+        ret->spec.reason = "ProfilerAttached";
+        ret->spec.type = "Normal";
+        snprintf(text, sizeof(text),
+                 "Attached profiler %s %s to .NET pid %d (node-side pid %d, uid %u%s%s) in %lld "
+                 "ms%s: %.1024s",
+                 basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
+                 r->runtime_version[0] ? ", .NET " : "", r->runtime_version,
+                 (long long)r->duration_ms, r->startup_load ? " as a startup profiler" : "",
+                 r->delivered_path);
+    } else {
+        const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
+        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
+                                                              : "ProfilerAttachFailed";
+        /* Another profiler already loaded is a fact about the app, not a fault. */
+        ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
+        snprintf(text, sizeof(text), "Profiler %s %s, pid %d: %s%s%s%s%s: %s%s%s",
+                 basename_of(profiler), guid, (int)(r->nspid ? r->nspid : r->pid),
+                 attach_outcome_name(r->outcome), hi ? ", " : "", hi ? hi->name : "",
+                 hi ? " " : "", hr, r->error.msg, r->error.hint[0] ? ". Next step: " : "",
+                 r->error.hint);
+    }
+    ret->spec.action = "AttachProfiler";
+    k8s_utf8_copy(text, sizeof(ret->note) - 1, ret->note);
+    ret->spec.note = ret->note;
+    ret->spec.reporting_instance = NULL;
+    ret->spec.event_time = *when;
+}
+
+size_t report_termination_message(const struct attach_result *r, const char *json, char *out)
+{
+    if (json && strlen(json) <= REPORT_TERMINATION_LOG_MAX) {
+        size_t n = strlen(json);
+        memcpy(out, json, n + 1);
+        return n;
+    }
+    char text[REPORT_TERMINATION_LOG_MAX * 2];
+    char hr[16] = "-";
+    if (r->have_hresult)
+        hresult_format(r->hresult, hr, sizeof(hr));
+    snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%d hresult=%s path=%.1024s error=%s",
+             attach_outcome_name(r->outcome), attach_outcome_exit_code(r->outcome), (int)r->pid,
+             hr, r->delivered_path[0] ? r->delivered_path : "-",
+             r->outcome == ATTACH_OK ? "-" : r->error.msg);
+    return k8s_utf8_copy(text, REPORT_TERMINATION_LOG_MAX, out);
+}
