@@ -51,7 +51,11 @@ drive() {
     [ "${1:-}" = -- ] && shift
     env -i PATH="$PATH" "${envs[@]}" "$driver" "${common[@]}" "$@" >"$work/out.json" \
         2>"$work/driver.err"
-    echo $? >"$work/exit"
+    local rc=$?
+    echo $rc >"$work/exit"
+    # The driver prints nothing on stderr; sanitizer reports (SAN=1 builds) land there.
+    if [ -s "$work/driver.err" ]; then sed 's/^/  driver: /' "$work/driver.err" >&2; ok=0; fi
+    python3 "$here/expect.py" "$work" "(o.get('rc') == 0) == ($rc == 0)" || ok=0
     ctl GET /_test/requests >"$work/requests.json" && ctl GET /_test/events >"$work/events.json" || ok=0
 }
 expect() { python3 "$here/expect.py" "$work" "$1" || ok=0; }
