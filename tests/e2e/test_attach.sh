@@ -146,6 +146,7 @@ fi
 # 6. A pid that is not .NET, and a pid that does not exist.
 sleep 60 &
 NOTNET=$!
+disown "$NOTNET"
 TARGET_PIDS+=("$NOTNET")
 clr attach --pid "$NOTNET" --profiler "$PROBE" --clsid "$PROBE_CLSID"
 if [ $RC -eq 4 ] && grep -q "no diagnostic socket" "$ERR" && grep -q "next step" "$ERR"; then

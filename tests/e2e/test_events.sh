@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Every attach reported as an Event on the pod, over TLS with a bearer token, to the project's
+# test API server (tests/k8s/apiserver.py), with clrattach under its seccomp filter (kill). The
+# result is never lost: stdout, exit code and termination log stay right whatever the API does.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+K8S="$ROOT/tests/k8s"
+"$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1 || { echo "FAIL events-certs"; exit 1; }
+echo "token-e2e-$$" >"$WORK/token"
+python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" \
+    --port-file "$WORK/port" 2>"$WORK/apiserver.log" &
+SRV=$!
+disown "$SRV"
+TARGET_PIDS+=("$SRV")
+for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+URL=https://127.0.0.1:$(cat "$WORK/port")
+CA=$WORK/certs/ca.crt
+ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
+
+# kattach ARGS...: attach with the reporting flags and a downward-API-like environment.
+kattach() {
+    OUT="$WORK/out.k" ERR="$WORK/err.k"
+    env -i PATH=/usr/bin:/bin CLRATTACH_POD_NAME=orders-7d9c8b6f5-x2x7k \
+        CLRATTACH_POD_NAMESPACE=shop CLRATTACH_CONTAINER_NAME=app \
+        "$CLRATTACH" attach --api-url "$URL" --token-file "$WORK/token" --ca-file "$CA" \
+        --termination-log "$WORK/tlog" -o json "$@" >"$OUT" 2>"$ERR"
+    RC=$?
+}
+
+# events_check PYTHON-ASSERTIONS: runs assertions over the stored events (list `ev`).
+events_check() {
+    # What the server stored, in events.k8s.io/v1 form whichever API was used.
+    ctl GET /_test/events >"$WORK/events.json" || return 1
+    python3 - "$WORK/events.json" "$1" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+PY
+}
+
+if start_target events-app --pidns --uid 1000; then
+    P=$TARGET_PID
+    ctl POST /_test/reset >/dev/null
+    kattach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+    if [ $RC -eq 0 ] && events_check '
+assert len(ev) == 1, ev
+e = ev[0]
+assert e["reason"] == "ProfilerAttached" and e["type"] == "Normal", e
+r = e["regarding"]
+assert r["kind"] == "Pod" and r["name"] == "orders-7d9c8b6f5-x2x7k" and r["uid"], r
+assert r["fieldPath"] == "spec.containers{app}", r
+assert "pid 1" in e["note"] and "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}" in e["note"], e
+assert e["reportingController"] == "clrattach.dev/clrattach"
+'; then
+        ok "event-attached"
+    else
+        fail "event-attached" "exit $RC: $(cat "$ERR") $(cat "$WORK/events.json" 2>/dev/null)"
+    fi
+    grep -q "reported Event" "$ERR" && ok "event-logged" || fail "event-logged" "$(cat "$ERR")"
+    [ "$(json_get "$WORK/tlog" outcome)" = attached ] && ok "termination-log" || fail "termination-log" "$(cat "$WORK/tlog")"
+
+    # Already active: its own reason, Normal.
+    ctl POST /_test/reset >/dev/null
+    kattach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+    if [ $RC -eq 3 ] && events_check '
+assert len(ev) == 1 and ev[0]["reason"] == "ProfilerAlreadyActive" and ev[0]["type"] == "Normal", ev
+assert "0x8013136A" in ev[0]["note"], ev
+'; then ok "event-already-active"; else fail "event-already-active" "exit $RC $(cat "$ERR")"; fi
+
+    # The API refuses (403): the attach outcome is unchanged, a warning says why.
+    ctl POST /_test/reset >/dev/null
+    ctl POST /_test/faults '[{"match": "POST", "do": "status", "status": 403}]' >/dev/null
+    kattach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+    if [ $RC -eq 3 ] && grep -q "warning: could not report" "$ERR" && grep -qi "forbidden\|rbac\|cannot create" "$ERR" &&
+        [ "$(json_get "$OUT" outcome)" = already_active ] && [ "$(json_get "$WORK/tlog" outcome)" = already_active ]; then
+        ok "event-403-does-not-change-outcome"
+    else
+        fail "event-403-does-not-change-outcome" "exit $RC: $(cat "$ERR")"
+    fi
+fi
+
+# A failed attach is a Warning; --events=required turns a lost report into exit 10 only when
+# the attach itself succeeded.
+if start_target events-app2 --pidns; then
+    P=$TARGET_PID
+    ctl POST /_test/reset >/dev/null
+    ctl POST /_test/faults '[{"match": "POST", "do": "status", "status": 500, "times": 99}]' >/dev/null
+    kattach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --events=required
+    if [ $RC -eq 10 ] && [ "$(json_get "$OUT" outcome)" = attached ] && grep -q "error: could not report" "$ERR"; then
+        ok "events-required-exit-10"
+    else
+        fail "events-required-exit-10" "exit $RC: $(cat "$ERR")"
+    fi
+fi
+sleep 300 &
+NOTNET=$!
+disown "$NOTNET"
+TARGET_PIDS+=("$NOTNET")
+ctl POST /_test/reset >/dev/null
+kattach --pid "$NOTNET" --profiler "$PROBE" --clsid "$PROBE_CLSID"
+if [ $RC -eq 4 ] && events_check '
+assert len(ev) == 1 and ev[0]["reason"] == "ProfilerAttachFailed" and ev[0]["type"] == "Warning", ev
+assert "not_dotnet" in ev[0]["note"] and "Next step" in ev[0]["note"], ev
+'; then ok "event-failed-warning"; else fail "event-failed-warning" "exit $RC $(cat "$ERR")"; fi
+
+# --events=required without any cluster configuration: stops before touching the target.
+OUT="$WORK/out.r" ERR="$WORK/err.r"
+env -i PATH=/usr/bin:/bin "$CLRATTACH" attach --pid "$NOTNET" --profiler "$PROBE" \
+    --clsid "$PROBE_CLSID" --events=required >"$OUT" 2>"$ERR"
+RC=$?
+[ $RC -eq 2 ] && grep -q "not in a cluster" "$ERR" && ok "events-required-unconfigured" ||
+    fail "events-required-unconfigured" "exit $RC $(cat "$ERR")"
+
+finish e2e-events
