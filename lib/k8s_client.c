@@ -17,7 +17,7 @@
 #endif
 
 #define BACKOFF_BASE_MS 200
-#define BACKOFF_CAP_MS 5000
+#define BACKOFF_CAP_MS  5000
 
 /* What one exchange produced. The body is capped in the write callback, never after. */
 struct reply {
@@ -108,10 +108,8 @@ static int setup_handle(struct session *s, struct cla_error *e)
               curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_PROXY, "") == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, cfg->connect_timeout_ms) ==
-                  CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_USERAGENT, "clrattach/" CLRATTACH_VERSION) ==
-                  CURLE_OK &&
+              curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, cfg->connect_timeout_ms) == CURLE_OK &&
+              curl_easy_setopt(c, CURLOPT_USERAGENT, "clrattach/" CLRATTACH_VERSION) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK;
     if (!ok)
         return err_set(e, -EPROTO, "k8s: libcurl lacks a required option (https-only, TLS)");
@@ -194,8 +192,7 @@ static int transport_errno(CURLcode cc, bool *retry)
     }
 }
 
-static void log_attempt(struct session *s, const char *method, const struct reply *r,
-                        long elapsed)
+static void log_attempt(struct session *s, const char *method, const struct reply *r, long elapsed)
 {
     struct k8s_report_outcome *o = s->out;
     o->attempts++;
@@ -241,8 +238,8 @@ static int send_with_retries(struct session *s, const char *method, const char *
             bool retry;
             terr = transport_errno(r->cc, &retry);
             if (r->too_big)
-                return err_set(e, -EPROTO, "k8s: %s %s: reply larger than %d bytes", method,
-                               path, K8S_RESPONSE_MAX);
+                return err_set(e, -EPROTO, "k8s: %s %s: reply larger than %d bytes", method, path,
+                               K8S_RESPONSE_MAX);
             err_set(e, terr, "k8s: %s %s: %s", method, path,
                     r->curl_err[0] ? r->curl_err : curl_easy_strerror(r->cc));
             if (terr == -EACCES)
@@ -269,8 +266,7 @@ static int send_with_retries(struct session *s, const char *method, const char *
             break;
         }
 
-        if (s->out->attempts >= s->cfg->max_attempts ||
-            util_now_ms() + wait >= s->deadline_ms) {
+        if (s->out->attempts >= s->cfg->max_attempts || util_now_ms() + wait >= s->deadline_ms) {
             if (terr < 0)
                 return err_prefix(e, "gave up after %d attempts", s->out->attempts);
             break;
@@ -310,16 +306,18 @@ static int http_error(const struct session *s, const char *what, const struct re
     case 409: code = -EEXIST; break;
     default: code = status_retryable(r->status) ? -EAGAIN : -EPROTO;
     }
-    err_set(e, code, "k8s: %s: HTTP %ld after %d attempts: %s", what, r->status,
-            s->out->attempts, detail);
+    err_set(e, code, "k8s: %s: HTTP %ld after %d attempts: %s", what, r->status, s->out->attempts,
+            detail);
     const char *ns = s->cfg->namespace_;
     if (r->status == 403 && strstr(what, "pods"))
-        err_hint(e, "RBAC: grant the pod's service account verbs [get] on resources [pods] in "
-                    "apiGroups [\"\"] in namespace %s, or set CLRATTACH_POD_UID",
+        err_hint(e,
+                 "RBAC: grant the pod's service account verbs [get] on resources [pods] in "
+                 "apiGroups [\"\"] in namespace %s, or set CLRATTACH_POD_UID",
                  ns);
     else if (r->status == 403)
-        err_hint(e, "RBAC: grant the pod's service account verbs [create] on resources "
-                    "[events] in apiGroups [\"events.k8s.io\", \"\"] in namespace %s",
+        err_hint(e,
+                 "RBAC: grant the pod's service account verbs [create] on resources "
+                 "[events] in apiGroups [\"events.k8s.io\", \"\"] in namespace %s",
                  ns);
     else if (r->status == 401)
         err_hint(e, "the token in '%s' is not accepted, even after re-reading it",
@@ -341,8 +339,8 @@ static int get_pod_uid(struct session *s, struct k8s_pod_ref *pod, struct cla_er
         ret = http_error(s, what, &r, e);
         goto out;
     }
-    if ((ret = k8s_pod_parse_uid(r.body ? r.body : "", r.len, pod->name, pod->namespace_,
-                                 pod->uid, e)) < 0)
+    if ((ret = k8s_pod_parse_uid(r.body ? r.body : "", r.len, pod->name, pod->namespace_, pod->uid,
+                                 e)) < 0)
         err_prefix(e, "%s", what);
 out:
     reply_reset(&r);
@@ -380,8 +378,8 @@ static int post_event(struct session *s, const struct k8s_pod_ref *pod,
         return ret;
     body_name(body, s->out->event_name, sizeof(s->out->event_name));
     s->out->used_core_v1 = core;
-    snprintf(path, sizeof(path), core ? "/api/v1/namespaces/%s/events"
-                                      : "/apis/events.k8s.io/v1/namespaces/%s/events",
+    snprintf(path, sizeof(path),
+             core ? "/api/v1/namespaces/%s/events" : "/apis/events.k8s.io/v1/namespaces/%s/events",
              pod->namespace_);
     snprintf(what, sizeof(what), "POST %s", path);
     if ((ret = send_with_retries(s, "POST", path, body, r, &maybe_sent, e)) < 0)

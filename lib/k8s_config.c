@@ -15,9 +15,9 @@ extern char **environ;
 /* Defaults close to what the reference suggests: reporting is best-effort and must never hold
  * up the attach result for long. */
 #define K8S_CONNECT_TIMEOUT_MS_DEFAULT 5000
-#define K8S_TOTAL_TIMEOUT_MS_DEFAULT 10000
-#define K8S_MAX_ATTEMPTS_DEFAULT 5
-#define K8S_RETRY_BUDGET_MS_DEFAULT 30000
+#define K8S_TOTAL_TIMEOUT_MS_DEFAULT   10000
+#define K8S_MAX_ATTEMPTS_DEFAULT       5
+#define K8S_RETRY_BUDGET_MS_DEFAULT    30000
 
 /* Value of `key` in envp, or NULL when unset or empty (kubelet sets empty values for
  * downward-API fields it cannot resolve). */
@@ -92,8 +92,8 @@ static int check_api_url(const char *url, char *dst, size_t size, struct cla_err
         return err_set(e, -ENAMETOOLONG, "k8s: API URL longer than %zu bytes", size - 1);
     for (size_t i = sizeof(scheme) - 1; i < len; i++) {
         char c = url[i];
-        if (c <= 0x20 || c >= 0x7f || c == '/' || c == '@' || c == '?' || c == '#' ||
-            c == '\\' || c == '%')
+        if (c <= 0x20 || c >= 0x7f || c == '/' || c == '@' || c == '?' || c == '#' || c == '\\' ||
+            c == '%')
             return err_set(e, -EINVAL, "k8s: API URL may hold only https://host[:port]");
     }
     memcpy(dst, url, len);
@@ -210,8 +210,8 @@ static bool given(const char *s)
     return s && s[0];
 }
 
-int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp,
-                        struct k8s_config *ret, struct cla_error *e)
+int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
+                        struct cla_error *e)
 {
     static const struct k8s_config_opts none;
     struct k8s_config c;
@@ -237,9 +237,9 @@ int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp,
             return r;
     }
 
-    if ((r = given(o->token_file) ? copy_checked(c.token_path, sizeof(c.token_path),
-                                                 o->token_file, "token path", e)
-                                  : join_path(c.token_path, sa_dir, "token", e)) < 0 ||
+    if ((r = given(o->token_file)
+                 ? copy_checked(c.token_path, sizeof(c.token_path), o->token_file, "token path", e)
+                 : join_path(c.token_path, sa_dir, "token", e)) < 0 ||
         (r = given(o->ca_file)
                  ? copy_checked(c.ca_path, sizeof(c.ca_path), o->ca_file, "CA path", e)
                  : join_path(c.ca_path, sa_dir, "ca.crt", e)) < 0)
@@ -281,8 +281,7 @@ int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp,
     return 0;
 }
 
-int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret,
-                    struct cla_error *e)
+int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret, struct cla_error *e)
 {
     return k8s_config_load_env(o, environ, ret, e);
 }
@@ -319,8 +318,8 @@ int k8s_pod_ref_from_env(char *const *envp, struct k8s_pod_ref *ret, struct cla_
         err_set(e, -ENOENT, "k8s: pod name unknown: CLRATTACH_POD_NAME, POD_NAME, HOSTNAME unset");
         return err_hint(e, "set CLRATTACH_POD_NAME from the downward API (metadata.name)");
     }
-    if ((r = set_ref_field(p.name, sizeof(p.name), name, k8s_is_dns1123_subdomain, "pod name",
-                           e)) < 0 ||
+    if ((r = set_ref_field(p.name, sizeof(p.name), name, k8s_is_dns1123_subdomain, "pod name", e)) <
+            0 ||
         (r = set_ref_field(p.namespace_, sizeof(p.namespace_),
                            first_env(envp, "CLRATTACH_POD_NAMESPACE", "POD_NAMESPACE"),
                            k8s_is_dns1123_label, "pod namespace", e)) < 0 ||

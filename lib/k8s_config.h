@@ -16,14 +16,14 @@
 #include "err.h"
 #include "k8s_event.h"
 
-#define K8S_SA_DIR_DEFAULT "/var/run/secrets/kubernetes.io/serviceaccount"
+#define K8S_SA_DIR_DEFAULT  "/var/run/secrets/kubernetes.io/serviceaccount"
 #define K8S_TOKEN_REREAD_MS 60000 /* client-go's cached file token source: 1 minute */
 
 struct k8s_config {
     char api_url[K8S_URL_MAX + 1];          /* https://host:port (IPv6 host in brackets) */
     char token_path[K8S_FILE_PATH_MAX + 1]; /* re-read by path, every 60 s and after a 401 */
     char ca_path[K8S_FILE_PATH_MAX + 1];
-    char namespace_[K8S_LABEL_MAX + 1]; /* namespace of the pod we report about */
+    char namespace_[K8S_LABEL_MAX + 1];        /* namespace of the pod we report about */
     long connect_timeout_ms, total_timeout_ms; /* per request */
     int max_attempts;                          /* per report, over all requests */
     long retry_budget_ms;                      /* wall time for all attempts and sleeps */
@@ -38,12 +38,11 @@ struct k8s_config_opts { /* from flags; NULL/empty = auto from env and the SA di
  * POD_NAMESPACE, <sa_dir>/namespace, else "default". Checks the token is readable and not
  * empty and the CA is a regular file. -ENOENT when not in a cluster (no URL), -EINVAL for a
  * malformed value, file errors as -errno. */
-int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp,
-                        struct k8s_config *ret, struct cla_error *e);
+int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
+                        struct cla_error *e);
 
 /* k8s_config_load_env() on the process environment. */
-int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret,
-                    struct cla_error *e);
+int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret, struct cla_error *e);
 
 /* Builds "https://<host>:<port>" into buf (K8S_URL_MAX + 1), bracketing an IPv6 host the way
  * Go's net.JoinHostPort does. -EINVAL for a host with URL syntax in it or a bad port. */

@@ -154,8 +154,8 @@ bool k8s_is_qualified_name(const char *s)
     return true;
 }
 
-int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t rnd[16],
-                   char *buf, size_t size)
+int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t rnd[16], char *buf,
+                   size_t size)
 {
     if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)
         return -ERANGE;
@@ -169,10 +169,9 @@ int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t
     memcpy(u, rnd, sizeof(u));
     u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
     u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-    n = snprintf(buf, size,
-                 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-                 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-                 u[14], u[15]);
+    n = snprintf(buf, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                 u[13], u[14], u[15]);
     if (n < 0 || (size_t)n >= size)
         return -ENOBUFS;
     return 0;
@@ -204,8 +203,7 @@ static int check_spec(const struct k8s_pod_ref *pod, const struct k8s_event_spec
 {
     int r;
     if (!k8s_is_dns1123_subdomain(pod->name))
-        return err_set(e, -EINVAL, "k8s: pod name '%.253s' is not a DNS-1123 subdomain",
-                       pod->name);
+        return err_set(e, -EINVAL, "k8s: pod name '%.253s' is not a DNS-1123 subdomain", pod->name);
     if (!k8s_is_dns1123_label(pod->namespace_))
         return err_set(e, -EINVAL, "k8s: namespace '%.63s' is not a DNS-1123 label",
                        pod->namespace_);
@@ -288,8 +286,7 @@ int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *
      * sent there too; the deprecated source/count/timestamps are left out on both. */
     if ((r = set_str(root, "apiVersion", core ? "v1" : "events.k8s.io/v1", e)) < 0 ||
         (r = set_str(root, "kind", "Event", e)) < 0 ||
-        json_object_set(root, "metadata", meta) < 0 ||
-        (r = set_str(meta, "name", name, e)) < 0 ||
+        json_object_set(root, "metadata", meta) < 0 || (r = set_str(meta, "name", name, e)) < 0 ||
         (r = set_str(meta, "namespace", pod->namespace_, e)) < 0 ||
         (r = set_str(root, "eventTime", when, e)) < 0 ||
         (r = set_str(root, core ? "reportingComponent" : "reportingController",
@@ -341,10 +338,11 @@ static bool parse_causes(json_t *causes, struct k8s_status *st)
         return false;
     size_t i;
     json_t *c;
-    json_array_foreach(causes, i, c) {
+    json_array_foreach(causes, i, c)
+    {
         if (!json_is_object(c))
             return false;
-        struct k8s_status_cause tmp;
+        struct k8s_status_cause tmp = {0};
         if (!copy_member(c, "reason", tmp.reason, sizeof(tmp.reason)) ||
             !copy_member(c, "field", tmp.field, sizeof(tmp.field)) ||
             !copy_member(c, "message", tmp.message, sizeof(tmp.message)))
@@ -428,8 +426,7 @@ size_t k8s_status_describe(const struct k8s_status *st, char *buf, size_t size)
     }
     if (st->n_causes > 0 && off < size) {
         if (st->n_causes_total > st->n_causes)
-            n = snprintf(buf + off, size - off, "; +%zu more]",
-                         st->n_causes_total - st->n_causes);
+            n = snprintf(buf + off, size - off, "; +%zu more]", st->n_causes_total - st->n_causes);
         else
             n = snprintf(buf + off, size - off, "]");
         off += n < 0 ? 0 : (size_t)n;

@@ -28,10 +28,10 @@ struct k8s_pod_ref {
 };
 
 struct k8s_event_spec {
-    const char *reason;             /* ProfilerAttached | ProfilerAlreadyActive | ProfilerAttachFailed */
-    const char *type;               /* Normal | Warning */
-    const char *action;             /* AttachProfiler */
-    const char *note;               /* free text, cut to 1024 bytes on a UTF-8 boundary */
+    const char *reason; /* ProfilerAttached | ProfilerAlreadyActive | ProfilerAttachFailed */
+    const char *type;   /* Normal | Warning */
+    const char *action; /* AttachProfiler */
+    const char *note;   /* free text, cut to 1024 bytes on a UTF-8 boundary */
     const char *reporting_instance; /* cut to 128 bytes; NULL/"" = "clrattach-<pod>" */
     struct timespec event_time;     /* rendered with exactly 6 fractional digits */
 };
@@ -62,8 +62,8 @@ bool k8s_is_qualified_name(const char *s);
 /* Event name as client-go makes it: "<pod>.<lowercase hex unix nanoseconds>", or, when that is
  * not a DNS-1123 subdomain, a version-4 UUID made from the 16 bytes `rnd`. buf holds
  * K8S_NAME_MAX + 1 bytes. Returns 0, -ERANGE for a negative time, -ENOBUFS. */
-int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t rnd[16],
-                   char *buf, size_t size);
+int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t rnd[16], char *buf,
+                   size_t size);
 
 /* A decoded Status body (only the fields we report). Strings are cut to fit, for display. */
 struct k8s_status_cause {
@@ -73,16 +73,16 @@ struct k8s_status_cause {
 };
 
 struct k8s_status {
-    int code;                       /* 0 when absent */
-    char status[16];                /* "Failure" */
-    char reason[64];                /* "Invalid", "Forbidden", "AlreadyExists", ... */
+    int code;        /* 0 when absent */
+    char status[16]; /* "Failure" */
+    char reason[64]; /* "Invalid", "Forbidden", "AlreadyExists", ... */
     char message[512];
     char details_name[K8S_NAME_MAX + 1];
     char details_group[K8S_NAME_MAX + 1];
     char details_kind[64];
-    int retry_after_s;              /* details.retryAfterSeconds, 0 when absent */
-    size_t n_causes;                /* causes kept, at most K8S_STATUS_CAUSES_MAX */
-    size_t n_causes_total;          /* causes in the body */
+    int retry_after_s;     /* details.retryAfterSeconds, 0 when absent */
+    size_t n_causes;       /* causes kept, at most K8S_STATUS_CAUSES_MAX */
+    size_t n_causes_total; /* causes in the body */
     struct k8s_status_cause causes[K8S_STATUS_CAUSES_MAX];
 };
 

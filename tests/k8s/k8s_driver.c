@@ -34,16 +34,15 @@ static int print_result(int rc, const struct k8s_pod_ref *pod, const struct k8s_
 {
     json_t *log = json_array();
     for (size_t i = 0; o && i < o->n_log; i++)
-        json_array_append_new(log, json_pack("{s:s,s:i,s:i,s:I}", "method", o->log[i].method,
-                                             "status", o->log[i].http_status, "curl",
-                                             o->log[i].curl_code,
-                                             "slept_ms", (json_int_t)o->log[i].slept_ms));
-    json_t *root = json_pack("{s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:b,s:s,s:o}", "rc", rc,
-                             "errno", rc < 0 && err_errno_name(-rc) ? err_errno_name(-rc) : "",
-                             "error", e->msg, "hint", e->hint, "uid", pod->uid, "http_status",
-                             o ? o->http_status : 0, "attempts", o ? o->attempts : 0,
-                             "used_core_v1", o ? o->used_core_v1 : 0, "event_name",
-                             o ? o->event_name : "", "log", log);
+        json_array_append_new(log,
+                              json_pack("{s:s,s:i,s:i,s:I}", "method", o->log[i].method, "status",
+                                        o->log[i].http_status, "curl", o->log[i].curl_code,
+                                        "slept_ms", (json_int_t)o->log[i].slept_ms));
+    json_t *root = json_pack(
+        "{s:i,s:s,s:s,s:s,s:s,s:i,s:i,s:b,s:s,s:o}", "rc", rc, "errno",
+        rc < 0 && err_errno_name(-rc) ? err_errno_name(-rc) : "", "error", e->msg, "hint", e->hint,
+        "uid", pod->uid, "http_status", o ? o->http_status : 0, "attempts", o ? o->attempts : 0,
+        "used_core_v1", o ? o->used_core_v1 : 0, "event_name", o ? o->event_name : "", "log", log);
     char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
     puts(s);
     free(s);
@@ -53,18 +52,26 @@ static int print_result(int rc, const struct k8s_pod_ref *pod, const struct k8s_
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"api-url", required_argument, NULL, 'u'},   {"token-file", required_argument, NULL, 't'},
-        {"ca-file", required_argument, NULL, 'c'},   {"namespace", required_argument, NULL, 'n'},
-        {"sa-dir", required_argument, NULL, 's'},    {"reason", required_argument, NULL, 'r'},
-        {"type", required_argument, NULL, 'y'},      {"note", required_argument, NULL, 'm'},
-        {"instance", required_argument, NULL, 'i'},  {"time-ns", required_argument, NULL, 'T'},
-        {"connect-ms", required_argument, NULL, 'C'}, {"timeout-ms", required_argument, NULL, 'O'},
-        {"attempts", required_argument, NULL, 'A'},  {"budget-ms", required_argument, NULL, 'B'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"api-url", required_argument, NULL, 'u'},
+                                         {"token-file", required_argument, NULL, 't'},
+                                         {"ca-file", required_argument, NULL, 'c'},
+                                         {"namespace", required_argument, NULL, 'n'},
+                                         {"sa-dir", required_argument, NULL, 's'},
+                                         {"reason", required_argument, NULL, 'r'},
+                                         {"type", required_argument, NULL, 'y'},
+                                         {"note", required_argument, NULL, 'm'},
+                                         {"instance", required_argument, NULL, 'i'},
+                                         {"time-ns", required_argument, NULL, 'T'},
+                                         {"connect-ms", required_argument, NULL, 'C'},
+                                         {"timeout-ms", required_argument, NULL, 'O'},
+                                         {"attempts", required_argument, NULL, 'A'},
+                                         {"budget-ms", required_argument, NULL, 'B'},
+                                         {NULL, 0, NULL, 0}};
     struct k8s_config_opts co = {0};
-    struct k8s_event_spec ev = {.reason = "ProfilerAttached", .type = "Normal",
-                                .action = "AttachProfiler", .note = "attached"};
+    struct k8s_event_spec ev = {.reason = "ProfilerAttached",
+                                .type = "Normal",
+                                .action = "AttachProfiler",
+                                .note = "attached"};
     long connect_ms = -1, timeout_ms = -1, attempts = -1, budget_ms = -1;
     clock_gettime(CLOCK_REALTIME, &ev.event_time);
     int c;

@@ -66,8 +66,7 @@ static void test_join_host_port(void **state)
     assert_string_equal(url, "https://10.96.0.1:443");
     assert_int_equal(k8s_join_host_port("fd00:10:96::1", "443", url, sizeof(url), &e), 0);
     assert_string_equal(url, "https://[fd00:10:96::1]:443");
-    assert_int_equal(k8s_join_host_port("kubernetes.default.svc", "6443", url, sizeof(url), &e),
-                     0);
+    assert_int_equal(k8s_join_host_port("kubernetes.default.svc", "6443", url, sizeof(url), &e), 0);
     assert_string_equal(url, "https://kubernetes.default.svc:6443");
     assert_int_equal(k8s_join_host_port("10.96.0.1", "0", url, sizeof(url), &e), -EINVAL);
     assert_int_equal(k8s_join_host_port("10.96.0.1", "65536", url, sizeof(url), &e), -EINVAL);
@@ -159,10 +158,9 @@ static void test_api_url_flag(void **state)
     struct cla_error e = {0};
     assert_int_equal(k8s_config_load_env(&o, NULL, &c, &e), 0);
     assert_string_equal(c.api_url, "https://127.0.0.1:6443");
-    static const char *const bad[] = {"http://127.0.0.1:6443", "https://",
-                                      "https://user@evil:443", "https://h:1/api",
-                                      "https://h:1?x=1",       "https://h :1",
-                                      "HTTPS://h:1",           "https://h%2f:1"};
+    static const char *const bad[] = {
+        "http://127.0.0.1:6443", "https://",     "https://user@evil:443", "https://h:1/api",
+        "https://h:1?x=1",       "https://h :1", "HTTPS://h:1",           "https://h%2f:1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         o.api_url = bad[i];
         assert_int_equal(k8s_config_load_env(&o, NULL, &c, &e), -EINVAL);

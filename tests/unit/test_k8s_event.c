@@ -14,7 +14,7 @@
 #include "k8s_event.h"
 
 #define FIXTURES "tests/fixtures/k8s"
-#define UID "2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11"
+#define UID      "2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11"
 
 static char *slurp(const char *name, size_t *len)
 {
@@ -244,8 +244,8 @@ static void test_microtime(void **state)
 static void test_event_name(void **state)
 {
     (void)state;
-    static const uint8_t rnd[16] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 0xff, 4,
-                                    0xff, 6, 7, 8, 9, 10, 11, 12};
+    static const uint8_t rnd[16] = {0xde, 0xad, 0xbe, 0xef, 1, 2,  0xff, 4,
+                                    0xff, 6,    7,    8,    9, 10, 11,   12};
     char buf[K8S_NAME_MAX + 1];
     struct timespec t = {1790000000, 123456789};
     assert_int_equal(k8s_event_name("orders-api-1", &t, rnd, buf, sizeof(buf)), 0);
@@ -360,8 +360,8 @@ static void test_status_malformed(void **state)
 {
     (void)state;
     static const char *const files[] = {"text_429_apf.txt", "status_wrong_kind.json",
-                                        "status_malformed_causes.json",
-                                        "status_duplicate_key.json", "pod_get.json"};
+                                        "status_malformed_causes.json", "status_duplicate_key.json",
+                                        "pod_get.json"};
     struct k8s_status st;
     struct cla_error e = {0};
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
@@ -411,8 +411,8 @@ static void test_status_huge(void **state)
     memset(msg, 'M', 5000);
     msg[5000] = '\0';
     msg[10] = '\x1b'; /* an escape sequence must not reach a terminal */
-    json_t *root = json_pack("{s:s,s:i,s:s,s:{s:o}}", "kind", "Status", "code", 422, "message",
-                             msg, "details", "causes", causes);
+    json_t *root = json_pack("{s:s,s:i,s:s,s:{s:o}}", "kind", "Status", "code", 422, "message", msg,
+                             "details", "causes", causes);
     char *s = json_dumps(root, JSON_COMPACT);
     assert_int_equal(k8s_status_parse(s, strlen(s), &st, &e), 0);
     assert_int_equal(st.n_causes, K8S_STATUS_CAUSES_MAX);
@@ -463,12 +463,18 @@ static void test_pod_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_build_events_v1), cmocka_unit_test(test_build_core_v1),
-        cmocka_unit_test(test_build_optional_fields), cmocka_unit_test(test_build_rejects),
-        cmocka_unit_test(test_utf8_copy),         cmocka_unit_test(test_microtime),
-        cmocka_unit_test(test_event_name),        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_status_fixtures),   cmocka_unit_test(test_status_malformed),
-        cmocka_unit_test(test_status_huge),       cmocka_unit_test(test_pod_parse),
+        cmocka_unit_test(test_build_events_v1),
+        cmocka_unit_test(test_build_core_v1),
+        cmocka_unit_test(test_build_optional_fields),
+        cmocka_unit_test(test_build_rejects),
+        cmocka_unit_test(test_utf8_copy),
+        cmocka_unit_test(test_microtime),
+        cmocka_unit_test(test_event_name),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_status_fixtures),
+        cmocka_unit_test(test_status_malformed),
+        cmocka_unit_test(test_status_huge),
+        cmocka_unit_test(test_pod_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
