@@ -39,6 +39,8 @@ help:
 deps:
 	scripts/install-deps.sh
 
+include tests/k8s/k8s.mk
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -72,8 +74,8 @@ unit: $(UNIT_BINS) all
 e2e: all target
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target
-	BUILD=$(BUILD) tests/run-all.sh $(UNIT_BINS)
+test: $(UNIT_BINS) all target $(K8S_DRIVER)
+	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) tests/run-all.sh $(UNIT_BINS)
 
 demo: all target
 	BUILD=$(BUILD) scripts/demo.sh
