@@ -64,4 +64,15 @@ clr attach --pid 1 --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data "@$W
 clr --version
 [ $RC -eq 0 ] && grep -q "^clrattach " "$OUT" && ok "version" || fail "version" "exit $RC"
 
+# The checked-in Kubernetes seccomp profile is exactly what the binary enforces on itself.
+clr seccomp-profile
+if [ $RC -eq 0 ] && python3 - "$OUT" "$ROOT/deploy/seccomp/clrattach.json" <<'PY'
+import json, sys
+assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2])), "deploy/seccomp/clrattach.json drifted: regenerate it with 'clrattach seccomp-profile'"
+PY
+then ok "seccomp-profile-matches-deploy"; else fail "seccomp-profile-matches-deploy" "$(cat "$ERR")"; fi
+clr seccomp-profile --stats
+n=$(sed -n 's/^allowed syscalls: //p' "$OUT")
+[ $RC -eq 0 ] && [ "${n:-0}" -gt 20 ] && [ "$n" -lt 150 ] && ok "seccomp-stats ($n)" || fail "seccomp-stats" "$(cat "$OUT")"
+
 finish e2e-diagnose
