@@ -57,6 +57,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
         r->too_big = true;
         return 0;
     }
+    /* Growing per chunk is fine at these sizes (a Status is < 1 KiB, a pod a few KiB). */
     char *nb = realloc(r->body, r->len + n + 1);
     if (!nb)
         return 0;
@@ -137,6 +138,8 @@ static void do_request(struct session *s, const char *path, const char *body, st
         }
         h = t;
     }
+    /* A request never outlives the report's budget, so a hanging server costs at most what
+     * the caller allowed for the whole report. */
     int64_t left = s->deadline_ms - util_now_ms();
     long timeout = s->cfg->total_timeout_ms;
     if (left < timeout)
@@ -325,6 +328,8 @@ static int http_error(const struct session *s, const char *what, const struct re
     return code;
 }
 
+/* Without the uid an Event is stored but never shown by `kubectl describe pod`, so a failed
+ * lookup fails the report (with an RBAC hint for 403) rather than posting a hidden Event. */
 static int get_pod_uid(struct session *s, struct k8s_pod_ref *pod, struct cla_error *e)
 {
     char path[K8S_NAME_MAX + K8S_LABEL_MAX + 64], what[sizeof(path) + 8];
@@ -384,6 +389,7 @@ static int post_event(struct session *s, const struct k8s_pod_ref *pod,
     snprintf(what, sizeof(what), "POST %s", path);
     if ((ret = send_with_retries(s, "POST", path, body, r, &maybe_sent, e)) < 0)
         return ret;
+    /* A create answers 201; 200 is accepted too, as client-go does for any 2xx. */
     if (r->status == 201 || r->status == 200)
         return 0;
     /* Our own earlier try was stored but its answer lost: the recorders treat this as done. */
@@ -414,6 +420,8 @@ int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
     s->deadline_ms = util_now_ms() + cfg->retry_budget_ms;
     struct reply r = {0};
     int rc;
+    /* Reference-counted since libcurl 7.84, so pairing it with cleanup here does not disturb
+     * another libcurl user in the process. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         rc = err_set(e, -EIO, "k8s: libcurl initialisation failed");
         goto out_free;

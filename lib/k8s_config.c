@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ extern char **environ;
 #define K8S_RETRY_BUDGET_MS_DEFAULT    30000
 
 /* Value of `key` in envp, or NULL when unset or empty (kubelet sets empty values for
- * downward-API fields it cannot resolve). */
+ * downward-API fields it cannot resolve). envp is a parameter so tests need no setenv(). */
 static const char *env_get(char *const *envp, const char *key)
 {
     size_t klen = strlen(key);
@@ -71,6 +72,8 @@ int k8s_join_host_port(const char *host, const char *port, char *buf, size_t siz
             return err_set(e, -EINVAL, "k8s: KUBERNETES_SERVICE_HOST has a '%c'",
                            c > 0x20 && c < 0x7f ? c : '?');
     }
+    /* Go's net.JoinHostPort brackets any host with a ':'. Zone ids ("fe80::1%eth0") are
+     * refused above: a service IP never has one, and '%' would need URL escaping. */
     bool v6 = strchr(host, ':') != NULL;
     int n = snprintf(buf, size, v6 ? "https://[%s]:%u" : "https://%s:%u", host, (unsigned)p);
     if (n < 0 || (size_t)n >= size)
@@ -118,6 +121,8 @@ static int open_regular(const char *path, struct cla_error *e)
 
 int k8s_token_parse(const char *buf, size_t len, char *ret, struct cla_error *e)
 {
+    /* client-go trims with strings.TrimSpace: the projected file has no newline, but tokens
+     * written by hand or by other tools usually do. */
     size_t a = 0, b = len;
     while (a < b && is_space(buf[a]))
         a++;
@@ -192,6 +197,8 @@ static int read_namespace_file(const char *sa_dir, char *ret, struct cla_error *
         return err_set(e, -EINVAL, "k8s: '%s' holds no namespace name", path);
     memcpy(ret, buf + a, b - a);
     ret[b - a] = '\0';
+    /* The namespace goes into URL paths: anything but a DNS label is refused here, not
+     * escaped later. */
     if (!k8s_is_dns1123_label(ret))
         return err_set(e, -EINVAL, "k8s: '%s' holds no namespace name", path);
     return 1;
@@ -283,7 +290,11 @@ int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, stru
 
 int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret, struct cla_error *e)
 {
-    return k8s_config_load_env(o, environ, ret, e);
+    /* Under secure execution (setuid, file capabilities) the environment belongs to whoever
+     * started us: a KUBERNETES_SERVICE_HOST of their choosing would receive the token. Only
+     * explicit options count then. */
+    static char *const empty_env[] = {NULL};
+    return k8s_config_load_env(o, getauxval(AT_SECURE) ? empty_env : environ, ret, e);
 }
 
 static int set_ref_field(char *dst, size_t size, const char *val, bool (*valid)(const char *),

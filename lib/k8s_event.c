@@ -97,7 +97,9 @@ static bool is_alnum(char c)
     return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
 }
 
-/* One label of [a-z0-9]([-a-z0-9]*[a-z0-9])? spanning s[0..len). */
+/* One label of [a-z0-9]([-a-z0-9]*[a-z0-9])? spanning s[0..len). These mirror apimachinery's
+ * IsDNS1123Label/Subdomain: a name the apiserver would refuse is caught here, before a POST
+ * that could only end in 422. Note the subdomain regex puts no 63-byte limit on its labels. */
 static bool dns_label_ok(const char *s, size_t len)
 {
     if (len == 0 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[len - 1]))
@@ -136,6 +138,8 @@ bool k8s_is_dns1123_label(const char *s)
 
 bool k8s_is_qualified_name(const char *s)
 {
+    /* apimachinery's IsQualifiedName: at most one '/', a subdomain before it, and a name part
+     * that, unlike the prefix, may use upper case and '_'. */
     if (!s)
         return false;
     const char *name = s;
@@ -159,6 +163,8 @@ int k8s_event_name(const char *pod_name, const struct timespec *t, const uint8_t
 {
     if (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000L)
         return -ERANGE;
+    /* client-go formats time.Now().UnixNano() with %x; the same time gives the same name, so a
+     * retried POST collides with its own earlier copy (409) instead of duplicating it. */
     uint64_t ns = (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
     int n = snprintf(buf, size, "%s.%" PRIx64, pod_name ? pod_name : "", ns);
     if (n >= 0 && (size_t)n < size && k8s_is_dns1123_subdomain(buf))
@@ -188,6 +194,8 @@ static int set_str(json_t *obj, const char *key, const char *val, struct cla_err
     return 0;
 }
 
+/* reason and action are refused rather than cut when too long: they are constants of the
+ * caller, and a cut value would no longer match `--field-selector reason=...` queries. */
 static int check_field(const char *name, const char *val, struct cla_error *e)
 {
     if (!val || !val[0])
@@ -347,6 +355,8 @@ static bool parse_causes(json_t *causes, struct k8s_status *st)
             !copy_member(c, "field", tmp.field, sizeof(tmp.field)) ||
             !copy_member(c, "message", tmp.message, sizeof(tmp.message)))
             return false;
+        /* Every cause is type-checked, only the first few are kept: the error text has room
+         * for a handful, and the total still tells the reader how many were left out. */
         if (st->n_causes < K8S_STATUS_CAUSES_MAX)
             st->causes[st->n_causes++] = tmp;
     }
@@ -378,6 +388,9 @@ int k8s_status_parse(const char *buf, size_t len, struct k8s_status *ret, struct
     if (len > K8S_STATUS_MAX)
         return err_set(e, -E2BIG, "k8s: Status body of %zu bytes is above the %d-byte cap", len,
                        K8S_STATUS_MAX);
+    /* Duplicate keys are refused: {"code":422,"code":200} means different things to different
+     * parsers, and a reply that is ambiguous is not one to act on. json_loadb takes the
+     * length, so the buffer needs no NUL and trailing bytes are an error. */
     json_error_t jerr;
     json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
@@ -454,6 +467,7 @@ int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const 
     else if (!json_is_object(meta) || !name || !ns)
         bad = "metadata without name and namespace";
     else if (strcmp(name, want_name) != 0 || strcmp(ns, want_ns) != 0)
+        /* A uid taken from some other pod would file our Event under that pod. */
         bad = "reply is about another pod";
     else if (!uid || !uid[0] || strlen(uid) > K8S_UID_MAX)
         bad = "metadata.uid missing or too long";
