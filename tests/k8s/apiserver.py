@@ -20,7 +20,9 @@ Test endpoints (no auth):
 A fault is {"match": "<substring of 'METHOD /path'>", "times": N, "do": KIND, ...}; the first
 fault that matches and has times left is used. KIND is one of:
   status        answer "status" with a canned Status body (403 Forbidden with the RBAC message,
-                404 NotFound with empty details (group not served), 409, 422, 500, 503)
+                404 NotFound with empty details (group not served), 409, 422, 500, 503), or
+                with "body" when the fault has one
+  text          answer "status" with the text/plain "text" (a proxy's or mux's 404)
   429           text/plain "Too many requests" with Retry-After: "retry_after" (default 1)
   rotate401     write a new token to the token file, revoke the old one, answer 401
   store500      handle the request (the event is stored) but answer 500: a lost response
@@ -417,7 +419,9 @@ class Handler(BaseHTTPRequestHandler):
                                   {"Retry-After": str(fault.get("retry_after", 1))})
         if kind == "status":
             code = int(fault["status"])
-            return self.send_json(code, canned(code, ns, name))
+            return self.send_json(code, fault.get("body") or canned(code, ns, name))
+        if kind == "text":
+            return self.send_text(int(fault["status"]), fault.get("text", ""))
 
         if pod and method == "GET":
             pns, pname = pod
@@ -524,6 +528,7 @@ def main():
     ap.add_argument("--token-file", required=True, help="the valid token; re-read per request")
     ap.add_argument("--port-file", required=True, help="written with the port once listening")
     ap.add_argument("--faults", default="[]", help="initial fault list (JSON)")
+    ap.add_argument("--bind", default="127.0.0.1", help="127.0.0.1 (default) or ::1")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
 
@@ -533,7 +538,9 @@ def main():
                                                                           "server.key"))
     state = State(os.path.abspath(a.token_file))
     state.faults = json.loads(a.faults)
-    srv = Server(("127.0.0.1", 0), ctx, state, a.verbose)
+    if ":" in a.bind:
+        Server.address_family = socket.AF_INET6
+    srv = Server((a.bind, 0), ctx, state, a.verbose)
     tmp = a.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("%d\n" % srv.server_address[1])

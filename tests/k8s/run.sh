@@ -106,6 +106,20 @@ expect 'not any(k in R[1]["body"] for k in ("note", "regarding", "reportingContr
 expect 'len(E) == 1 and E[0]["postedAs"] == "v1" and E[0]["type"] == "Warning"'
 finish
 
+begin namespace_404_is_final '[{"match": "POST", "do": "status", "status": 404, "body":
+  {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 404,
+   "message": "namespaces \"shop\" not found", "reason": "NotFound",
+   "details": {"name": "shop", "kind": "namespaces"}}}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 404)] and o["errno"] == "ENOENT"'
+expect '"namespaces \"shop\" not found" in o["error"] and o["used_core_v1"] is False'
+finish
+
+begin fallback_on_text_404 '[{"match": "POST /apis/", "do": "text", "status": 404, "text": "404 page not found\n"}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 404), ("POST", POST_CORE, 201)] and o["rc"] == 0'
+finish
+
 begin token_rotated_401_once '[{"match": "POST", "do": "rotate401", "times": 1}]'
 old_token=$(tr -d '\n' <"$work/token")
 drive "${POD[@]}" "$UID_ENV"
@@ -196,6 +210,27 @@ drive KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="${url##*:}" \
     --bare --sa-dir "$work/sa" --time-ns "$T0"
 expect 'calls == [("POST", POST_V1, 201)] and o["rc"] == 0'
 expect '"fieldPath" not in R[0]["body"]["regarding"]'
+finish
+
+begin ipv6_service_host_in_brackets
+# A second server on ::1 with the same certificates and token; the URL must come out as
+# https://[::1]:port from KUBERNETES_SERVICE_HOST=::1.
+python3 "$here/apiserver.py" --bind ::1 --ca-dir "$work/certs" --token-file "$work/token" \
+    --port-file "$work/port6" 2>"$work/server6.log" &
+srv6_pid=$!
+for _ in $(seq 100); do [ -s "$work/port6" ] && break; sleep 0.1; done
+if [ -s "$work/port6" ]; then
+    drive KUBERNETES_SERVICE_HOST=::1 KUBERNETES_SERVICE_PORT="$(cat "$work/port6")" \
+        "${POD[@]}" "$UID_ENV" --bare --sa-dir "$work/sa" --time-ns "$T0"
+    expect 'o["rc"] == 0 and R == []' # nothing reached the IPv4 server
+    curl -sS -g --cacert "$ca" "https://[::1]:$(cat "$work/port6")/_test/requests" >"$work/requests.json" || ok=0
+    expect 'calls == [("POST", POST_V1, 201)]'
+else
+    echo "  no IPv6 loopback: $(cat "$work/server6.log")" >&2
+    ok=0
+fi
+kill "$srv6_pid" 2>/dev/null
+wait "$srv6_pid" 2>/dev/null
 finish
 
 begin not_in_cluster
