@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "sandbox.h"
 #include "target.h"
 #include "util.h"
+#include "watch.h"
 
 #define EXIT_USAGE 2
 #define EXIT_EVENT_REQUIRED 10
@@ -45,6 +47,7 @@ struct reporting {
     const char *pod_name, *pod_uid, *container;
     const char *termination_log;
     int termination_fd;
+    size_t termination_len; /* longest message written so far */
 };
 
 struct common {
@@ -61,6 +64,7 @@ static const char usage_main[] =
     "Commands:\n"
     "  ps                list the .NET processes reachable from here\n"
     "  attach            deliver a profiler into a process and attach it\n"
+    "  watch             sidecar mode: attach to every matching process, once per instance\n"
     "  seccomp-profile   print the seccomp profile clrattach runs under (OCI/Kubernetes JSON)\n"
     "\n"
     "Common options (after the command):\n"
@@ -105,6 +109,25 @@ static const char usage_attach[] =
     "5 permission, 6 delivery failed, 7 the runtime could not load the profiler, 8 runtime not\n"
     "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 2 usage\n"
     "error, 1 internal error.\n";
+
+static const char usage_watch[] =
+    "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"
+    "\n"
+    "Sidecar mode: attach the profiler to every matching .NET process as soon as its\n"
+    "diagnostic socket appears, exactly once per runtime instance (pid + start time), and keep\n"
+    "running. SIGTERM stops it cleanly.\n"
+    "\n"
+    "Selectors (all must match; none = every .NET process but clrattach itself):\n"
+    "  --match-comm NAME      the process name (/proc comm, e.g. 'dotnet' or the app host)\n"
+    "  --match-cmdline STR    a substring of the command line (e.g. 'Orders.Api.dll')\n"
+    "  --uid N                the process's effective uid\n"
+    "\n"
+    "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
+    "  --interval MS          time between scans (default 250)\n"
+    "  --profiler, --clsid, --client-data, --target-dir, --timeout, --attach-timeout, the\n"
+    "  reporting options and -o/--seccomp/--proc: as for 'attach'. Transient failures are\n"
+    "  retried with backoff (1 s doubling, 5 attempts); every new outcome is printed and\n"
+    "  reported once.\n";
 
 static const char usage_ps[] =
     "Usage: clrattach ps [-o text|json] [--no-query] [--seccomp MODE] [--proc DIR]\n"
@@ -338,116 +361,149 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
     return 0;
 }
 
-static int cmd_attach(int argc, char **argv)
+/* Options shared by `attach` and `watch`, and what they set up before any target is touched. */
+struct attach_cli {
+    const char *cmd;
+    struct common co;
+    const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir;
+    uint64_t timeout_s, attach_timeout_ms;
+    bool startup;
+    struct reporting rep;
+    /* watch only */
+    const char *match_comm, *match_cmdline, *uid_s, *ready_file;
+    uint64_t interval_ms;
+    /* derived */
+    struct ipc_guid clsid;
+    uint8_t *data;
+    size_t data_len;
+    int procfd;
+};
+
+static const struct option attach_options[] = {
+    {"pid", required_argument, NULL, 'p'},
+    {"profiler", required_argument, NULL, 'f'},
+    {"clsid", required_argument, NULL, 'c'},
+    {"client-data", required_argument, NULL, 'd'},
+    {"target-dir", required_argument, NULL, 't'},
+    {"timeout", required_argument, NULL, 'T'},
+    {"attach-timeout", required_argument, NULL, 'A'},
+    {"startup", no_argument, NULL, 'U'},
+    {"events", required_argument, NULL, 'E'},
+    {"dry-run-events", no_argument, NULL, 'D'},
+    {"api-url", required_argument, NULL, 1001},
+    {"token-file", required_argument, NULL, 1002},
+    {"ca-file", required_argument, NULL, 1003},
+    {"namespace", required_argument, NULL, 1004},
+    {"pod", required_argument, NULL, 1005},
+    {"pod-uid", required_argument, NULL, 1006},
+    {"container", required_argument, NULL, 1007},
+    {"termination-log", required_argument, NULL, 1008},
+    {"match-comm", required_argument, NULL, 1101},
+    {"match-cmdline", required_argument, NULL, 1102},
+    {"uid", required_argument, NULL, 1103},
+    {"ready-file", required_argument, NULL, 1104},
+    {"interval", required_argument, NULL, 1105},
+    {"output", required_argument, NULL, 'o'},
+    {"seccomp", required_argument, NULL, 'S'},
+    {"proc", required_argument, NULL, 'P'},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+/* Parses the options; returns -1 to go on, or the exit code to leave with. */
+static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli *a)
 {
-    static const struct option opts[] = {
-        {"pid", required_argument, NULL, 'p'},
-        {"profiler", required_argument, NULL, 'f'},
-        {"clsid", required_argument, NULL, 'c'},
-        {"client-data", required_argument, NULL, 'd'},
-        {"target-dir", required_argument, NULL, 't'},
-        {"timeout", required_argument, NULL, 'T'},
-        {"attach-timeout", required_argument, NULL, 'A'},
-        {"startup", no_argument, NULL, 'U'},
-        {"events", required_argument, NULL, 'E'},
-        {"dry-run-events", no_argument, NULL, 'D'},
-        {"api-url", required_argument, NULL, 1001},
-        {"token-file", required_argument, NULL, 1002},
-        {"ca-file", required_argument, NULL, 1003},
-        {"namespace", required_argument, NULL, 1004},
-        {"pod", required_argument, NULL, 1005},
-        {"pod-uid", required_argument, NULL, 1006},
-        {"container", required_argument, NULL, 1007},
-        {"termination-log", required_argument, NULL, 1008},
-        {"output", required_argument, NULL, 'o'},
-        {"seccomp", required_argument, NULL, 'S'},
-        {"proc", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
-    };
-    struct common co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"};
-    const char *pid_s = NULL, *profiler = NULL, *clsid_s = NULL, *data_s = NULL;
-    const char *target_dir = NULL;
-    uint64_t timeout_s = 30, attach_timeout_ms = 5000;
-    bool startup = false;
-    struct reporting rep = {.mode = EVENTS_AUTO, .termination_fd = -1};
+    const char *cmd = a->cmd;
     int c, r;
-    while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
+        bool watch_only = c >= 1101 && c <= 1105;
+        if ((watch_only && !watch) || (watch && (c == 'p' || c == 'U')))
+            return usage_error(cmd, "option '%s' is not for '%s'", argv[optind - 1], cmd);
         switch (c) {
-        case 'p': pid_s = optarg; break;
-        case 'f': profiler = optarg; break;
-        case 'c': clsid_s = optarg; break;
-        case 'd': data_s = optarg; break;
-        case 't': target_dir = optarg; break;
+        case 'p': a->pid_s = optarg; break;
+        case 'f': a->profiler = optarg; break;
+        case 'c': a->clsid_s = optarg; break;
+        case 'd': a->data_s = optarg; break;
+        case 't': a->target_dir = optarg; break;
         case 'T':
-            if (parse_uint(optarg, 3600, &timeout_s) < 0 || timeout_s == 0)
-                return usage_error("attach", "--timeout takes 1..3600 seconds, not '%s'", optarg);
+            if (parse_uint(optarg, 3600, &a->timeout_s) < 0 || a->timeout_s == 0)
+                return usage_error(cmd, "--timeout takes 1..3600 seconds, not '%s'", optarg);
             break;
         case 'A':
-            if (parse_uint(optarg, 600000, &attach_timeout_ms) < 0)
-                return usage_error("attach", "--attach-timeout takes 0..600000 ms, not '%s'",
-                                   optarg);
+            if (parse_uint(optarg, 600000, &a->attach_timeout_ms) < 0)
+                return usage_error(cmd, "--attach-timeout takes 0..600000 ms, not '%s'", optarg);
             break;
-        case 'U': startup = true; break;
+        case 'U': a->startup = true; break;
         case 'E':
             if (strcmp(optarg, "off") == 0)
-                rep.mode = EVENTS_OFF;
+                a->rep.mode = EVENTS_OFF;
             else if (strcmp(optarg, "auto") == 0)
-                rep.mode = EVENTS_AUTO;
+                a->rep.mode = EVENTS_AUTO;
             else if (strcmp(optarg, "required") == 0)
-                rep.mode = EVENTS_REQUIRED;
+                a->rep.mode = EVENTS_REQUIRED;
             else
-                return usage_error("attach", "--events takes off, auto or required, not '%s'",
-                                   optarg);
+                return usage_error(cmd, "--events takes off, auto or required, not '%s'", optarg);
             break;
-        case 'D': rep.dry_run = true; break;
-        case 1001: rep.opts.api_url = optarg; break;
-        case 1002: rep.opts.token_file = optarg; break;
-        case 1003: rep.opts.ca_file = optarg; break;
-        case 1004: rep.opts.namespace_ = optarg; break;
-        case 1005: rep.pod_name = optarg; break;
-        case 1006: rep.pod_uid = optarg; break;
-        case 1007: rep.container = optarg; break;
-        case 1008: rep.termination_log = optarg; break;
-        case 'h': fputs(usage_attach, stdout); return 0;
-        case '?': return usage_error("attach", "unrecognised option");
+        case 'D': a->rep.dry_run = true; break;
+        case 1001: a->rep.opts.api_url = optarg; break;
+        case 1002: a->rep.opts.token_file = optarg; break;
+        case 1003: a->rep.opts.ca_file = optarg; break;
+        case 1004: a->rep.opts.namespace_ = optarg; break;
+        case 1005: a->rep.pod_name = optarg; break;
+        case 1006: a->rep.pod_uid = optarg; break;
+        case 1007: a->rep.container = optarg; break;
+        case 1008: a->rep.termination_log = optarg; break;
+        case 1101: a->match_comm = optarg; break;
+        case 1102: a->match_cmdline = optarg; break;
+        case 1103: a->uid_s = optarg; break;
+        case 1104: a->ready_file = optarg; break;
+        case 1105:
+            if (parse_uint(optarg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
+                return usage_error(cmd, "--interval takes 10..60000 ms, not '%s'", optarg);
+            break;
+        case 'h': fputs(watch ? usage_watch : usage_attach, stdout); return 0;
+        case '?': return usage_error(cmd, "unrecognised option");
         default:
-            if ((r = parse_common(c, optarg, &co, "attach")) != 0)
+            if ((r = parse_common(c, optarg, &a->co, cmd)) != 0)
                 return r;
         }
     }
     if (optind < argc)
-        return usage_error("attach", "unexpected argument '%s'", argv[optind]);
-    if (!pid_s || !profiler || !clsid_s)
-        return usage_error("attach", "--pid, --profiler and --clsid are required");
-    uint64_t pid;
-    if (parse_uint(pid_s, INT32_MAX, &pid) < 0 || pid == 0)
-        return usage_error("attach", "--pid takes a process id, not '%s'", pid_s);
-    struct ipc_guid clsid;
-    if (ipc_guid_parse(clsid_s, &clsid) < 0)
-        return usage_error("attach", "--clsid '%s' is not a GUID like "
-                           "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}", clsid_s);
-    if (target_dir && target_dir[0] != '/')
-        return usage_error("attach", "--target-dir '%s' must be absolute (as the target sees it)",
-                           target_dir);
+        return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    if ((!watch && !a->pid_s) || !a->profiler || !a->clsid_s)
+        return usage_error(cmd, watch ? "--profiler and --clsid are required"
+                                      : "--pid, --profiler and --clsid are required");
+    if (ipc_guid_parse(a->clsid_s, &a->clsid) < 0)
+        return usage_error(cmd, "--clsid '%s' is not a GUID like "
+                           "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}", a->clsid_s);
+    if (a->target_dir && a->target_dir[0] != '/')
+        return usage_error(cmd, "--target-dir '%s' must be absolute (as the target sees it)",
+                           a->target_dir);
+    if (a->match_comm && strlen(a->match_comm) > 15)
+        return usage_error(cmd, "--match-comm '%s' is longer than the kernel's 15-byte comm; "
+                           "use --match-cmdline", a->match_comm);
+    return -1;
+}
 
+/* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
+ * then the seccomp filter. Returns -1 to go on, or the exit code. */
+static int setup_job(struct attach_cli *a)
+{
     struct cla_error e = {0};
-    _cleanup_free_ uint8_t *data = NULL;
-    size_t data_len = 0;
-    if (data_s && read_client_data(data_s, &data, &data_len, &e) < 0) {
+    int r;
+    if (a->data_s && read_client_data(a->data_s, &a->data, &a->data_len, &e) < 0) {
         print_error("usage error", &e);
         return EXIT_USAGE;
     }
-    if ((r = prepare_reporting(&rep)) != 0)
+    if ((r = prepare_reporting(&a->rep)) != 0)
         return r;
-    _cleanup_close_ int tlog = rep.termination_fd;
-    _cleanup_close_ int procfd = target_open_proc(co.proc, &e);
-    if (procfd < 0) {
+    a->procfd = target_open_proc(a->co.proc, &e);
+    if (a->procfd < 0) {
         print_error("internal error", &e);
         return 1;
     }
     /* Root needs only these to act as the target's user and read its /proc; the rest go. */
-    if (co.seccomp != SANDBOX_MODE_OFF &&
+    if (a->co.seccomp != SANDBOX_MODE_OFF &&
         sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
                               CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH) |
                               CAP(CAP_CHOWN) | CAP(CAP_FOWNER),
@@ -455,52 +511,184 @@ static int cmd_attach(int argc, char **argv)
         print_error("capabilities", &e);
         return 1;
     }
-    if ((r = enter_sandbox(&co)) != 0)
+    if ((r = enter_sandbox(&a->co)) != 0)
         return r;
+    return -1;
+}
 
+static struct attach_opts attach_opts_of(struct attach_cli *a)
+{
     struct attach_opts ao = {
-        .proc_dirfd = procfd,
-        .pid = (pid_t)pid,
-        .profiler_path = profiler,
-        .clsid = clsid,
-        .client_data = data,
-        .client_data_len = data_len,
-        .target_dir = target_dir,
-        .attach_timeout_ms = (uint32_t)attach_timeout_ms,
-        .timeout_ms = (int64_t)timeout_s * 1000,
-        .startup = startup,
+        .proc_dirfd = a->procfd,
+        .profiler_path = a->profiler,
+        .clsid = a->clsid,
+        .client_data = a->data,
+        .client_data_len = a->data_len,
+        .target_dir = a->target_dir,
+        .attach_timeout_ms = (uint32_t)a->attach_timeout_ms,
+        .timeout_ms = (int64_t)a->timeout_s * 1000,
+        .startup = a->startup,
         .on_stage = on_stage,
-        .userdata = &co,
+        .userdata = &a->co,
     };
-    struct attach_result res;
-    attach_run(&ao, &res);
-    /* The target is behind us: reading service-account files is all that is left. */
-    if (co.seccomp != SANDBOX_MODE_OFF)
-        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
+    return ao;
+}
 
-    int code = attach_outcome_exit_code(res.outcome);
-    if (report_event(&rep, &res, profiler, &clsid) < 0 && rep.mode == EVENTS_REQUIRED &&
-        code == 0)
+static void release_job(struct attach_cli *a)
+{
+    free(a->data);
+    util_closep(&a->procfd);
+    util_closep(&a->rep.termination_fd);
+}
+
+/* Prints one result and reports its Event; returns the exit code for it. */
+static int emit_result(struct attach_cli *a, const struct attach_result *res)
+{
+    int code = attach_outcome_exit_code(res->outcome);
+    if (report_event(&a->rep, res, a->profiler, &a->clsid) < 0 &&
+        a->rep.mode == EVENTS_REQUIRED && code == 0)
         code = EXIT_EVENT_REQUIRED;
-
-    _cleanup_free_ char *js = result_attach_json(&res, profiler, &clsid);
-    if (co.json) {
+    _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid);
+    if (a->co.json) {
         if (js)
             printf("%s\n", js);
-        if (res.outcome != ATTACH_OK)
-            print_error(attach_outcome_name(res.outcome), &res.error);
+        if (res->outcome != ATTACH_OK)
+            print_error(attach_outcome_name(res->outcome), &res->error);
     } else {
-        print_attach_text(&res);
+        print_attach_text(res);
     }
     fflush(stdout);
-    if (tlog >= 0) {
+    if (a->rep.termination_fd >= 0) {
         char msg[REPORT_TERMINATION_LOG_MAX + 1];
-        size_t n = report_termination_message(&res, js, msg);
-        if (util_write_all(tlog, msg, n) < 0)
+        size_t n = report_termination_message(res, js, msg);
+        /* The kubelet reads the file once the container ends: keep only the latest result.
+         * ftruncate is not on the seccomp list, so a shorter message is padded with spaces
+         * over the end of a longer earlier one (JSON readers skip trailing white space). */
+        size_t pad = a->rep.termination_len > n ? a->rep.termination_len - n : 0;
+        if (pad > REPORT_TERMINATION_LOG_MAX - n)
+            pad = REPORT_TERMINATION_LOG_MAX - n;
+        memset(msg + n, ' ', pad);
+        if (n + pad > a->rep.termination_len)
+            a->rep.termination_len = n + pad;
+        if (lseek(a->rep.termination_fd, 0, SEEK_SET) < 0 ||
+            util_write_all(a->rep.termination_fd, msg, n + pad) < 0)
             fprintf(stderr, "clrattach: warning: cannot write the termination log: %s\n",
                     strerror(errno));
     }
     return code;
+}
+
+static int cmd_attach(int argc, char **argv)
+{
+    struct attach_cli a = {.cmd = "attach", .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
+                           .timeout_s = 30, .attach_timeout_ms = 5000,
+                           .rep = {.mode = EVENTS_AUTO, .termination_fd = -1}, .procfd = -1};
+    int r = parse_attach_cli(argc, argv, false, &a);
+    if (r >= 0)
+        return r;
+    uint64_t pid;
+    if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
+        return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
+    if ((r = setup_job(&a)) >= 0) {
+        release_job(&a);
+        return r;
+    }
+    struct attach_opts ao = attach_opts_of(&a);
+    ao.pid = (pid_t)pid;
+    struct attach_result res;
+    attach_run(&ao, &res);
+    /* The target is behind us: reading service-account files is all that is left. */
+    struct cla_error e = {0};
+    if (a.co.seccomp != SANDBOX_MODE_OFF)
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
+    int code = emit_result(&a, &res);
+    release_job(&a);
+    return code;
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+struct watch_ctx {
+    struct attach_cli *a;
+    unsigned attached, failed;
+};
+
+static void on_watch_result(const struct attach_result *r, bool retry, void *userdata)
+{
+    struct watch_ctx *w = userdata;
+    fprintf(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s\n", (int)r->pid,
+            (int)r->nspid, r->command_line, attach_outcome_name(r->outcome),
+            retry ? ", will retry" : "");
+    if (r->outcome == ATTACH_OK)
+        w->attached++;
+    else if (!retry && r->outcome != ATTACH_ALREADY_ACTIVE)
+        w->failed++;
+    (void)emit_result(w->a, r);
+}
+
+/* A watcher delivers again and again, so it stays in the first seccomp stage: tightening
+ * after one delivery would forbid the next. */
+static int on_stage_watch(enum attach_stage stage, void *userdata, struct cla_error *e)
+{
+    (void)stage;
+    (void)userdata;
+    (void)e;
+    return 0;
+}
+
+static int cmd_watch(int argc, char **argv)
+{
+    struct attach_cli a = {.cmd = "watch", .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
+                           .timeout_s = 30, .attach_timeout_ms = 5000, .interval_ms = 250,
+                           .rep = {.mode = EVENTS_AUTO, .termination_fd = -1}, .procfd = -1};
+    int r = parse_attach_cli(argc, argv, true, &a);
+    if (r >= 0)
+        return r;
+    struct watch_selector sel = {.comm = a.match_comm, .cmdline = a.match_cmdline};
+    if (a.uid_s) {
+        uint64_t uid;
+        if (parse_uint(a.uid_s, UINT32_MAX - 1, &uid) < 0)
+            return usage_error("watch", "--uid takes a numeric uid, not '%s'", a.uid_s);
+        sel.have_uid = true;
+        sel.uid = (uid_t)uid;
+    }
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    if ((r = setup_job(&a)) >= 0) {
+        release_job(&a);
+        return r;
+    }
+    struct watch_ctx ctx = {.a = &a};
+    struct watch_opts wo = {
+        .proc_dirfd = a.procfd,
+        .sel = sel,
+        .attach = attach_opts_of(&a),
+        .interval_ms = (int64_t)a.interval_ms,
+        .ready_file = a.ready_file,
+        .on_result = on_watch_result,
+        .userdata = &ctx,
+        .stop = &stop_requested,
+    };
+    wo.attach.on_stage = on_stage_watch;
+    struct cla_error e = {0};
+    fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
+            (unsigned long long)a.interval_ms);
+    r = watch_run(&wo, &e);
+    fprintf(stderr, "clrattach: watch: stopped (%u attached, %u failed)\n", ctx.attached,
+            ctx.failed);
+    release_job(&a);
+    if (r < 0) {
+        print_error("watch", &e);
+        return 1;
+    }
+    return 0;
 }
 
 static int cmd_ps(int argc, char **argv)
@@ -616,6 +804,8 @@ int main(int argc, char **argv)
         return cmd_attach(argc, argv);
     if (strcmp(cmd, "ps") == 0)
         return cmd_ps(argc, argv);
+    if (strcmp(cmd, "watch") == 0)
+        return cmd_watch(argc, argv);
     if (strcmp(cmd, "seccomp-profile") == 0)
         return cmd_seccomp_profile(argc, argv);
     fprintf(stderr, "clrattach: usage error: unknown command '%s'\n"

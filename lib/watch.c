@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "watch.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "discover.h"
+#include "proc_parse.h"
+#include "target.h"
+#include "util.h"
+
+struct instance {
+    pid_t pid;
+    uint64_t starttime;
+    enum attach_outcome last;
+    bool has_outcome;
+    bool final;
+    int attempts;
+    int64_t next_ms; /* not before this time */
+    unsigned gen;    /* last scan that saw it */
+};
+
+struct watch_table {
+    struct instance *v;
+    size_t n, alloc;
+    unsigned gen;
+};
+
+struct watch_table *watch_table_new(void)
+{
+    return calloc(1, sizeof(struct watch_table));
+}
+
+void watch_table_free(struct watch_table *t)
+{
+    if (!t)
+        return;
+    free(t->v);
+    free(t);
+}
+
+static struct instance *find(const struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].pid == pid && t->v[i].starttime == starttime)
+            return &t->v[i];
+    return NULL;
+}
+
+bool watch_outcome_final(enum attach_outcome o)
+{
+    switch (o) {
+    case ATTACH_NOT_READY:
+    case ATTACH_PROTOCOL:
+    case ATTACH_NOT_DOTNET:
+    case ATTACH_INTERNAL:
+        return false; /* may succeed later: runtime starting, socket not there yet, busy */
+    default:
+        return true;
+    }
+}
+
+bool watch_table_due(const struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms)
+{
+    const struct instance *in = find(t, pid, starttime);
+    return !in || (!in->final && now_ms >= in->next_ms);
+}
+
+bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    const struct instance *in = find(t, pid, starttime);
+    return in && in->final;
+}
+
+bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
+                        enum attach_outcome outcome, int64_t now_ms)
+{
+    struct instance *in = find(t, pid, starttime);
+    if (!in) {
+        if (t->n == t->alloc) {
+            size_t na = t->alloc ? t->alloc * 2 : 16;
+            struct instance *nv = realloc(t->v, na * sizeof(*nv));
+            if (!nv)
+                return false;
+            t->v = nv;
+            t->alloc = na;
+        }
+        in = &t->v[t->n++];
+        memset(in, 0, sizeof(*in));
+        in->pid = pid;
+        in->starttime = starttime;
+        in->gen = t->gen;
+    }
+    bool is_new = !in->has_outcome || in->last != outcome;
+    in->has_outcome = true;
+    in->last = outcome;
+    in->attempts++;
+    in->final = watch_outcome_final(outcome) || in->attempts >= WATCH_RETRY_ATTEMPTS;
+    int64_t delay = WATCH_RETRY_FIRST_MS;
+    for (int i = 1; i < in->attempts && delay < WATCH_RETRY_MAX_MS; i++)
+        delay *= 2;
+    in->next_ms = now_ms + (delay > WATCH_RETRY_MAX_MS ? WATCH_RETRY_MAX_MS : delay);
+    return is_new;
+}
+
+void watch_table_begin(struct watch_table *t)
+{
+    t->gen++;
+}
+
+void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    struct instance *in = find(t, pid, starttime);
+    if (in)
+        in->gen = t->gen;
+}
+
+size_t watch_table_sweep(struct watch_table *t)
+{
+    size_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i].gen == t->gen)
+            t->v[kept++] = t->v[i];
+        else
+            dropped++;
+    }
+    t->n = kept;
+    /* Give memory back after a burst of short-lived processes. */
+    if (t->alloc > 64 && t->n < t->alloc / 4) {
+        struct instance *nv = realloc(t->v, (t->alloc / 2) * sizeof(*nv));
+        if (nv) {
+            t->v = nv;
+            t->alloc /= 2;
+        }
+    }
+    return dropped;
+}
+
+size_t watch_table_size(const struct watch_table *t)
+{
+    return t->n;
+}
+
+static bool cmdline_matches(const struct target *tg, const struct watch_selector *sel)
+{
+    if (sel->have_uid && tg->status.uid[1] != sel->uid)
+        return false;
+    if (sel->cmdline && !strstr(tg->cmdline, sel->cmdline))
+        return false;
+    return true;
+}
+
+/* Reads a pid's stat through /proc (comm and start time): the cheap first look. */
+static int quick_stat(int proc_dirfd, const char *name, struct proc_stat *ret)
+{
+    char path[32];
+    snprintf(path, sizeof(path), "%s/stat", name);
+    _cleanup_close_ int fd = openat(proc_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    char buf[PROC_STAT_MAX];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0)
+        return -EIO;
+    return proc_parse_stat(buf, (size_t)n, ret, NULL);
+}
+
+/* One pass over /proc. Attaches to every due, matching instance with a socket. */
+static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self)
+{
+    int fd = openat(o->proc_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    DIR *dir = fdopendir(fd);
+    if (!dir) {
+        int r = -errno;
+        close(fd);
+        return r;
+    }
+    struct discover_cache *cache = discover_cache_new();
+    watch_table_begin(t);
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        uint64_t v;
+        if (util_parse_u64(de->d_name, strlen(de->d_name), INT32_MAX, &v) < 0 || v == 0)
+            continue;
+        pid_t pid = (pid_t)v;
+        struct proc_stat st;
+        if (pid == self || quick_stat(o->proc_dirfd, de->d_name, &st) < 0)
+            continue;
+        watch_table_seen(t, pid, st.starttime);
+        if (watch_table_final(t, pid, st.starttime))
+            continue;
+        if (o->sel.comm && strcmp(st.comm, o->sel.comm) != 0)
+            continue;
+        int64_t now = util_now_ms();
+        if (!watch_table_due(t, pid, st.starttime, now))
+            continue;
+
+        struct target tg;
+        struct cla_error e = {0};
+        if (target_open(o->proc_dirfd, pid, &tg, &e) < 0)
+            continue;
+        bool match = tg.stat.starttime == st.starttime && cmdline_matches(&tg, &o->sel);
+        struct discover_socket s = {.state = SOCKET_ABSENT};
+        if (match && cache && discover_find_socket(&tg, cache, &s, &e) < 0)
+            s.state = SOCKET_ABSENT;
+        target_close(&tg);
+        /* Not .NET (yet): looked at again next scan, without a table entry. */
+        if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED))
+            continue;
+
+        struct attach_opts ao = o->attach;
+        ao.pid = pid;
+        struct attach_result res;
+        attach_run(&ao, &res);
+        /* The instance we attached to is the one we pinned; key the table by its start time. */
+        uint64_t key = res.starttime ? res.starttime : st.starttime;
+        bool is_new = watch_table_record(t, pid, key, res.outcome, util_now_ms());
+        if (key != st.starttime)
+            watch_table_seen(t, pid, key);
+        if (is_new && o->on_result)
+            o->on_result(&res, !watch_table_final(t, pid, key), o->userdata);
+    }
+    discover_cache_free(cache);
+    closedir(dir);
+    watch_table_sweep(t);
+    return 0;
+}
+
+static int create_ready_file(const char *path, struct cla_error *e)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return err_setsys(e, -errno, "ready file '%s'", path);
+    (void)util_write_all(fd, "ready\n", 6);
+    close(fd);
+    return 0;
+}
+
+int watch_run(const struct watch_opts *o, struct cla_error *e)
+{
+    struct watch_table *t = watch_table_new();
+    if (!t)
+        return err_set(e, -ENOMEM, "out of memory");
+    /* SIGTERM/SIGINT stay blocked while we work and are only delivered inside ppoll(), so a
+     * stop request never interrupts an attach half-way (the kubelet's grace period covers one
+     * attach, bounded by its deadline). */
+    sigset_t block, orig;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &orig);
+    pid_t self = getpid();
+    int r = 0;
+    for (int64_t n = 0; !*o->stop && (o->max_scans == 0 || n < o->max_scans); n++) {
+        r = scan(o, t, self);
+        if (r < 0) {
+            err_setsys(e, r, "watch: scan /proc");
+            break;
+        }
+        if (n == 0 && o->ready_file && (r = create_ready_file(o->ready_file, e)) < 0)
+            break;
+        struct timespec ts = {.tv_sec = o->interval_ms / 1000,
+                              .tv_nsec = (o->interval_ms % 1000) * 1000000};
+        if (!*o->stop)
+            (void)ppoll(NULL, 0, &ts, &orig);
+    }
+    sigprocmask(SIG_SETMASK, &orig, NULL);
+    watch_table_free(t);
+    return r;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_WATCH_H
+#define CLRATTACH_WATCH_H
+
+/*
+ * Sidecar mode: scan for .NET processes that match a selector and attach to each runtime
+ * instance exactly once. An instance is (pid, start time): a restarted app is a new instance.
+ * Outcomes that cannot change by retrying (attached, already active, load failure, permission,
+ * delivery) are final; transient ones (runtime not ready, timeouts, a socket not there yet) are
+ * retried with exponential backoff a bounded number of times. State for processes that are gone
+ * is dropped at every scan, so memory follows the live process count, not uptime.
+ */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "attach.h"
+#include "err.h"
+
+#define WATCH_RETRY_FIRST_MS 1000
+#define WATCH_RETRY_MAX_MS 30000
+#define WATCH_RETRY_ATTEMPTS 5
+
+/* ---- the instance table (pure: time is passed in) ---- */
+
+struct watch_table;
+
+struct watch_table *watch_table_new(void);
+void watch_table_free(struct watch_table *t);
+
+/* Should the instance be attached now? False while it is final or backing off. */
+bool watch_table_due(const struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms);
+
+/* Is the instance known and final (nothing more to do for it)? */
+bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttime);
+
+/* Records an attempt's outcome. Returns true when this outcome is new for the instance (the
+ * caller reports it: one Event per outcome, not one per retry). -ENOMEM is folded into false. */
+bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
+                        enum attach_outcome outcome, int64_t now_ms);
+
+/* Starts a scan generation; instances not seen (watch_table_seen) before the matching
+ * watch_table_sweep() are dropped by it. Returns how many were dropped. */
+void watch_table_begin(struct watch_table *t);
+void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime);
+size_t watch_table_sweep(struct watch_table *t);
+
+size_t watch_table_size(const struct watch_table *t);
+
+/* Is an outcome final for an instance (no retry)? */
+bool watch_outcome_final(enum attach_outcome o);
+
+/* ---- the loop ---- */
+
+struct watch_selector {
+    const char *comm;          /* exact /proc comm (15 bytes max), NULL = any */
+    const char *cmdline;       /* substring of the command line, NULL = any */
+    bool have_uid;
+    uid_t uid;                 /* effective uid of the process */
+};
+
+struct watch_opts {
+    int proc_dirfd;
+    struct watch_selector sel;
+    struct attach_opts attach;   /* template; pid is set per instance */
+    int64_t interval_ms;         /* time between scans */
+    const char *ready_file;      /* created after the first complete scan, NULL = none */
+    int64_t max_scans;           /* 0 = until *stop (tests and benchmarks use a bound) */
+    /* Called once per new outcome of an instance (print, report an Event). */
+    void (*on_result)(const struct attach_result *r, bool retry_scheduled, void *userdata);
+    void *userdata;
+    volatile sig_atomic_t *stop; /* set by the SIGTERM handler */
+};
+
+/* Runs until *stop (or max_scans). Returns 0 on a clean stop, or a negative errno when /proc
+ * cannot be scanned or the ready file cannot be created. */
+int watch_run(const struct watch_opts *o, struct cla_error *e);
+
+#endif
