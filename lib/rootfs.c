@@ -140,3 +140,28 @@ int rootfs_open(int rootfd, const char *path, int flags, mode_t mode, struct cla
         return err_setsys(e, r, "open '%s' in the target root", path);
     return r;
 }
+
+int rootfs_open_contained(int rootfd, const char *path, int flags, struct cla_error *e)
+{
+    int r = check_path(path, e);
+    if (r < 0)
+        return r;
+    if (force_fallback || openat2_missing)
+        return err_set(e, -ENOSYS, "'%s' in the target root: following its links safely needs "
+                                   "openat2 (Linux 5.6)", path);
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY),
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    const char *rel = path;
+    while (*rel == '/')
+        rel++;
+    for (;;) {
+        int fd = (int)syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+        if (fd >= 0)
+            return fd;
+        if (errno != EINTR && errno != EAGAIN)
+            break;
+    }
+    return err_setsys(e, -errno, "openat2 '%s' in the target root", path);
+}

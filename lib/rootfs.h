@@ -20,6 +20,12 @@
  * (or -ENOTDIR for a link in a directory position), ".." gives -EINVAL. Returns the fd. */
 int rootfs_open(int rootfd, const char *path, int flags, mode_t mode, struct cla_error *e);
 
+/* Like rootfs_open() but symlinks inside the root are followed, resolved against the root
+ * itself (RESOLVE_IN_ROOT): for trees made of links by design, such as the kubelet's projected
+ * service-account volume. Magic links are still refused. Needs openat2 (Linux 5.6): without
+ * it, -ENOSYS, as no walk of ours could follow links as safely. */
+int rootfs_open_contained(int rootfd, const char *path, int flags, struct cla_error *e);
+
 /* Tests only: force the fallback walk (true) or let openat2 be tried first (false). */
 void rootfs_force_fallback(bool on);
 

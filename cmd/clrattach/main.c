@@ -21,6 +21,7 @@
 #include "ipc.h"
 #include "k8s_client.h"
 #include "k8s_config.h"
+#include "k8s_target_sa.h"
 #include "report.h"
 #include "ps.h"
 #include "result_json.h"
@@ -41,6 +42,8 @@ struct reporting {
     enum events_mode mode;
     bool dry_run;
     bool enabled;               /* a configuration was found (or dry run) */
+    bool from_target;           /* no token of our own: use the target's (ephemeral container) */
+    struct k8s_target_sa sa;
     struct k8s_config_opts opts;
     struct k8s_config cfg;
     struct k8s_pod_ref pod;
@@ -264,6 +267,7 @@ static void print_attach_text(const struct attach_result *r)
 static int prepare_reporting(struct reporting *rep)
 {
     struct cla_error e = {0};
+    rep->sa.token_fd = rep->sa.ca_fd = -1;
     if (rep->termination_log) {
         rep->termination_fd = open(rep->termination_log,
                                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
@@ -302,6 +306,14 @@ static int prepare_reporting(struct reporting *rep)
         return 0;
     }
     err_clear(&e);
+    /* An ephemeral container (kubectl debug) has the cluster's service env but no token of its
+     * own: the app container's will be used, once the target is known. */
+    if (!rep->opts.token_file && !rep->opts.sa_dir &&
+        (rep->opts.api_url || getenv("KUBERNETES_SERVICE_HOST")) &&
+        access(K8S_SA_DIR_DEFAULT "/token", F_OK) < 0) {
+        rep->from_target = true;
+        return 0;
+    }
     r = k8s_config_load(&rep->opts, &rep->cfg, &e);
     if (r == 0 && !rep->pod.name[0]) {
         r = err_set(&e, -ENOENT, "no pod name to report about");
@@ -322,6 +334,39 @@ static int prepare_reporting(struct reporting *rep)
         snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "%s", rep->cfg.namespace_);
     rep->enabled = true;
     return 0;
+}
+
+/* Finishes the reporting setup with the target's own service account (see from_target). */
+static int reporting_from_target(struct reporting *rep, int procfd, pid_t pid)
+{
+    struct cla_error e = {0};
+    rep->sa.token_fd = rep->sa.ca_fd = -1;
+    int r = k8s_target_sa_open(procfd, pid, &rep->sa, &e);
+    if (r == 0) {
+        rep->opts.token_file = rep->sa.token_path;
+        rep->opts.ca_file = rep->sa.ca_path;
+        if (!rep->opts.namespace_ && rep->sa.namespace_[0] && !rep->pod.namespace_[0])
+            snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "%s", rep->sa.namespace_);
+        if (!rep->opts.namespace_ && rep->pod.namespace_[0])
+            rep->opts.namespace_ = rep->pod.namespace_;
+        r = k8s_config_load(&rep->opts, &rep->cfg, &e);
+    }
+    if (r == 0 && !rep->pod.name[0]) {
+        r = err_set(&e, -ENOENT, "no pod name to report about");
+        err_hint(&e, "set CLRATTACH_POD_NAME or --pod (HOSTNAME is the pod name in a pod)");
+    }
+    if (r < 0) {
+        err_prefix(&e, "Events: this container has no service-account token and");
+        if (!e.hint[0])
+            err_hint(&e, "mount the pod's kube-api-access volume into this container (kubectl "
+                         "debug --custom), or pass --token-file and --ca-file");
+        print_error(rep->mode == EVENTS_REQUIRED ? "usage error" : "warning", &e);
+        return rep->mode == EVENTS_REQUIRED ? EXIT_USAGE : -1;
+    }
+    if (!rep->pod.namespace_[0])
+        snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "%s", rep->cfg.namespace_);
+    rep->enabled = true;
+    return -1;
 }
 
 /* Sends (or, dry run, prints) the Event for a result. A failure never changes the outcome;
@@ -536,6 +581,8 @@ static struct attach_opts attach_opts_of(struct attach_cli *a)
 
 static void release_job(struct attach_cli *a)
 {
+    if (a->rep.from_target)
+        k8s_target_sa_close(&a->rep.sa);
     free(a->data);
     util_closep(&a->procfd);
     util_closep(&a->rep.termination_fd);
@@ -590,6 +637,10 @@ static int cmd_attach(int argc, char **argv)
     if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
         return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
     if ((r = setup_job(&a)) >= 0) {
+        release_job(&a);
+        return r;
+    }
+    if (a.rep.from_target && (r = reporting_from_target(&a.rep, a.procfd, (pid_t)pid)) >= 0) {
         release_job(&a);
         return r;
     }
@@ -664,6 +715,16 @@ static int cmd_watch(int argc, char **argv)
     if ((r = setup_job(&a)) >= 0) {
         release_job(&a);
         return r;
+    }
+    if (a.rep.from_target) {
+        /* A watcher runs for the life of the pod as its sidecar, with a token of its own. */
+        fputs("clrattach: warning: Events off: this container has no service-account token; "
+              "a watch sidecar needs automountServiceAccountToken\n", stderr);
+        if (a.rep.mode == EVENTS_REQUIRED) {
+            release_job(&a);
+            return EXIT_USAGE;
+        }
+        a.rep.from_target = false;
     }
     struct watch_ctx ctx = {.a = &a};
     struct watch_opts wo = {

@@ -10,7 +10,9 @@ CLRATTACH="$ROOT/$BUILD/clrattach"
 PROBE="$ROOT/$BUILD/libclrprobe.so"
 TARGET_DLL="$ROOT/$BUILD/target/ClrTarget.dll"
 PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' "$ROOT/profiler/clrprobe.h")
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/clrattach-e2e.XXXXXX")
+# Outside /tmp: every target mounts its own tmpfs over /tmp, and --pre commands read from here.
+mkdir -p "$ROOT/$BUILD"
+WORK=$(mktemp -d "$ROOT/$BUILD/e2e.XXXXXX")
 PASSED=0
 FAILED=0
 TARGET_PIDS=()

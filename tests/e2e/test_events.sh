@@ -104,6 +104,25 @@ assert len(ev) == 1 and ev[0]["reason"] == "ProfilerAttachFailed" and ev[0]["typ
 assert "not_dotnet" in ev[0]["note"] and "Next step" in ev[0]["note"], ev
 '; then ok "event-failed-warning"; else fail "event-failed-warning" "exit $RC $(cat "$ERR")"; fi
 
+# Ephemeral container: no token of our own; the app container's service account (a kubelet-like
+# symlink farm in ITS root) is used, the pod name comes from HOSTNAME and its uid from a GET.
+SA=/run/secrets/kubernetes.io/serviceaccount
+if start_target ephemeral-app --pidns --uid 1000 \
+    --pre "mkdir -p /run/secrets && mount -t tmpfs tmpfs /run/secrets && mkdir -p $SA/..2026_11_23 && cp '$WORK/token' $SA/..2026_11_23/token && cp '$CA' $SA/..2026_11_23/ca.crt && echo shop >$SA/..2026_11_23/namespace && ln -s ..2026_11_23 $SA/..data && ln -s ..data/token $SA/token && ln -s ..data/ca.crt $SA/ca.crt && ln -s ..data/namespace $SA/namespace"; then
+    P=$TARGET_PID
+    ctl POST /_test/reset >/dev/null
+    OUT="$WORK/out.eph" ERR="$WORK/err.eph"
+    env -i PATH=/usr/bin:/bin HOSTNAME=orders-eph KUBERNETES_SERVICE_HOST=127.0.0.1 \
+        KUBERNETES_SERVICE_PORT="$(cat "$WORK/port")" "$CLRATTACH" attach --pid "$P" \
+        --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json >"$OUT" 2>"$ERR"
+    RC=$?
+    if [ $RC -eq 0 ] && events_check '
+assert len(ev) == 1, ev
+r = ev[0]["regarding"]
+assert r["name"] == "orders-eph" and r["namespace"] == "shop" and r["uid"], r
+'; then ok "event-ephemeral-uses-target-sa"; else fail "event-ephemeral-uses-target-sa" "exit $RC $(cat "$ERR")"; fi
+fi
+
 # --events=required without any cluster configuration: stops before touching the target.
 OUT="$WORK/out.r" ERR="$WORK/err.r"
 env -i PATH=/usr/bin:/bin "$CLRATTACH" attach --pid "$NOTNET" --profiler "$PROBE" \

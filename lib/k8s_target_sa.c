@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "k8s_target_sa.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "k8s_config.h"
+#include "rootfs.h"
+#include "target.h"
+#include "util.h"
+
+static int open_file(int rootfd, const char *name, struct cla_error *e)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "%s/%s", K8S_SA_DIR_DEFAULT, name);
+    _cleanup_close_ int fd = rootfs_open_contained(rootfd, path, O_RDONLY, e);
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "stat '%s' in the target", path);
+    if (!S_ISREG(st.st_mode))
+        return err_set(e, -EINVAL, "'%s' in the target is not a regular file", path);
+    return util_take_fd(&fd);
+}
+
+int k8s_target_sa_open(int proc_dirfd, pid_t pid, struct k8s_target_sa *ret, struct cla_error *e)
+{
+    struct target t;
+    int r = target_open(proc_dirfd, pid, &t, e);
+    if (r < 0)
+        return r;
+    struct k8s_target_sa sa = {.token_fd = -1, .ca_fd = -1};
+    if ((r = target_open_root(&t, e)) < 0)
+        goto out;
+    if ((sa.token_fd = open_file(t.rootfd, "token", e)) < 0) {
+        r = sa.token_fd;
+        goto out;
+    }
+    if ((sa.ca_fd = open_file(t.rootfd, "ca.crt", e)) < 0) {
+        r = sa.ca_fd;
+        goto out;
+    }
+    {
+        struct cla_error ne = {0};
+        _cleanup_close_ int nfd = open_file(t.rootfd, "namespace", &ne);
+        char *buf;
+        size_t len;
+        if (nfd >= 0 && util_read_all(nfd, K8S_LABEL_MAX + 8, &buf, &len) == 0) {
+            /* Trimmed, and kept only when it is a plausible name: it came from the target. */
+            while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+                buf[--len] = '\0';
+            bool ok = len > 0 && len <= K8S_LABEL_MAX;
+            for (size_t i = 0; ok && i < len; i++)
+                ok = (buf[i] >= 'a' && buf[i] <= 'z') || (buf[i] >= '0' && buf[i] <= '9') ||
+                     buf[i] == '-';
+            if (ok)
+                memcpy(sa.namespace_, buf, len + 1);
+            free(buf);
+        }
+    }
+    snprintf(sa.token_path, sizeof(sa.token_path), "/proc/self/fd/%d", sa.token_fd);
+    snprintf(sa.ca_path, sizeof(sa.ca_path), "/proc/self/fd/%d", sa.ca_fd);
+    *ret = sa;
+    sa.token_fd = sa.ca_fd = -1;
+    r = 0;
+out:
+    if (r < 0) {
+        err_prefix(e, "the target's service account");
+        util_closep(&sa.token_fd);
+        util_closep(&sa.ca_fd);
+    }
+    target_close(&t);
+    return r;
+}
+
+void k8s_target_sa_close(struct k8s_target_sa *sa)
+{
+    util_closep(&sa->token_fd);
+    util_closep(&sa->ca_fd);
+    sa->token_fd = sa->ca_fd = -1;
+}
