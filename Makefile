@@ -11,10 +11,14 @@ CFLAGS  += -std=gnu11 $(WARN) $(HARDEN) -D_GNU_SOURCE -DCLRATTACH_VERSION='"$(VE
 CPPFLAGS += -Ilib
 LDLIBS_TOOL := -lcurl -ljansson -lseccomp
 
+# The profiler is loaded into a .NET process that has no sanitizer runtime: it never gets the
+# sanitizer flags (SAN_FLAGS), only the base ones.
+PROF_CFLAGS := $(CFLAGS)
 ifeq ($(SAN),1)
 BUILD   := build/san
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-LDFLAGS += -fsanitize=address,undefined
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+CFLAGS  += $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
 endif
 
 LIB_SRCS  := $(sort $(wildcard lib/*.c))
@@ -55,7 +59,7 @@ $(BUILD)/clrattach: $(CMD_OBJS) $(BUILD)/libclrattach.a
 # The sample profiler is its own product: hidden visibility, only its entry points exported.
 $(BUILD)/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
+	$(CC) $(PROF_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
 	    -o $@ $(PROF_SRCS) -lpthread
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a

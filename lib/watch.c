@@ -274,6 +274,8 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
             (void)ppoll(NULL, 0, &ts, &orig);
     }
     sigprocmask(SIG_SETMASK, &orig, NULL);
+    if (o->ret_tracked)
+        *o->ret_tracked = watch_table_size(t);
     watch_table_free(t);
     return r;
 }

@@ -73,6 +73,7 @@ struct watch_opts {
     void (*on_result)(const struct attach_result *r, bool retry_scheduled, void *userdata);
     void *userdata;
     volatile sig_atomic_t *stop; /* set by the SIGTERM handler */
+    size_t *ret_tracked;         /* if set: instances still tracked when the loop ended */
 };
 
 /* Runs until *stop (or max_scans). Returns 0 on a clean stop, or a negative errno when /proc

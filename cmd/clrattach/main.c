@@ -738,12 +738,14 @@ static int cmd_watch(int argc, char **argv)
         .stop = &stop_requested,
     };
     wo.attach.on_stage = on_stage_watch;
+    size_t tracked = 0;
+    wo.ret_tracked = &tracked;
     struct cla_error e = {0};
     fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
             (unsigned long long)a.interval_ms);
     r = watch_run(&wo, &e);
-    fprintf(stderr, "clrattach: watch: stopped (%u attached, %u failed)\n", ctx.attached,
-            ctx.failed);
+    fprintf(stderr, "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked)\n",
+            ctx.attached, ctx.failed, tracked);
     release_job(&a);
     if (r < 0) {
         print_error("watch", &e);

@@ -71,10 +71,11 @@ else
 fi
 grep -q "watch: pid $B .*attached" "$WERR" && ok "watch-log-per-decision" || fail "watch-log-per-decision" "$(cat "$WERR")"
 
-# SIGTERM: a clean stop well within a grace period.
+# SIGTERM: a clean stop well within a grace period; the killed instance was dropped from the
+# table (2 live instances tracked: the restarted app and the other one).
 kill -TERM "$W"
 for _ in $(seq 30); do kill -0 "$W" 2>/dev/null || break; sleep 0.1; done
-if ! kill -0 "$W" 2>/dev/null && grep -q "watch: stopped (3 attached, 0 failed)" "$WERR"; then
+if ! kill -0 "$W" 2>/dev/null && grep -q "watch: stopped (3 attached, 0 failed, 2 instances tracked)" "$WERR"; then
     ok "watch-sigterm"
 else
     fail "watch-sigterm" "$(tail -3 "$WERR")"
