@@ -21,7 +21,7 @@ ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}
 # kattach ARGS...: attach with the reporting flags and a downward-API-like environment.
 kattach() {
     OUT="$WORK/out.k" ERR="$WORK/err.k"
-    env -i PATH=/usr/bin:/bin CLRATTACH_POD_NAME=orders-7d9c8b6f5-x2x7k \
+    env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" CLRATTACH_POD_NAME=orders-7d9c8b6f5-x2x7k \
         CLRATTACH_POD_NAMESPACE=shop CLRATTACH_CONTAINER_NAME=app \
         "$CLRATTACH" attach --api-url "$URL" --token-file "$WORK/token" --ca-file "$CA" \
         --termination-log "$WORK/tlog" -o json "$@" >"$OUT" 2>"$ERR"
@@ -112,7 +112,7 @@ if start_target ephemeral-app --pidns --uid 1000 \
     P=$TARGET_PID
     ctl POST /_test/reset >/dev/null
     OUT="$WORK/out.eph" ERR="$WORK/err.eph"
-    env -i PATH=/usr/bin:/bin HOSTNAME=orders-eph KUBERNETES_SERVICE_HOST=127.0.0.1 \
+    env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" HOSTNAME=orders-eph KUBERNETES_SERVICE_HOST=127.0.0.1 \
         KUBERNETES_SERVICE_PORT="$(cat "$WORK/port")" "$CLRATTACH" attach --pid "$P" \
         --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json >"$OUT" 2>"$ERR"
     RC=$?
@@ -125,7 +125,7 @@ fi
 
 # --events=required without any cluster configuration: stops before touching the target.
 OUT="$WORK/out.r" ERR="$WORK/err.r"
-env -i PATH=/usr/bin:/bin "$CLRATTACH" attach --pid "$NOTNET" --profiler "$PROBE" \
+env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" "$CLRATTACH" attach --pid "$NOTNET" --profiler "$PROBE" \
     --clsid "$PROBE_CLSID" --events=required >"$OUT" 2>"$ERR"
 RC=$?
 [ $RC -eq 2 ] && grep -q "not in a cluster" "$ERR" && ok "events-required-unconfigured" ||

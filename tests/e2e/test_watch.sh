@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Sidecar mode against the real runtime: the watcher attaches to every matching .NET process
 # exactly once per runtime instance (a restarted app again), never to a non-matching one, and
-# stops cleanly on SIGTERM. Seccomp on (kill).
+# stops cleanly on SIGTERM. Seccomp on (kill). The selector names this test's own --seconds
+# value, so .NET processes of other suites on the machine are not in the picture.
 . "$(dirname "$0")/lib.sh"
 require_env
 
 WOUT=$WORK/watch.out
 WERR=$WORK/watch.err
 "$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" \
-    --match-cmdline ClrTarget.dll --uid 1000 --ready-file "$WORK/ready" \
+    --match-cmdline "ClrTarget.dll --seconds 113" --uid 1000 --ready-file "$WORK/ready" \
     --client-data out=/tmp/probe-watch.json --events off -o json >"$WOUT" 2>"$WERR" &
 W=$!
 disown "$W"
@@ -38,9 +39,9 @@ wait_attached() {
     return 1
 }
 
-start_target match1 --pidns --uid 1000 && A=$TARGET_PID
-start_target match2 --uid 1000 && B=$TARGET_PID
-start_target other --pidns && C=$TARGET_PID   # uid 0: does not match --uid 1000
+start_target match1 --pidns --uid 1000 --seconds 113 && A=$TARGET_PID
+start_target match2 --uid 1000 --seconds 113 && B=$TARGET_PID
+start_target other --pidns --seconds 113 && C=$TARGET_PID   # uid 0: does not match --uid 1000
 
 if wait_attached "$A" && wait_attached "$B" && probe_report "$A" /tmp/probe-watch.json >/dev/null &&
     probe_report "$B" /tmp/probe-watch.json >/dev/null; then
@@ -63,7 +64,7 @@ fi
 
 # Restart one app: a new runtime instance, attached again.
 kill -KILL "$A"
-start_target match1-restarted --pidns --uid 1000 && A2=$TARGET_PID
+start_target match1-restarted --pidns --uid 1000 --seconds 113 && A2=$TARGET_PID
 if wait_attached "$A2" && probe_report "$A2" /tmp/probe-watch.json >/dev/null; then
     ok "watch-restarted-app-attached-again"
 else
