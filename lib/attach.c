@@ -68,8 +68,7 @@ static int fail(struct attach_result *res, enum attach_outcome o, int code)
     return code < 0 ? code : -EPROTO;
 }
 
-static int read_profiler(const char *path, uint8_t **ret_data, size_t *ret_len,
-                         struct cla_error *e)
+static int read_profiler(const char *path, uint8_t **ret_data, size_t *ret_len, struct cla_error *e)
 {
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
@@ -85,7 +84,10 @@ static int read_profiler(const char *path, uint8_t **ret_data, size_t *ret_len,
     if (r < 0)
         return err_setsys(e, r, "read profiler '%s'", path);
     /* An ELF shared object starts with \x7fELF; anything else cannot be what the user meant. */
-    if (len < 64 || memcmp(buf, "\x7f" "ELF", 4) != 0) {
+    if (len < 64 || memcmp(buf,
+                           "\x7f"
+                           "ELF",
+                           4) != 0) {
         free(buf);
         return err_set(e, -EINVAL, "profiler '%s' is not an ELF shared object", path);
     }
@@ -147,8 +149,10 @@ static int socket_error(struct target *t, const struct discover_socket *s,
         if (off) {
             err_set(e, -ENOENT, "pid %d has %s=0: the runtime opened no diagnostic socket",
                     (int)t->pid, off);
-            err_hint(e, "restart the app without %s=0 (from .NET 8, "
-                        "DOTNET_EnableDiagnostics_Debugger=0 keeps the debugger off)", off);
+            err_hint(e,
+                     "restart the app without %s=0 (from .NET 8, "
+                     "DOTNET_EnableDiagnostics_Debugger=0 keeps the debugger off)",
+                     off);
         } else if (socket_path_too_long(t)) {
             /* The runtime formats its socket path into sun_path with snprintf and binds the
              * silently truncated name (dotnet/runtime#111165): there is nothing to connect to. */
@@ -169,20 +173,24 @@ static int socket_error(struct target *t, const struct discover_socket *s,
         err_set(e, -s->dir_errno, "cannot open the target's TMPDIR %s in its root: %s", t->tmpdir,
                 strerror(s->dir_errno));
         if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR)
-            err_hint(e, "a symlink is on the path to %s inside the target; clrattach follows no "
-                        "links inside a target", t->tmpdir);
+            err_hint(e,
+                     "a symlink is on the path to %s inside the target; clrattach follows no "
+                     "links inside a target",
+                     t->tmpdir);
         else if (s->dir_errno == EACCES)
-            err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)t->status.uid[1]);
-        return fail(res, s->dir_errno == ENOENT ? ATTACH_NOT_DOTNET
-                         : s->dir_errno == EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL,
+            err_hint(e, "run clrattach as the app's uid %u, or as root",
+                     (unsigned)t->status.uid[1]);
+        return fail(res,
+                    s->dir_errno == ENOENT   ? ATTACH_NOT_DOTNET
+                    : s->dir_errno == EACCES ? ATTACH_PERMISSION
+                                             : ATTACH_PROTOCOL,
                     -s->dir_errno);
     case SOCKET_NOT_SOCKET:
         err_set(e, -ENOTSOCK, "'%s%s' in the target is not a socket", t->tmpdir, s->name);
         err_hint(e, "the target's diagnostic socket was replaced by another kind of file; "
                     "refusing to use it");
         return fail(res, ATTACH_PROTOCOL, -ENOTSOCK);
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -243,16 +251,20 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t, cons
                          used ? "; " : "", cand[i].dir, cand[i].source, cand[i].rejected);
         if (w > 0)
             used = (size_t)w >= sizeof(res->placement) - used ? sizeof(res->placement) - 1
-                                                               : used + (size_t)w;
+                                                              : used + (size_t)w;
     }
-    err_set(&res->error, last, "deliver: no directory in the target's view can take the "
-            "profiler: %s", res->placement);
+    err_set(&res->error, last,
+            "deliver: no directory in the target's view can take the "
+            "profiler: %s",
+            res->placement);
     if (o->target_dir)
-        err_hint(&res->error, "choose a --target-dir that is writable by uid %u and not mounted "
-                 "noexec or read-only in the app container", (unsigned)res->uid);
+        err_hint(&res->error,
+                 "choose a --target-dir that is writable by uid %u and not mounted "
+                 "noexec or read-only in the app container",
+                 (unsigned)res->uid);
     else
         err_hint(&res->error, "mount a writable volume without noexec in the app container (an "
-                 "emptyDir, e.g. at /clrattach) and pass --target-dir with its path");
+                              "emptyDir, e.g. at /clrattach) and pass --target-dir with its path");
     return fail(res, ATTACH_DELIVERY, last);
 }
 
@@ -264,15 +276,15 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t, cons
  * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
  * The runtime serves one command per connection, so each goes on its own (runtime PR #52175).
  */
-static int startup_load(const struct attach_opts *o, int sockfd, const char *path,
-                        uint32_t *ret_hr, struct cla_error *e)
+static int startup_load(const struct attach_opts *o, int sockfd, const char *path, uint32_t *ret_hr,
+                        struct cla_error *e)
 {
     uint8_t req[IPC_MAX_MESSAGE];
     int n = ipc_encode_startup(&o->clsid, path, req, sizeof(req), e);
     if (n < 0)
         return n;
-    int r = ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr,
-                                    e);
+    int r =
+        ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr, e);
     if (r < 0 || *ret_hr != 0)
         return r;
     n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), e);
@@ -334,8 +346,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
-            err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE",
-                     (int)o->pid);
+            err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)o->pid);
         return fail(res, outcome_of_errno(r), r);
     }
 
@@ -404,8 +415,9 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     }
     if (r < 0) {
         if (r == -ETIMEDOUT)
-            err_hint(e, "the runtime did not answer within %lld ms; the profiler's "
-                        "InitializeForAttach may still be running (raise --timeout)",
+            err_hint(e,
+                     "the runtime did not answer within %lld ms; the profiler's "
+                     "InitializeForAttach may still be running (raise --timeout)",
                      (long long)o->timeout_ms);
         else if (target_check_alive(t, NULL) < 0)
             err_prefix(e, "the target exited during the attach");
@@ -430,8 +442,10 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                         "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
                         "load the profiler as a startup profiler and resume the runtime");
         else if (hr == 0x8013136Au && res->profiler_env[0])
-            err_hint(e, "%s is set in the target's environment: a profiler was loaded at "
-                        "startup. %s", res->profiler_env, hi->next_step);
+            err_hint(e,
+                     "%s is set in the target's environment: a profiler was loaded at "
+                     "startup. %s",
+                     res->profiler_env, hi->next_step);
         else
             err_hint(e, "%s", hi->next_step);
         return -EREMOTEIO;

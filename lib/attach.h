@@ -21,13 +21,13 @@
 enum attach_outcome {
     ATTACH_OK = 0,
     ATTACH_ALREADY_ACTIVE,
-    ATTACH_NOT_FOUND,     /* no such process */
-    ATTACH_NOT_DOTNET,    /* a process, but no diagnostic socket */
+    ATTACH_NOT_FOUND,  /* no such process */
+    ATTACH_NOT_DOTNET, /* a process, but no diagnostic socket */
     ATTACH_PERMISSION,
-    ATTACH_DELIVERY,      /* the profiler could not be placed in the target's view */
-    ATTACH_LOAD_FAILED,   /* the runtime answered with a failure HRESULT */
-    ATTACH_NOT_READY,     /* runtime suspended at startup or shutting down */
-    ATTACH_PROTOCOL,      /* malformed reply, stale socket, connection closed, timeout */
+    ATTACH_DELIVERY,    /* the profiler could not be placed in the target's view */
+    ATTACH_LOAD_FAILED, /* the runtime answered with a failure HRESULT */
+    ATTACH_NOT_READY,   /* runtime suspended at startup or shutting down */
+    ATTACH_PROTOCOL,    /* malformed reply, stale socket, connection closed, timeout */
     ATTACH_USAGE,
     ATTACH_INTERNAL,
 };
@@ -50,11 +50,11 @@ struct attach_opts {
     struct ipc_guid clsid;
     const uint8_t *client_data;
     size_t client_data_len;
-    const char *target_dir;    /* NULL: the target's TMPDIR */
-    uint32_t attach_timeout_ms;/* sent to the runtime (concurrent-GC wait) */
-    int64_t timeout_ms;        /* our deadline for each IPC exchange */
-    bool startup;              /* a runtime suspended at startup gets StartupProfiler and
-                                  ResumeRuntime instead of failing with 0x8013135B */
+    const char *target_dir;     /* NULL: the target's TMPDIR */
+    uint32_t attach_timeout_ms; /* sent to the runtime (concurrent-GC wait) */
+    int64_t timeout_ms;         /* our deadline for each IPC exchange */
+    bool startup;               /* a runtime suspended at startup gets StartupProfiler and
+                                   ResumeRuntime instead of failing with 0x8013135B */
     /* Called as the attach passes each stage; the CLI tightens its seccomp filter here. A
      * negative return aborts the attach with that error. */
     int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
@@ -71,21 +71,21 @@ struct attach_result {
     char command_line[512];
     char tmpdir[TARGET_PATH_MAX];
     char socket_name[96];
-    bool have_runtime;                /* ProcessInfo answered */
+    bool have_runtime; /* ProcessInfo answered */
     char runtime_version[64];
     char runtime_rid[64];
     char os_arch[32];
     char delivered_path[TARGET_PATH_MAX];
-    char placement[512];              /* directories passed over, and why */
-    bool mapped;                      /* the delivered file shows in the target's maps */
+    char placement[512]; /* directories passed over, and why */
+    bool mapped;         /* the delivered file shows in the target's maps */
     char sha256[65];
     bool reused;
-    bool startup_load;                /* loaded as a startup profiler (--startup) */
+    bool startup_load; /* loaded as a startup profiler (--startup) */
     bool have_hresult;
     uint32_t hresult;
     int64_t duration_ms;
-    char profiler_env[160];           /* a profiler already configured by the environment */
-    struct cla_error error;           /* for every outcome but ATTACH_OK */
+    char profiler_env[160]; /* a profiler already configured by the environment */
+    struct cla_error error; /* for every outcome but ATTACH_OK */
 };
 
 /* Runs the attach. Always fills *ret (the outcome and, on failure, ret->error with message and

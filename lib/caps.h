@@ -9,28 +9,28 @@
  */
 
 /* Error text. */
-#define CLA_ERR_MSG_MAX 512
+#define CLA_ERR_MSG_MAX  512
 #define CLA_ERR_HINT_MAX 384
 
 /* Diagnostic IPC. The wire size field is a u16, so 65535 is the protocol's own ceiling. */
-#define IPC_HEADER_SIZE 20
-#define IPC_MAX_MESSAGE 65535
+#define IPC_HEADER_SIZE      20
+#define IPC_MAX_MESSAGE      65535
 #define IPC_MAX_STRING_UNITS 16384 /* UTF-16 units in one decoded string */
-#define IPC_MAX_CLIENT_DATA 4096   /* bytes of profiler client data we send */
+#define IPC_MAX_CLIENT_DATA  4096  /* bytes of profiler client data we send */
 
 /* /proc files of a target. */
-#define PROC_STAT_MAX 4096
-#define PROC_STATUS_MAX 16384
-#define PROC_ENVIRON_MAX (256 * 1024)
-#define PROC_CMDLINE_MAX (64 * 1024)
-#define PROC_MOUNTINFO_MAX (1024 * 1024)
-#define PROC_MAPS_MAX (4 * 1024 * 1024)
-#define PROC_MOUNTS_MAX 10000        /* mountinfo lines */
+#define PROC_STAT_MAX         4096
+#define PROC_STATUS_MAX       16384
+#define PROC_ENVIRON_MAX      (256 * 1024)
+#define PROC_CMDLINE_MAX      (64 * 1024)
+#define PROC_MOUNTINFO_MAX    (1024 * 1024)
+#define PROC_MAPS_MAX         (4 * 1024 * 1024)
+#define PROC_MOUNTS_MAX       10000 /* mountinfo lines */
 #define TARGET_PATH_MAX_MOUNT 1024  /* a mount point we can reason about */
-#define PROC_CGROUP_MAX 16384
+#define PROC_CGROUP_MAX       16384
 
 /* A target's TMPDIR value and paths inside a target root. */
-#define TARGET_PATH_MAX 4096
+#define TARGET_PATH_MAX        4096
 #define TARGET_DIR_ENTRIES_MAX 100000 /* directory entries scanned for sockets */
 
 /* The profiler we copy. */
@@ -41,24 +41,24 @@
 
 /* The sample profiler (profiler/clientdata.c). Client data above the IPC cap is never sent by
  * clrattach, so anything longer is a different client and is rejected, not truncated. */
-#define CLRPROBE_CLIENT_DATA_MAX IPC_MAX_CLIENT_DATA
-#define CLRPROBE_OUT_PATH_MAX 1024          /* bytes of the report path, without the NUL */
+#define CLRPROBE_CLIENT_DATA_MAX  IPC_MAX_CLIENT_DATA
+#define CLRPROBE_OUT_PATH_MAX     1024      /* bytes of the report path, without the NUL */
 #define CLRPROBE_DETACH_AFTER_MAX 31536000u /* one year in seconds */
 
 /* Kubernetes API (lib/k8s_*.c). Event limits are the apiserver's own (bytes, Go len()). */
-#define K8S_URL_MAX 512                  /* https://[v6-host]:port */
-#define K8S_FILE_PATH_MAX 4096           /* token, CA, namespace file paths */
-#define K8S_TOKEN_MAX 16384              /* a bound SA token is ~1 KiB; JWTs with claims grow */
-#define K8S_NAMESPACE_FILE_MAX 256       /* the SA dir's `namespace` file */
-#define K8S_NAME_MAX 253                 /* DNS-1123 subdomain: pod and event names */
-#define K8S_LABEL_MAX 63                 /* DNS-1123 label: namespace, container */
-#define K8S_UID_MAX 63
-#define K8S_EVENT_FIELD_MAX 128          /* reason, action, reportingInstance */
-#define K8S_EVENT_NOTE_MAX 1024          /* "Maximal length of the note is 1kB" */
-#define K8S_RESPONSE_MAX (2 * 1024 * 1024) /* any reply body; a stored pod is < 1.5 MiB */
-#define K8S_STATUS_MAX (64 * 1024)       /* a Status body we agree to parse */
-#define K8S_STATUS_CAUSES_MAX 8          /* causes kept from one Status */
-#define K8S_RETRY_AFTER_MAX_S 30         /* larger Retry-After values are clamped */
-#define K8S_ATTEMPT_LOG_MAX 16           /* attempts recorded in a report outcome */
+#define K8S_URL_MAX            512   /* https://[v6-host]:port */
+#define K8S_FILE_PATH_MAX      4096  /* token, CA, namespace file paths */
+#define K8S_TOKEN_MAX          16384 /* a bound SA token is ~1 KiB; JWTs with claims grow */
+#define K8S_NAMESPACE_FILE_MAX 256   /* the SA dir's `namespace` file */
+#define K8S_NAME_MAX           253   /* DNS-1123 subdomain: pod and event names */
+#define K8S_LABEL_MAX          63    /* DNS-1123 label: namespace, container */
+#define K8S_UID_MAX            63
+#define K8S_EVENT_FIELD_MAX    128               /* reason, action, reportingInstance */
+#define K8S_EVENT_NOTE_MAX     1024              /* "Maximal length of the note is 1kB" */
+#define K8S_RESPONSE_MAX       (2 * 1024 * 1024) /* any reply body; a stored pod is < 1.5 MiB */
+#define K8S_STATUS_MAX         (64 * 1024)       /* a Status body we agree to parse */
+#define K8S_STATUS_CAUSES_MAX  8                 /* causes kept from one Status */
+#define K8S_RETRY_AFTER_MAX_S  30                /* larger Retry-After values are clamped */
+#define K8S_ATTEMPT_LOG_MAX    16                /* attempts recorded in a report outcome */
 
 #endif

@@ -61,8 +61,7 @@ int creds_become(uid_t uid, gid_t gid, struct creds_saved *ret_saved, struct cla
     if (current_fsgid() != gid || current_fsuid() != uid) {
         setfsuid(s.fsuid);
         setfsgid(s.fsgid);
-        err_set(e, -EPERM, "cannot switch filesystem ids to %u:%u", (unsigned)uid,
-                (unsigned)gid);
+        err_set(e, -EPERM, "cannot switch filesystem ids to %u:%u", (unsigned)uid, (unsigned)gid);
         return err_hint(e, "run clrattach as uid %u, or as root", (unsigned)uid);
     }
     s.switched = true;
@@ -80,7 +79,7 @@ int creds_restore(struct creds_saved *saved, struct cla_error *e)
         (void)setgroups(0, NULL);
     saved->switched = false;
     if (current_fsuid() != saved->fsuid || current_fsgid() != saved->fsgid)
-        return err_set(e, -EPERM, "cannot restore filesystem ids %u:%u",
-                       (unsigned)saved->fsuid, (unsigned)saved->fsgid);
+        return err_set(e, -EPERM, "cannot restore filesystem ids %u:%u", (unsigned)saved->fsuid,
+                       (unsigned)saved->fsgid);
     return 0;
 }

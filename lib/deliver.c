@@ -79,8 +79,8 @@ static int check_identical(int fd, const struct deliver_opts *o, const char *hex
     if (size < 0)
         return err_setsys(e, (int)size, "read back '%s%s'", o->dir, name);
     if ((size_t)size != o->len || strcmp(have, hex) != 0)
-        return err_set(e, -EEXIST, "'%s%s' exists with different content (sha256 %.16s…)",
-                       o->dir, name, have);
+        return err_set(e, -EEXIST, "'%s%s' exists with different content (sha256 %.16s…)", o->dir,
+                       name, have);
     return 0;
 }
 
@@ -193,8 +193,8 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return err_setsys(e, -errno, "getrandom");
     char tmp[96];
-    snprintf(tmp, sizeof(tmp), ".clrattach-%.16s-%02x%02x%02x%02x%02x%02x%02x%02x.tmp",
-             res.sha256, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    snprintf(tmp, sizeof(tmp), ".clrattach-%.16s-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", res.sha256,
+             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 
     struct stat st = {0};
     r = write_tmp(dirfd, o, res.sha256, tmp, &st, e);

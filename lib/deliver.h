@@ -19,7 +19,7 @@
 #include "err.h"
 
 struct deliver_opts {
-    const uint8_t *data;  /* the profiler's bytes */
+    const uint8_t *data; /* the profiler's bytes */
     size_t len;
     const char *basename; /* "libclrprobe.so": names the file; sanitised */
     const char *dir;      /* absolute directory as the target sees it */

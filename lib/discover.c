@@ -102,7 +102,8 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         size_t len = strlen(de->d_name);
         pid_t pid;
         uint64_t key;
-        if (len >= sizeof(d->entries[0].name) || !proc_socket_name_parse(de->d_name, len, &pid, &key))
+        if (len >= sizeof(d->entries[0].name) ||
+            !proc_socket_name_parse(de->d_name, len, &pid, &key))
             continue;
         struct stat st;
         if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)

@@ -12,9 +12,9 @@
  * err_prefix(). `hint` holds the next step for a person, when the failing layer knows it.
  */
 struct cla_error {
-    int code;                   /* negative errno-style code, 0 when unset */
-    char msg[CLA_ERR_MSG_MAX];  /* "deliver: openat2 'tmp/x.so': ELOOP" */
-    char hint[CLA_ERR_HINT_MAX];/* "run as uid 1000 or give CAP_SYS_PTRACE" */
+    int code;                    /* negative errno-style code, 0 when unset */
+    char msg[CLA_ERR_MSG_MAX];   /* "deliver: openat2 'tmp/x.so': ELOOP" */
+    char hint[CLA_ERR_HINT_MAX]; /* "run as uid 1000 or give CAP_SYS_PTRACE" */
 };
 
 /* Sets code and message (replacing any earlier ones) and clears the hint.

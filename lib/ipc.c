@@ -8,8 +8,8 @@
 #include "caps.h"
 
 /* 13 ASCII bytes and the NUL: the runtime compares with strcmp, so the NUL is required. */
-static const uint8_t ipc_magic[14] = {'D', 'O', 'T', 'N', 'E', 'T', '_', 'I',
-                                      'P', 'C', '_', 'V', '1', 0};
+static const uint8_t ipc_magic[14] = {'D', 'O', 'T', 'N', 'E', 'T', '_',
+                                      'I', 'P', 'C', '_', 'V', '1', 0};
 
 /* A little writer over a caller buffer; `err` latches the first overflow. */
 struct writer {
@@ -90,8 +90,8 @@ int ipc_guid_parse(const char *s, struct ipc_guid *ret_guid)
         t[n++] = (uint8_t)(hi << 4 | lo);
         i++;
     }
-    struct ipc_guid g = {{t[3], t[2], t[1], t[0], t[5], t[4], t[7], t[6], t[8], t[9], t[10],
-                          t[11], t[12], t[13], t[14], t[15]}};
+    struct ipc_guid g = {{t[3], t[2], t[1], t[0], t[5], t[4], t[7], t[6], t[8], t[9], t[10], t[11],
+                          t[12], t[13], t[14], t[15]}};
     *ret_guid = g;
     return 0;
 }
@@ -216,8 +216,8 @@ int ipc_encode_attach(uint32_t timeout_ms, const struct ipc_guid *clsid, const c
     if (!path || !*path)
         return err_set(e, -EINVAL, "ipc: empty profiler path");
     if (client_len > IPC_MAX_CLIENT_DATA)
-        return err_set(e, -E2BIG, "ipc: client data of %zu bytes exceeds the cap of %d",
-                       client_len, IPC_MAX_CLIENT_DATA);
+        return err_set(e, -E2BIG, "ipc: client data of %zu bytes exceeds the cap of %d", client_len,
+                       IPC_MAX_CLIENT_DATA);
     struct writer w = {buf, size, 0, false};
     put_header(&w, IPC_SET_PROFILER, IPC_PROFILER_ATTACH);
     put_u32(&w, timeout_ms);
@@ -270,8 +270,8 @@ int ipc_decode_status(const struct ipc_header *hdr, const uint8_t *payload, size
 {
     if (hdr->command_set != IPC_SET_SERVER ||
         (hdr->command_id != IPC_SERVER_OK && hdr->command_id != IPC_SERVER_ERROR))
-        return err_set(e, -EPROTO, "ipc: unexpected reply command 0x%02x/0x%02x",
-                       hdr->command_set, hdr->command_id);
+        return err_set(e, -EPROTO, "ipc: unexpected reply command 0x%02x/0x%02x", hdr->command_set,
+                       hdr->command_id);
     if (len != (size_t)hdr->size - IPC_HEADER_SIZE)
         return err_set(e, -EPROTO, "ipc: payload of %zu bytes, header says %u", len,
                        hdr->size - IPC_HEADER_SIZE);
@@ -451,6 +451,7 @@ fail:
     ipc_process_info_free(&info);
     if (rc == -ENOMEM)
         return err_set(e, -ENOMEM, "ipc: out of memory decoding ProcessInfo");
-    return err_set(e, -EPROTO, "ipc: malformed ProcessInfo (v%d) reply at its %s (offset %zu of %zu)",
-                   version, what, r.pos, len);
+    return err_set(e, -EPROTO,
+                   "ipc: malformed ProcessInfo (v%d) reply at its %s (offset %zu of %zu)", version,
+                   what, r.pos, len);
 }

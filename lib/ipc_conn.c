@@ -148,11 +148,15 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
             return err_set(e, -ENOMEM, "ipc: out of memory");
         r = recv_exact(fd, payload, plen, deadline_ms);
         if (r == -ETIMEDOUT)
-            return err_set(e, r, "ipc: reply truncated: %zu-byte payload not received before the "
-                                 "deadline", plen);
+            return err_set(e, r,
+                           "ipc: reply truncated: %zu-byte payload not received before the "
+                           "deadline",
+                           plen);
         if (r == -ECONNRESET)
-            return err_set(e, -EPROTO, "ipc: reply truncated: the target closed the connection "
-                                       "inside a %zu-byte payload", plen);
+            return err_set(e, -EPROTO,
+                           "ipc: reply truncated: the target closed the connection "
+                           "inside a %zu-byte payload",
+                           plen);
         if (r < 0)
             return err_setsys(e, r, "ipc: receive");
     }

@@ -29,8 +29,8 @@ static size_t add(struct placement *out, size_t k, const char *dir, const char *
             snprintf(p.rejected, sizeof(p.rejected), "mounted noexec (%s on %.100s)", m->fstype,
                      m->mount_point);
         else if (m && m->read_only)
-            snprintf(p.rejected, sizeof(p.rejected), "mounted read-only (%s on %.100s)",
-                     m->fstype, m->mount_point);
+            snprintf(p.rejected, sizeof(p.rejected), "mounted read-only (%s on %.100s)", m->fstype,
+                     m->mount_point);
     }
     out[k] = p;
     return k + 1;

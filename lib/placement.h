@@ -18,9 +18,9 @@
 #define PLACEMENT_MAX 5
 
 struct placement {
-    char dir[TARGET_PATH_MAX];  /* absolute, ending in '/' */
-    const char *source;         /* "--target-dir", "TMPDIR" or "default" */
-    char rejected[160];         /* why it cannot be used, "" when it may be tried */
+    char dir[TARGET_PATH_MAX]; /* absolute, ending in '/' */
+    const char *source;        /* "--target-dir", "TMPDIR" or "default" */
+    char rejected[160];        /* why it cannot be used, "" when it may be tried */
 };
 
 /* Fills up to PLACEMENT_MAX candidates (deduplicated) and returns how many. `user_dir` may be

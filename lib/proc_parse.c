@@ -170,8 +170,11 @@ void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size)
     /* Invalid UTF-8 could hide text in a terminal: replace any broken sequence. */
     for (size_t i = 0; i < o;) {
         unsigned char c = (unsigned char)out[i];
-        size_t n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2
-                                : (c & 0xF8) == 0xF0 ? 3 : 99;
+        size_t n = c < 0x80             ? 0
+                   : (c & 0xE0) == 0xC0 ? 1
+                   : (c & 0xF0) == 0xE0 ? 2
+                   : (c & 0xF8) == 0xF0 ? 3
+                                        : 99;
         bool ok = n != 99 && i + n < o;
         for (size_t k = 1; ok && k <= n; k++)
             ok = ((unsigned char)out[i + k] & 0xC0) == 0x80;
@@ -289,8 +292,7 @@ static int mi_line(const char *p, const char *end, struct proc_mount *m)
             return -EPROTO;
     if (mi_field(&p, end, tmp, sizeof(tmp)) < 0)
         return -EPROTO;
-    if (mi_field(&p, end, m->mount_point, sizeof(m->mount_point)) < 0 ||
-        m->mount_point[0] != '/')
+    if (mi_field(&p, end, m->mount_point, sizeof(m->mount_point)) < 0 || m->mount_point[0] != '/')
         return -EPROTO;
     const char *opts = p;
     while (p < end && *p != ' ')
@@ -327,8 +329,8 @@ static int mi_line(const char *p, const char *end, struct proc_mount *m)
     return 0;
 }
 
-int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mounts,
-                         size_t *ret_n, struct cla_error *e)
+int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mounts, size_t *ret_n,
+                         struct cla_error *e)
 {
     struct proc_mount *list = NULL;
     size_t n = 0, alloc = 0, lineno = 0;

@@ -17,7 +17,7 @@
 #include "err.h"
 
 struct proc_stat {
-    char comm[64];      /* as the kernel shows it, at most 15 bytes plus the NUL in practice */
+    char comm[64]; /* as the kernel shows it, at most 15 bytes plus the NUL in practice */
     char state;
     pid_t ppid;
     uint64_t starttime; /* field 22: clock ticks since boot; the runtime's socket key */
@@ -28,11 +28,11 @@ struct proc_stat {
 int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e);
 
 struct proc_status {
-    pid_t nspid;        /* innermost pid (last NSpid value): the pid the runtime knows itself by */
-    int nspid_levels;   /* how many pid namespaces deep the process is, >= 1 */
-    uid_t uid[4];       /* real, effective, saved, filesystem */
+    pid_t nspid;      /* innermost pid (last NSpid value): the pid the runtime knows itself by */
+    int nspid_levels; /* how many pid namespaces deep the process is, >= 1 */
+    uid_t uid[4];     /* real, effective, saved, filesystem */
     gid_t gid[4];
-    bool have_nspid;    /* kernels before 4.1 have no NSpid line */
+    bool have_nspid; /* kernels before 4.1 have no NSpid line */
 };
 
 /* Parses /proc/<pid>/status for Uid, Gid and NSpid. Uid and Gid are required.
@@ -65,14 +65,14 @@ int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t 
 struct proc_mount {
     char mount_point[TARGET_PATH_MAX_MOUNT];
     char fstype[32];
-    bool read_only;  /* per-mount "ro" or superblock "ro" */
-    bool noexec;     /* mmap(PROT_EXEC) of files here fails: dlopen gives 0x8007007E */
+    bool read_only; /* per-mount "ro" or superblock "ro" */
+    bool noexec;    /* mmap(PROT_EXEC) of files here fails: dlopen gives 0x8007007E */
 };
 
 /* Parses a mountinfo file into a new array (caller frees). Octal escapes (\040) in mount points
  * are decoded. Returns 0, or -EPROTO for a malformed line, -E2BIG past PROC_MOUNTS_MAX lines. */
-int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mounts,
-                         size_t *ret_n, struct cla_error *e);
+int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mounts, size_t *ret_n,
+                         struct cla_error *e);
 
 /* The mount that holds absolute `path`: the longest mount point that is a path prefix of it,
  * the last listed winning among equals (it is mounted on top) except for "/", where the first

@@ -99,15 +99,9 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
             listed = 0;
         }
         goto out;
-    case SOCKET_NOT_SOCKET:
-        en->state = "not_a_socket";
-        break;
-    case SOCKET_FOUND:
-        en->state = "ready";
-        break;
-    case SOCKET_FOUND_UNKEYED:
-        en->state = "unkeyed";
-        break;
+    case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
+    case SOCKET_FOUND: en->state = "ready"; break;
+    case SOCKET_FOUND_UNKEYED: en->state = "unkeyed"; break;
     }
     snprintf(en->socket_name, sizeof(en->socket_name), "%s", s.name);
     if (s.state == SOCKET_NOT_SOCKET || !query)

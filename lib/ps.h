@@ -20,11 +20,11 @@ struct ps_entry {
     char command_line[512];
     char tmpdir[256];
     char socket_name[96];
-    const char *state;          /* ready | unkeyed | stale | no_access | not_a_socket | disabled */
+    const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled */
     char runtime_version[64];
     char runtime_rid[64];
     char arch[16];
-    char detail[160];           /* why a state is not "ready" */
+    char detail[160]; /* why a state is not "ready" */
 };
 
 /* Scans `proc_dirfd` (skipping ourselves and kernel threads). With `query`, asks each live

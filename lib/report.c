@@ -33,15 +33,14 @@ void report_event_from_result(const struct attach_result *r, const char *profile
                  r->delivered_path);
     } else {
         const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
-        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
-                                                              : "ProfilerAttachFailed";
+        ret->spec.reason =
+            r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive" : "ProfilerAttachFailed";
         /* Another profiler already loaded is a fact about the app, not a fault. */
         ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
         snprintf(text, sizeof(text), "Profiler %s %s, pid %d: %s%s%s%s%s: %s%s%s",
                  basename_of(profiler), guid, (int)(r->nspid ? r->nspid : r->pid),
-                 attach_outcome_name(r->outcome), hi ? ", " : "", hi ? hi->name : "",
-                 hi ? " " : "", hr, r->error.msg, r->error.hint[0] ? ". Next step: " : "",
-                 r->error.hint);
+                 attach_outcome_name(r->outcome), hi ? ", " : "", hi ? hi->name : "", hi ? " " : "",
+                 hr, r->error.msg, r->error.hint[0] ? ". Next step: " : "", r->error.hint);
     }
     ret->spec.action = "AttachProfiler";
     k8s_utf8_copy(text, sizeof(ret->note) - 1, ret->note);
@@ -62,8 +61,8 @@ size_t report_termination_message(const struct attach_result *r, const char *jso
     if (r->have_hresult)
         hresult_format(r->hresult, hr, sizeof(hr));
     snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%d hresult=%s path=%.1024s error=%s",
-             attach_outcome_name(r->outcome), attach_outcome_exit_code(r->outcome), (int)r->pid,
-             hr, r->delivered_path[0] ? r->delivered_path : "-",
+             attach_outcome_name(r->outcome), attach_outcome_exit_code(r->outcome), (int)r->pid, hr,
+             r->delivered_path[0] ? r->delivered_path : "-",
              r->outcome == ATTACH_OK ? "-" : r->error.msg);
     return k8s_utf8_copy(text, REPORT_TERMINATION_LOG_MAX, out);
 }

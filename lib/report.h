@@ -17,7 +17,7 @@
 #define REPORT_TERMINATION_LOG_MAX 4096
 
 struct report_event {
-    char note[1025];           /* cut to the apiserver's 1024 bytes on a UTF-8 boundary */
+    char note[1025];            /* cut to the apiserver's 1024 bytes on a UTF-8 boundary */
     struct k8s_event_spec spec; /* points into note; valid while this struct lives */
 };
 

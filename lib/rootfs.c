@@ -147,8 +147,10 @@ int rootfs_open_contained(int rootfd, const char *path, int flags, struct cla_er
     if (r < 0)
         return r;
     if (force_fallback || openat2_missing)
-        return err_set(e, -ENOSYS, "'%s' in the target root: following its links safely needs "
-                                   "openat2 (Linux 5.6)", path);
+        return err_set(e, -ENOSYS,
+                       "'%s' in the target root: following its links safely needs "
+                       "openat2 (Linux 5.6)",
+                       path);
     struct open_how how = {
         .flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY),
         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,

@@ -26,8 +26,7 @@ int target_open_proc(const char *path, struct cla_error *e)
 }
 
 /* Reads one /proc file through the pinned dirfd, bounded by `cap`. */
-static int read_procfile(int procfd, const char *name, size_t cap, char **ret_buf,
-                         size_t *ret_len)
+static int read_procfile(int procfd, const char *name, size_t cap, char **ret_buf, size_t *ret_len)
 {
     _cleanup_close_ int fd = openat(procfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -109,8 +108,8 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
             goto fail;
         }
         snprintf(t.tmpdir, sizeof(t.tmpdir), "/tmp/");
-    } else if ((r = proc_tmpdir_from_environ(t.environ, t.environ_len, t.tmpdir,
-                                             sizeof(t.tmpdir), e)) < 0) {
+    } else if ((r = proc_tmpdir_from_environ(t.environ, t.environ_len, t.tmpdir, sizeof(t.tmpdir),
+                                             e)) < 0) {
         goto fail;
     }
     {
@@ -135,8 +134,7 @@ int target_open_root(struct target *t, struct cla_error *e)
      * below it is hostile and is only reached through rootfs_open(). */
     int fd = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return err_setsys(e, errno == ENOENT ? -ESRCH : -errno,
-                          "open /proc/%d/root", (int)t->pid);
+        return err_setsys(e, errno == ENOENT ? -ESRCH : -errno, "open /proc/%d/root", (int)t->pid);
     t->rootfd = fd;
     return 0;
 }
@@ -161,8 +159,7 @@ int target_check_alive(const struct target *t, struct cla_error *e)
     return 0;
 }
 
-int target_getenv(const struct target *t, const char *name, const char **ret_value,
-                  size_t *ret_len)
+int target_getenv(const struct target *t, const char *name, const char **ret_value, size_t *ret_len)
 {
     if (!t->environ)
         return 0;

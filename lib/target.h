@@ -19,18 +19,18 @@
 #include "proc_parse.h"
 
 struct target {
-    pid_t pid;           /* in our pid namespace */
-    int pidfd;           /* -1 where pidfd_open is missing (Linux < 5.3) */
-    int procfd;          /* O_PATH of /proc/<pid> */
-    int rootfd;          /* O_PATH of /proc/<pid>/root, opened by target_open_root() */
+    pid_t pid;  /* in our pid namespace */
+    int pidfd;  /* -1 where pidfd_open is missing (Linux < 5.3) */
+    int procfd; /* O_PATH of /proc/<pid> */
+    int rootfd; /* O_PATH of /proc/<pid>/root, opened by target_open_root() */
     struct proc_stat stat;
     struct proc_status status;
-    char *environ;       /* NULL when not readable (permission) */
+    char *environ; /* NULL when not readable (permission) */
     size_t environ_len;
-    int environ_errno;   /* why environ is NULL */
+    int environ_errno;            /* why environ is NULL */
     char tmpdir[TARGET_PATH_MAX]; /* as the target sees it, ending in '/' */
-    char cmdline[512];   /* rendered for people */
-    uint64_t mntns;      /* inode of its mount namespace, 0 when unknown */
+    char cmdline[512];            /* rendered for people */
+    uint64_t mntns;               /* inode of its mount namespace, 0 when unknown */
 };
 
 /* Pins `pid` under the /proc directory `proc_dirfd` and reads stat, status, environ, cmdline.

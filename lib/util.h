@@ -27,7 +27,7 @@ static inline void util_freep(void *p)
 }
 
 #define _cleanup_close_ __attribute__((cleanup(util_closep)))
-#define _cleanup_free_ __attribute__((cleanup(util_freep)))
+#define _cleanup_free_  __attribute__((cleanup(util_freep)))
 
 /* Hands an owned fd to the caller: returns it and leaves -1 behind. */
 static inline int util_take_fd(int *fd)

@@ -62,8 +62,7 @@ bool watch_outcome_final(enum attach_outcome o)
     case ATTACH_NOT_DOTNET:
     case ATTACH_INTERNAL:
         return false; /* may succeed later: runtime starting, socket not there yet, busy */
-    default:
-        return true;
+    default: return true;
     }
 }
 

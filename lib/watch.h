@@ -21,7 +21,7 @@
 #include "err.h"
 
 #define WATCH_RETRY_FIRST_MS 1000
-#define WATCH_RETRY_MAX_MS 30000
+#define WATCH_RETRY_MAX_MS   30000
 #define WATCH_RETRY_ATTEMPTS 5
 
 /* ---- the instance table (pure: time is passed in) ---- */
@@ -56,19 +56,19 @@ bool watch_outcome_final(enum attach_outcome o);
 /* ---- the loop ---- */
 
 struct watch_selector {
-    const char *comm;          /* exact /proc comm (15 bytes max), NULL = any */
-    const char *cmdline;       /* substring of the command line, NULL = any */
+    const char *comm;    /* exact /proc comm (15 bytes max), NULL = any */
+    const char *cmdline; /* substring of the command line, NULL = any */
     bool have_uid;
-    uid_t uid;                 /* effective uid of the process */
+    uid_t uid; /* effective uid of the process */
 };
 
 struct watch_opts {
     int proc_dirfd;
     struct watch_selector sel;
-    struct attach_opts attach;   /* template; pid is set per instance */
-    int64_t interval_ms;         /* time between scans */
-    const char *ready_file;      /* created after the first complete scan, NULL = none */
-    int64_t max_scans;           /* 0 = until *stop (tests and benchmarks use a bound) */
+    struct attach_opts attach; /* template; pid is set per instance */
+    int64_t interval_ms;       /* time between scans */
+    const char *ready_file;    /* created after the first complete scan, NULL = none */
+    int64_t max_scans;         /* 0 = until *stop (tests and benchmarks use a bound) */
     /* Called once per new outcome of an instance (print, report an Event). */
     void (*on_result)(const struct attach_result *r, bool retry_scheduled, void *userdata);
     void *userdata;

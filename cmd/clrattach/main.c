@@ -30,7 +30,7 @@
 #include "util.h"
 #include "watch.h"
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE          2
 #define EXIT_EVENT_REQUIRED 10
 
 extern char **environ;
@@ -41,8 +41,8 @@ enum events_mode { EVENTS_OFF, EVENTS_AUTO, EVENTS_REQUIRED };
 struct reporting {
     enum events_mode mode;
     bool dry_run;
-    bool enabled;               /* a configuration was found (or dry run) */
-    bool from_target;           /* no token of our own: use the target's (ephemeral container) */
+    bool enabled;     /* a configuration was found (or dry run) */
+    bool from_target; /* no token of our own: use the target's (ephemeral container) */
     struct k8s_target_sa sa;
     struct k8s_config_opts opts;
     struct k8s_config cfg;
@@ -178,9 +178,7 @@ static int parse_common(int c, const char *arg, struct common *co, const char *c
         if (sandbox_parse_mode(arg, &co->seccomp, &e) < 0)
             return usage_error(cmd, "--seccomp takes kill, log or off, not '%s'", arg);
         return 0;
-    case 'P':
-        co->proc = arg;
-        return 0;
+    case 'P': co->proc = arg; return 0;
     }
     return usage_error(cmd, "unknown option");
 }
@@ -191,7 +189,8 @@ static int enter_sandbox(const struct common *co)
     struct cla_error e = {0};
     if (co->seccomp == SANDBOX_MODE_OFF)
         fputs("clrattach: WARNING: --seccomp=off: running WITHOUT the seccomp filter; use this "
-              "only to diagnose a suspected filter problem\n", stderr);
+              "only to diagnose a suspected filter problem\n",
+              stderr);
     if (sandbox_enter(co->seccomp, &e) < 0) {
         print_error("seccomp", &e);
         return 1;
@@ -236,9 +235,8 @@ static int on_stage(enum attach_stage stage, void *userdata, struct cla_error *e
     const struct common *co = userdata;
     if (co->seccomp == SANDBOX_MODE_OFF)
         return 0;
-    return sandbox_tighten(stage == ATTACH_STAGE_DELIVERED ? SANDBOX_STAGE_DELIVERED
-                                                            : SANDBOX_STAGE_REPORT,
-                           e);
+    return sandbox_tighten(
+        stage == ATTACH_STAGE_DELIVERED ? SANDBOX_STAGE_DELIVERED : SANDBOX_STAGE_REPORT, e);
 }
 
 static void print_attach_text(const struct attach_result *r)
@@ -269,8 +267,8 @@ static int prepare_reporting(struct reporting *rep)
     struct cla_error e = {0};
     rep->sa.token_fd = rep->sa.ca_fd = -1;
     if (rep->termination_log) {
-        rep->termination_fd = open(rep->termination_log,
-                                   O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+        rep->termination_fd =
+            open(rep->termination_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
         if (rep->termination_fd < 0) {
             err_setsys(&e, -errno, "--termination-log '%s'", rep->termination_log);
             print_error("usage error", &e);
@@ -519,14 +517,18 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
         return usage_error(cmd, watch ? "--profiler and --clsid are required"
                                       : "--pid, --profiler and --clsid are required");
     if (ipc_guid_parse(a->clsid_s, &a->clsid) < 0)
-        return usage_error(cmd, "--clsid '%s' is not a GUID like "
-                           "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}", a->clsid_s);
+        return usage_error(cmd,
+                           "--clsid '%s' is not a GUID like "
+                           "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
+                           a->clsid_s);
     if (a->target_dir && a->target_dir[0] != '/')
         return usage_error(cmd, "--target-dir '%s' must be absolute (as the target sees it)",
                            a->target_dir);
     if (a->match_comm && strlen(a->match_comm) > 15)
-        return usage_error(cmd, "--match-comm '%s' is longer than the kernel's 15-byte comm; "
-                           "use --match-cmdline", a->match_comm);
+        return usage_error(cmd,
+                           "--match-comm '%s' is longer than the kernel's 15-byte comm; "
+                           "use --match-cmdline",
+                           a->match_comm);
     return -1;
 }
 
@@ -550,8 +552,8 @@ static int setup_job(struct attach_cli *a)
     /* Root needs only these to act as the target's user and read its /proc; the rest go. */
     if (a->co.seccomp != SANDBOX_MODE_OFF &&
         sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
-                              CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH) |
-                              CAP(CAP_CHOWN) | CAP(CAP_FOWNER),
+                              CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH) | CAP(CAP_CHOWN) |
+                              CAP(CAP_FOWNER),
                           &e) < 0) {
         print_error("capabilities", &e);
         return 1;
@@ -592,8 +594,8 @@ static void release_job(struct attach_cli *a)
 static int emit_result(struct attach_cli *a, const struct attach_result *res)
 {
     int code = attach_outcome_exit_code(res->outcome);
-    if (report_event(&a->rep, res, a->profiler, &a->clsid) < 0 &&
-        a->rep.mode == EVENTS_REQUIRED && code == 0)
+    if (report_event(&a->rep, res, a->profiler, &a->clsid) < 0 && a->rep.mode == EVENTS_REQUIRED &&
+        code == 0)
         code = EXIT_EVENT_REQUIRED;
     _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid);
     if (a->co.json) {
@@ -627,9 +629,12 @@ static int emit_result(struct attach_cli *a, const struct attach_result *res)
 
 static int cmd_attach(int argc, char **argv)
 {
-    struct attach_cli a = {.cmd = "attach", .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
-                           .timeout_s = 30, .attach_timeout_ms = 5000,
-                           .rep = {.mode = EVENTS_AUTO, .termination_fd = -1}, .procfd = -1};
+    struct attach_cli a = {.cmd = "attach",
+                           .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
+                           .timeout_s = 30,
+                           .attach_timeout_ms = 5000,
+                           .rep = {.mode = EVENTS_AUTO, .termination_fd = -1},
+                           .procfd = -1};
     int r = parse_attach_cli(argc, argv, false, &a);
     if (r >= 0)
         return r;
@@ -695,9 +700,13 @@ static int on_stage_watch(enum attach_stage stage, void *userdata, struct cla_er
 
 static int cmd_watch(int argc, char **argv)
 {
-    struct attach_cli a = {.cmd = "watch", .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
-                           .timeout_s = 30, .attach_timeout_ms = 5000, .interval_ms = 250,
-                           .rep = {.mode = EVENTS_AUTO, .termination_fd = -1}, .procfd = -1};
+    struct attach_cli a = {.cmd = "watch",
+                           .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
+                           .timeout_s = 30,
+                           .attach_timeout_ms = 5000,
+                           .interval_ms = 250,
+                           .rep = {.mode = EVENTS_AUTO, .termination_fd = -1},
+                           .procfd = -1};
     int r = parse_attach_cli(argc, argv, true, &a);
     if (r >= 0)
         return r;
@@ -719,7 +728,8 @@ static int cmd_watch(int argc, char **argv)
     if (a.rep.from_target) {
         /* A watcher runs for the life of the pod as its sidecar, with a token of its own. */
         fputs("clrattach: warning: Events off: this container has no service-account token; "
-              "a watch sidecar needs automountServiceAccountToken\n", stderr);
+              "a watch sidecar needs automountServiceAccountToken\n",
+              stderr);
         if (a.rep.mode == EVENTS_REQUIRED) {
             release_job(&a);
             return EXIT_USAGE;
@@ -757,12 +767,9 @@ static int cmd_watch(int argc, char **argv)
 static int cmd_ps(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"no-query", no_argument, NULL, 'n'},
-        {"output", required_argument, NULL, 'o'},
-        {"seccomp", required_argument, NULL, 'S'},
-        {"proc", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},
-        {0},
+        {"no-query", no_argument, NULL, 'n'},      {"output", required_argument, NULL, 'o'},
+        {"seccomp", required_argument, NULL, 'S'}, {"proc", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},          {0},
     };
     struct common co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"};
     bool query = true;
@@ -871,7 +878,9 @@ int main(int argc, char **argv)
         return cmd_watch(argc, argv);
     if (strcmp(cmd, "seccomp-profile") == 0)
         return cmd_seccomp_profile(argc, argv);
-    fprintf(stderr, "clrattach: usage error: unknown command '%s'\n"
-                    "clrattach: next step: see 'clrattach --help'\n", cmd);
+    fprintf(stderr,
+            "clrattach: usage error: unknown command '%s'\n"
+            "clrattach: next step: see 'clrattach --help'\n",
+            cmd);
     return EXIT_USAGE;
 }
