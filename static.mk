@@ -1,0 +1,12 @@
+# The static build: `make static` -> build/static/clrattach (musl, libcurl+mbedTLS, jansson and
+# libseccomp linked in), `make static-test` runs it in an empty root against a real .NET target.
+# Included from the top-level Makefile. The script caches the dependencies it builds from
+# Debian sources in build/static/deps and only relinks clrattach on later runs.
+.PHONY: static static-test
+
+# Always run the script: it knows what is cached, and make cannot see its inputs.
+static:
+	scripts/build-static.sh
+
+static-test: static all target
+	BUILD=$(BUILD) tests/deploy/test_static.sh
