@@ -143,6 +143,21 @@ if start_target custom-tmpdir --tmpdir /tmp/app-tmp; then
     fi
 fi
 
+# A TMPDIR short enough for the runtime's own socket path (< 108 bytes in its view) but too long
+# once seen from outside through /proc/<pid>/root: connected through an fd, never truncated.
+longdir=/tmp/$(printf 'k%.0s' $(seq 1 62))
+if start_target long-path --pidns --tmpdir "$longdir"; then
+    P6=$TARGET_PID
+    sock=$(ls "/proc/$P6/root$longdir" | grep '^dotnet-diagnostic-')
+    outside="/proc/$P6/root$longdir/$sock"
+    if [ ${#outside} -gt 108 ] && [ $((${#longdir} + 1 + ${#sock})) -lt 108 ] &&
+        attach_ok long-path "$P6"; then
+        ok "long-path-connects (${#outside}-byte path from outside)"
+    else
+        fail "long-path-connects" "outside path ${#outside} bytes, inside $((${#longdir} + 1 + ${#sock}))"
+    fi
+fi
+
 # 6. A pid that is not .NET, and a pid that does not exist.
 sleep 60 &
 NOTNET=$!
