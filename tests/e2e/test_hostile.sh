@@ -1,0 +1,288 @@
+#!/usr/bin/env bash
+# A hostile target cannot turn clrattach against us (issue 3). Each trap is built for real: a
+# fake runtime (tests/tools/fake_runtime.py) in its own mount and PID namespace plants a file, a
+# FIFO, a symlink or a misbehaving server under its diagnostic socket name, or a real .NET target
+# gets a symlink where the profiler will be written. Every case asserts the documented exit code,
+# a clear message, a bounded wall time, no crash (exit < 128), and exactly what was written.
+. "$(dirname "$0")/lib.sh"
+require_env
+command -v valgrind >/dev/null || { echo "FAIL valgrind-missing: install valgrind (make deps)"; exit 1; }
+
+FAKE="$ROOT/tests/tools/fake_runtime.py"
+VICTIM_SERVER="$ROOT/tests/tools/victim_server.py"
+# Per exchange; a case must end well within 3x this even when every exchange stalls.
+TIMEOUT_S=2
+MAX_MS=6000
+
+# start_fake NAME MODE [--uid N] [--env K=V]... [--pre CMD] [--link-to PATH]
+# Like start_target, but the process is the fake runtime, always in its own PID namespace (its
+# socket is named for its namespace pid) with private tmpfs on /tmp, /var/tmp and /dev/shm: the
+# fallback delivery directories are then the fake's own and can be listed before and after.
+# Sets TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
+start_fake() {
+    local name=$1 mode=$2
+    shift 2
+    local uid=0 pre="" fake_args=""
+    local envs=(HOME=/tmp)
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --uid) uid=$2; shift ;;
+        --env) envs+=("$2"); shift ;;
+        --pre) pre="$pre$2 && "; shift ;;
+        --link-to) fake_args="--link-to '$2'"; shift ;;
+        *) echo "start_fake: unknown $1" >&2; return 2 ;;
+        esac
+        shift
+    done
+    TARGET_LOG="$WORK/$name.log"
+    local drop=""
+    [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
+    local tmpfs="mount -t tmpfs -o mode=1777 tmpfs"
+    local inner="$tmpfs /tmp && $tmpfs /var/tmp && $tmpfs /dev/shm && ${pre}exec env -i \
+PATH=/usr/bin:/bin ${envs[*]} $drop python3 '$FAKE' $mode $fake_args"
+    unshare --mount --propagation private --pid --fork --mount-proc sh -c "$inner" \
+        >"$TARGET_LOG" 2>&1 &
+    local upid=$!
+    disown "$upid"
+    TARGET_PIDS+=("$upid")
+    TARGET_PID=""
+    local i
+    for i in $(seq 1 100); do
+        if [ -z "$TARGET_PID" ]; then
+            TARGET_PID=$(tr -d ' ' <"/proc/$upid/task/$upid/children" 2>/dev/null)
+            [ -n "$TARGET_PID" ] && TARGET_PIDS+=("$TARGET_PID")
+        fi
+        grep -q '^ready' "$TARGET_LOG" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "start_fake: $name ($mode) did not start:" >&2
+    cat "$TARGET_LOG" >&2
+    return 1
+}
+
+# snapshot PID: every entry under the target's /tmp, /var/tmp and /dev/shm (its view) with type,
+# size, owner and mtime: two equal snapshots mean nothing was created, removed or rewritten.
+snapshot() {
+    (cd "/proc/$1/root" && find tmp var/tmp dev/shm -printf '%p %y %s %U %T@\n' 2>&1 | sort)
+}
+
+# timed_attach PID [args...]: clr attach with the probe and a short deadline; MS is the wall time.
+timed_attach() {
+    local pid=$1
+    shift
+    local t0 t1
+    t0=$(date +%s%N)
+    clr attach --pid "$pid" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S "$@"
+    t1=$(date +%s%N)
+    MS=$(((t1 - t0) / 1000000))
+}
+
+# check_refused NAME WANT_RC PATTERN BEFORE AFTER: the common verdict of a refused attach.
+check_refused() {
+    local name=$1 want=$2 pattern=$3 before=$4 after=$5
+    if [ $RC -ge 128 ]; then
+        fail "$name" "crashed: exit $RC (signal $((RC - 128))): $(cat "$ERR")"
+    elif [ $RC -ne "$want" ]; then
+        fail "$name" "exit $RC, want $want: $(cat "$ERR")"
+    elif ! grep -qiE "$pattern" "$ERR"; then
+        fail "$name" "message does not match /$pattern/: $(cat "$ERR")"
+    elif [ "$MS" -ge $MAX_MS ]; then
+        fail "$name" "took $MS ms with --timeout $TIMEOUT_S"
+    elif [ "$before" != "$after" ]; then
+        fail "$name" "the target's filesystem changed: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+    else
+        ok "$name (exit $RC in $MS ms)"
+    fi
+}
+
+# hostile_case NAME MODE WANT_RC PATTERN [start_fake options]: the fake refuses, nothing written.
+hostile_case() {
+    local name=$1 mode=$2 want=$3 pattern=$4
+    shift 4
+    if ! start_fake "$name" "$mode" "$@"; then
+        fail "$name" "fake runtime did not start"
+        return
+    fi
+    local before after
+    before=$(snapshot "$TARGET_PID")
+    timed_attach "$TARGET_PID"
+    after=$(snapshot "$TARGET_PID")
+    check_refused "$name" "$want" "$pattern" "$before" "$after"
+}
+
+# The socket name holds something that is not a socket: refused before any connect().
+hostile_case not-socket-file file 9 "not a socket"
+hostile_case not-socket-fifo fifo 9 "not a socket"
+
+# The socket name is a symlink to a live socket in OUR root: connect() would follow it and talk
+# to that server with our privileges. The victim records every connection it receives.
+VICTIM_SOCK=/run/clrattach-test-victim.sock
+VICTIM_LOG="$WORK/victim.log"
+python3 "$VICTIM_SERVER" "$VICTIM_SOCK" "$VICTIM_LOG" >"$WORK/victim.out" 2>&1 &
+VICTIM=$!
+disown "$VICTIM"
+TARGET_PIDS+=("$VICTIM")
+for _ in $(seq 100); do grep -q ready "$WORK/victim.out" 2>/dev/null && break; sleep 0.05; done
+# The victim must really be reachable, or "no connection" would prove nothing.
+if python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' \
+    "$VICTIM_SOCK" && sleep 0.2 && [ "$(wc -l <"$VICTIM_LOG")" = 1 ]; then
+    : >"$VICTIM_LOG"
+    hostile_case symlink-socket symlink-socket 9 "not a socket" --link-to "$VICTIM_SOCK"
+    sleep 0.2
+    n=$(wc -l <"$VICTIM_LOG")
+    [ "$n" = 0 ] && ok "symlink-socket-victim-untouched" ||
+        fail "symlink-socket-victim-untouched" "the victim socket received $n connection(s)"
+else
+    fail "symlink-socket" "the victim server at $VICTIM_SOCK does not record connections"
+fi
+
+# Misbehaving servers: each ends with a clear protocol error within the deadline, before any
+# delivery (ProcessInfo comes first).
+hostile_case garbage garbage 9 "magic"
+hostile_case truncated truncated 9 "truncated"
+hostile_case huge-stall huge 9 "truncated|deadline|timed out"
+hostile_case silent silent 9 "no reply before the deadline|timed out"
+hostile_case no-accept no-accept 9 "backlog|timed out|deadline"
+hostile_case stale-socket stale 9 "stale"
+
+# The target's TMPDIR is a symlink inside its own root (to a real, answering socket's directory):
+# discovery follows no link inside a target and says so.
+hostile_case tmpdir-symlink good 9 "symlink" \
+    --pre "mkdir -m 1777 /tmp/real && ln -s /tmp/real /tmp/link" --env TMPDIR=/tmp/link
+
+# ProcessInfo is answered correctly, AttachProfiler with garbage: the .so was delivered (the only
+# new file, in the fake's /tmp, owned by the fake's uid) and the attach is a protocol error.
+if start_fake bad-attach good-processinfo-bad-attach --uid 1000; then
+    P=$TARGET_PID
+    before=$(snapshot "$P")
+    timed_attach "$P" -o json
+    after=$(snapshot "$P")
+    new=$(comm -13 <(echo "$before" | awk '{print $1}') <(echo "$after" | awk '{print $1}'))
+    gone=$(comm -23 <(echo "$before" | awk '{print $1}') <(echo "$after" | awk '{print $1}'))
+    dpath=$(json_get "$OUT" delivered_path)
+    outcome=$(json_get "$OUT" outcome)
+    if [ $RC -ne 9 ] || [ "$outcome" != protocol_error ]; then
+        fail "bad-attach" "exit $RC, outcome '$outcome': $(cat "$OUT") $(cat "$ERR")"
+    elif [ "$MS" -ge $MAX_MS ]; then
+        fail "bad-attach" "took $MS ms"
+    elif [ -n "$gone" ] || [ "$(echo "$new" | grep -c .)" != 1 ]; then
+        fail "bad-attach" "want exactly one new file, got new: [$new] removed: [$gone]"
+    else
+        case $new in
+        tmp/*.so)
+            owner=$(stat -c %u "/proc/$P/root/$new")
+            if [ "$owner" != 1000 ]; then
+                fail "bad-attach" "/$new owned by uid $owner, not the fake's 1000"
+            elif [ -n "$dpath" ] && [ "$dpath" != "/$new" ]; then
+                fail "bad-attach" "delivered_path '$dpath' but the new file is /$new"
+            else
+                ok "bad-attach (exit 9, delivered /$new owned by 1000)"
+            fi
+            ;;
+        *) fail "bad-attach" "the new file '$new' is not a .so in the fake's /tmp" ;;
+        esac
+    fi
+    # The fake logged the AttachProfiler request: the garbage really answered it.
+    grep -q "^request 03/01" "$TARGET_LOG" && ok "bad-attach-request-seen" ||
+        fail "bad-attach-request-seen" "the fake never received AttachProfiler"
+else
+    fail "bad-attach" "fake runtime did not start"
+fi
+
+# The target exits when AttachProfiler arrives: a clear error, no hang.
+if start_fake exit-on-attach exit-on-attach; then
+    P=$TARGET_PID
+    timed_attach "$P"
+    if [ $RC -ge 128 ]; then
+        fail "exit-on-attach" "crashed: exit $RC"
+    elif [ $RC -ne 9 ] && [ $RC -ne 4 ]; then
+        fail "exit-on-attach" "exit $RC, want 9 or 4: $(cat "$ERR")"
+    elif [ "$MS" -ge $MAX_MS ]; then
+        fail "exit-on-attach" "took $MS ms"
+    elif ! grep -qiE "exited|closed|no such process|gone" "$ERR"; then
+        fail "exit-on-attach" "unclear message: $(cat "$ERR")"
+    else
+        ok "exit-on-attach (exit $RC in $MS ms)"
+    fi
+else
+    fail "exit-on-attach" "fake runtime did not start"
+fi
+
+# A symlink planted under the profiler's content-addressed name. First learn the name from a
+# real delivery, then plant links under it in a fresh .NET target: (a) to a file in OUR root,
+# (b) to another file inside the target's own root. Delivery must refuse, never write through.
+if start_target learn-name; then
+    clr attach --pid "$TARGET_PID" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+    LEARNED=$(json_get "$OUT" delivered_path)
+    [ $RC -eq 0 ] && [ -n "$LEARNED" ] || fail "learn-delivered-name" "exit $RC: $(cat "$ERR")"
+    kill -KILL "$TARGET_PID" 2>/dev/null
+fi
+if [ -n "${LEARNED:-}" ]; then
+    NAME=$(basename "$LEARNED")
+    OURS="$WORK/ours-victim.txt"
+    OURS_NEW="$WORK/ours-never-created.so"
+    echo "helper's file" >"$OURS"
+    chmod 666 "$OURS"
+    ours_before=$(stat -c '%s %Y %i' "$OURS"; sha256sum <"$OURS")
+    if start_target planted --uid 1000 --pre "mkdir /tmp/d && chmod 1777 /tmp/d && ln -s '$OURS' '/tmp/$NAME' && echo inner >/tmp/inner.txt && chown 1000 /tmp/inner.txt && ln -s '$OURS_NEW' '/tmp/d/$NAME'"; then
+        P=$TARGET_PID
+        # (a) into our root: --target-dir pins the directory, so no other candidate can take it.
+        before=$(snapshot "$P")
+        timed_attach "$P" --target-dir /tmp
+        after=$(snapshot "$P")
+        check_refused "planted-link-ours" 6 "$NAME" "$before" "$after"
+        ours_after=$(stat -c '%s %Y %i' "$OURS"; sha256sum <"$OURS")
+        [ "$ours_before" = "$ours_after" ] && ok "planted-link-ours-untouched" ||
+            fail "planted-link-ours-untouched" "$OURS changed: $ours_before -> $ours_after"
+        # A dangling link to a path in our root: nothing may be created there.
+        timed_attach "$P" --target-dir /tmp/d
+        check_refused "planted-link-dangling" 6 "$NAME" "$before" "$(snapshot "$P")"
+        [ ! -e "$OURS_NEW" ] && ok "planted-link-dangling-not-created" ||
+            fail "planted-link-dangling-not-created" "$OURS_NEW was created"
+        # (b) to another file inside the target's own root.
+        ln -sfn /tmp/inner.txt "/proc/$P/root/tmp/$NAME"
+        inner_before=$(stat -c '%s %Y %i' "/proc/$P/root/tmp/inner.txt"; sha256sum <"/proc/$P/root/tmp/inner.txt")
+        before=$(snapshot "$P")
+        timed_attach "$P" --target-dir /tmp
+        after=$(snapshot "$P")
+        check_refused "planted-link-inner" 6 "$NAME" "$before" "$after"
+        inner_after=$(stat -c '%s %Y %i' "/proc/$P/root/tmp/inner.txt"; sha256sum <"/proc/$P/root/tmp/inner.txt")
+        [ "$inner_before" = "$inner_after" ] && ok "planted-link-inner-untouched" ||
+            fail "planted-link-inner-untouched" "/tmp/inner.txt changed: $inner_before -> $inner_after"
+        is_mapped "$P" "$NAME" && fail "planted-link-not-loaded" "$NAME is mapped in the target" ||
+            ok "planted-link-not-loaded"
+    else
+        fail "planted-link" "target did not start"
+    fi
+fi
+
+# Under valgrind: no memory error or definite leak on two hostile paths. valgrind itself makes
+# syscalls the seccomp filter forbids, so these runs alone use --seccomp=off.
+VG=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
+    --track-fds=no)
+vg_case() {
+    local name=$1 mode=$2
+    shift 2
+    if ! start_fake "$name" "$mode" "$@"; then
+        fail "$name" "fake runtime did not start"
+        return
+    fi
+    OUT="$WORK/$name.out" ERR="$WORK/$name.err"
+    "${VG[@]}" "$CLRATTACH" attach --seccomp=off --pid "$TARGET_PID" --profiler "$PROBE" \
+        --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S >"$OUT" 2>"$ERR"
+    RC=$?
+    if [ $RC -eq 9 ] && ! grep -q "==[0-9]*==" "$ERR"; then
+        ok "$name"
+    else
+        fail "$name" "exit $RC: $(head -40 "$ERR")"
+    fi
+}
+vg_case valgrind-garbage garbage
+: >"$VICTIM_LOG"
+vg_case valgrind-symlink-socket symlink-socket --link-to "$VICTIM_SOCK"
+sleep 0.2
+[ "$(wc -l <"$VICTIM_LOG")" = 0 ] && ok "valgrind-symlink-socket-victim-untouched" ||
+    fail "valgrind-symlink-socket-victim-untouched" "the victim socket received a connection"
+rm -f "$VICTIM_SOCK"
+
+finish e2e-hostile

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A hostile stand-in for a CoreCLR runtime, for tests/e2e/test_hostile.sh.
+
+Run it inside its own mount (and usually PID) namespace with a private tmpfs /tmp, as
+start_fake does: it names its diagnostic "socket" exactly as the runtime would,
+$TMPDIR/dotnet-diagnostic-<nspid>-<starttime>-socket, so clrattach's discovery finds it, and
+then misbehaves according to MODE. It prints "ready <nspid> <path>" once the trap is set.
+
+Modes:
+  file, fifo             a regular file / FIFO under the socket name
+  symlink-socket         the socket name is a symlink to --link-to (a socket in the helper's root)
+  garbage                replies random bytes to any request
+  truncated              a valid header announcing a 40-byte payload, then 5 bytes and close
+  huge                   a header announcing 65535 bytes, then nothing (keeps the connection)
+  silent                 accepts, reads, never replies
+  no-accept              never accepts; its own clients fill the listen backlog
+  stale                  binds and closes: the file stays, nothing listens
+  good                   a well-behaved runtime: ProcessInfo, then AttachProfiler answers S_OK
+  good-processinfo-bad-attach   valid ProcessInfo replies, random bytes to AttachProfiler
+  exit-on-attach         valid ProcessInfo replies; exits when AttachProfiler arrives
+"""
+
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+MAGIC = b"DOTNET_IPC_V1\x00"
+HEADER_SIZE = 20
+SET_PROFILER, SET_PROCESS, SET_SERVER = 0x03, 0x04, 0xFF
+PROFILER_ATTACH = 0x01
+PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3 = 0x00, 0x04, 0x08
+SERVER_OK = 0x00
+
+
+def self_identity():
+    """(pid, starttime) as the runtime sees itself: the pid of OUR namespace (/proc is
+    mounted for it), field 22 of /proc/self/stat. comm may hold spaces and parentheses, so
+    the fields are counted from the last ')'."""
+    with open("/proc/self/stat") as f:
+        stat = f.read()
+    rest = stat[stat.rindex(")") + 2:].split()
+    # rest[0] is field 3 (state); field 22 is rest[19].
+    return int(stat.split(" ", 1)[0]), int(rest[19])
+
+
+def header(size, cset, cid):
+    return MAGIC + struct.pack("<HBBH", size, cset, cid, 0)
+
+
+def frame(cset, cid, payload):
+    return header(HEADER_SIZE + len(payload), cset, cid) + payload
+
+
+def ipc_string(s):
+    """u32 count of UTF-16 units including the NUL, then the units (little-endian)."""
+    units = (s + "\x00").encode("utf-16-le")
+    return struct.pack("<I", len(units) // 2) + units
+
+
+def process_info_payload(version, pid):
+    """ProcessInfo (1), ProcessInfo2 (2) or ProcessInfo3 (3, reply version 1 with a RID)."""
+    p = b""
+    if version == 3:
+        p += struct.pack("<I", 1)
+    p += struct.pack("<Q", pid) + bytes(range(16))
+    p += ipc_string("/usr/bin/dotnet fake.dll") + ipc_string("Linux") + ipc_string("x64")
+    if version >= 2:
+        p += ipc_string("fake") + ipc_string("10.0.0-fake")
+    if version == 3:
+        p += ipc_string("linux-x64")
+    return p
+
+
+def recv_exact(conn, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def read_request(conn):
+    """Returns (command_set, command_id, payload) or None when the peer is gone."""
+    hdr = recv_exact(conn, HEADER_SIZE)
+    if hdr is None or hdr[:14] != MAGIC:
+        return None
+    size, cset, cid, _ = struct.unpack("<HBBH", hdr[14:])
+    payload = recv_exact(conn, max(0, size - HEADER_SIZE))
+    if payload is None:
+        return None
+    return cset, cid, payload
+
+
+# Connections the fake must keep open (silent, huge): closing them would end the client's wait.
+held = []
+
+
+def serve(conn, mode, nspid, log):
+    if mode == "silent":
+        conn.recv(4096)
+        held.append(conn)
+        return
+    if mode == "garbage":
+        conn.recv(4096)
+        # Never the magic by accident: the first byte is forced off 'D'.
+        conn.sendall(b"\x00" + os.urandom(63))
+        conn.close()
+        return
+    if mode == "truncated":
+        conn.recv(4096)
+        conn.sendall(header(HEADER_SIZE + 40, SET_SERVER, SERVER_OK) + b"\x00" * 5)
+        conn.close()
+        return
+    if mode == "huge":
+        conn.recv(4096)
+        conn.sendall(header(65535, SET_SERVER, SERVER_OK))
+        held.append(conn)
+        return
+    req = read_request(conn)
+    if req is None:
+        conn.close()
+        return
+    cset, cid, payload = req
+    log.write("request %02x/%02x %d\n" % (cset, cid, len(payload)))
+    log.flush()
+    if cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
+        version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
+        conn.sendall(frame(SET_SERVER, SERVER_OK, process_info_payload(version, nspid)))
+    elif cset == SET_PROFILER and cid == PROFILER_ATTACH:
+        if mode == "exit-on-attach":
+            # Pid 1 of its namespace ignores its own SIGKILL: leave with _exit instead.
+            os._exit(0)
+        if mode == "good-processinfo-bad-attach":
+            conn.sendall(b"\x00" + os.urandom(31))
+        else:
+            conn.sendall(frame(SET_SERVER, SERVER_OK, struct.pack("<I", 0)))
+    else:
+        conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", 0x80131385)))
+    conn.close()
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        sys.exit(__doc__)
+    mode = args[0]
+    link_to = None
+    if len(args) == 3 and args[1] == "--link-to":
+        link_to = args[2]
+    nspid, starttime = self_identity()
+    tmpdir = os.environ.get("TMPDIR", "/tmp")
+    path = os.path.join(tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
+    # The runtime's own socket is 0600; keep new files private as well.
+    os.umask(0o077)
+    log = sys.stderr
+
+    listener = None
+    if mode == "file":
+        with open(path, "w") as f:
+            f.write("not a socket\n")
+    elif mode == "fifo":
+        os.mkfifo(path)
+    elif mode == "symlink-socket":
+        os.symlink(link_to, path)
+    elif mode == "stale":
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.close()
+    elif mode == "no-accept":
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(0)
+        # Fill the backlog ourselves: a further connect() then gets EAGAIN, as with a runtime
+        # whose server thread is wedged.
+        for _ in range(16):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(path)
+            except (BlockingIOError, InterruptedError):
+                break
+            held.append(c)
+    elif mode in ("garbage", "truncated", "huge", "silent", "good",
+                  "good-processinfo-bad-attach", "exit-on-attach"):
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(16)
+    else:
+        sys.exit("fake_runtime: unknown mode %s" % mode)
+
+    print("ready %d %s" % (nspid, path), flush=True)
+    if listener is None or mode == "no-accept":
+        while True:
+            time.sleep(3600)
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=serve, args=(conn, mode, nspid, log), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
