@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds a fully static clrattach (musl libc, libcurl + mbedTLS, jansson, libseccomp linked in)
+# Builds a fully static clrattach (musl libc, libcurl + OpenSSL, jansson, libseccomp linked in)
 # into build/static/clrattach, for FROM-scratch images and debug containers that have no libc.
 #
 # The libraries come from Debian's SOURCE packages (the versions and security patches Debian
@@ -8,9 +8,10 @@
 # update (new version) rebuilds just that library. Needs root only to add a deb-src line and to
 # install gperf; run it again at any time.
 #
-# Why mbedTLS rather than OpenSSL: it builds in well under a minute on 2 cores (OpenSSL takes
-# most of the 15-minute budget), adds ~400 KiB instead of ~4 MiB, and clrattach needs only a
-# TLS 1.2+ client that verifies one CA file.
+# Why OpenSSL and not the smaller, faster-building mbedTLS: Debian's mbedTLS (2.28) does not
+# match iPAddress SANs, and in-cluster clients reach the API server by IP
+# (KUBERNETES_SERVICE_HOST), whose certificate names it only as an IP SAN: verification fails
+# with BADCERT_CN_MISMATCH. OpenSSL is also what the glibc build uses through libcurl4-openssl.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,27 +62,38 @@ EOF
     as_root apt-get update -qq
 }
 
-# src_version PKG: the source version apt would fetch (the candidate).
-src_version() {
-    apt-cache showsrc "$1" | awk '/^Version:/ { print $2 }' | sort -V | tail -n1
+# src_versions PKG: the source versions apt knows, newest first.
+src_versions() {
+    apt-cache showsrc "$1" | awk '/^Version:/ { print $2 }' | sort -rV | uniq
 }
 
-# fetch PKG VERSION: unpacks the Debian source (with Debian's patches applied) and prints its
-# directory. A fresh tree every time a build is needed: half-built trees are never reused.
+# fetch PKG: unpacks the newest Debian source that can be downloaded (with Debian's patches
+# applied), and sets FETCHED_DIR and FETCHED_VER. A mirror may list a security update whose
+# files it does not serve (yet): the next version down is then used, and said so. A fresh tree
+# every time a build is needed: half-built trees are never reused.
 fetch() {
-    local pkg=$1 ver=$2 upstream dir
-    upstream=${ver#*:}
-    upstream=${upstream%-*}
-    dir=$SRC/$pkg-$upstream
-    rm -rf "$dir"
-    (cd "$SRC" && apt-get source -qq "$pkg=$ver" >"$LOG/$pkg.fetch" 2>&1) ||
-        { cat "$LOG/$pkg.fetch" >&2; die "apt-get source $pkg=$ver failed"; }
-    [ -d "$dir" ] || die "$pkg: expected $dir after apt-get source"
-    echo "$dir"
+    local pkg=$1 ver upstream
+    for ver in $(src_versions "$pkg"); do
+        upstream=${ver#*:}
+        upstream=${upstream%-*}
+        FETCHED_DIR=$SRC/$pkg-$upstream
+        FETCHED_VER=$ver
+        rm -rf "$FETCHED_DIR"
+        if (cd "$SRC" && apt-get source -qq "$pkg=$ver" >"$LOG/$pkg.fetch" 2>&1); then
+            [ -d "$FETCHED_DIR" ] || die "$pkg: expected $FETCHED_DIR after apt-get source"
+            return 0
+        fi
+        say "$pkg $ver: source not downloadable, trying an older version"
+    done
+    cat "$LOG/$pkg.fetch" >&2
+    die "apt-get source $pkg failed for every version"
 }
 
-# built PKG VERSION: true when this exact version is already installed in the prefix.
-built() { [ "$(cat "$DEPS/$1.stamp" 2>/dev/null)" = "$2" ]; }
+# built PKG NEWEST: true when the prefix holds PKG built by this recipe at a time when NEWEST
+# was the newest source version listed (RECIPE changes whenever a build function below changes
+# how it builds). A new Debian version therefore triggers a rebuild of that package only.
+RECIPE=4
+built() { [ "$(sed -n 's/^.* \(recipe .*\)$/\1/p' "$DEPS/$1.stamp" 2>/dev/null)" = "recipe $RECIPE newest $2" ]; }
 
 # run PKG CMD...: runs a build step with its output in the log; shows the tail on failure.
 run() {
@@ -108,14 +120,19 @@ kernel_headers() {
 
 COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong"
 
-build_mbedtls() {
+build_openssl() {
     local dir=$1
-    # Its plain Makefile builds the three static archives; its install target would also build
-    # the sample programs, so the headers and archives are copied by hand.
-    run mbedtls make -C "$dir/library" -j"$JOBS" CC=musl-gcc CFLAGS="$COMMON_CFLAGS" static
-    rm -rf "$PREFIX/include/mbedtls" "$PREFIX/include/psa"
-    cp -a "$dir/include/mbedtls" "$dir/include/psa" "$PREFIX/include/"
-    cp "$dir"/library/libmbed{crypto,x509,tls}.a "$PREFIX/lib/"
+    # Only libssl and libcrypto (build_libs: no apps, tests or docs), TLS 1.2/1.3 client use.
+    # no-dso: a static binary cannot load engines or providers anyway; no-afalgeng: no kernel
+    # crypto sockets under the seccomp filter. OPENSSLDIR is never read for trust (clrattach
+    # always names its CA file) and points where a distribution would have it.
+    (cd "$dir" && run openssl ./Configure linux-x86_64 --prefix="$PREFIX" --libdir=lib \
+        --openssldir=/etc/ssl no-shared no-dso no-engine no-afalgeng no-tests \
+        no-legacy no-comp no-ssl3 no-tls1 no-tls1_1 no-dtls no-srp no-idea no-rc5 no-md2 \
+        no-mdc2 no-whirlpool no-camellia no-seed no-sm2 no-sm3 no-sm4 no-ct no-cms \
+        $COMMON_CFLAGS -I"$PREFIX/include")
+    run openssl make -C "$dir" -j"$JOBS" build_libs
+    run openssl make -C "$dir" install_dev
 }
 
 build_jansson() {
@@ -144,11 +161,14 @@ build_libseccomp() {
 build_curl() {
     local dir=$1
     # HTTPS only, with what clrattach uses (CA file, TLS 1.2+, no proxy from the environment).
+    # No OpenSSL config file is loaded: nothing in it could help a static binary, and
+    # OPENSSL_CONF would otherwise be read from the environment.
     # No threaded resolver: musl's getaddrinfo has its own timeouts, the API address is
     # normally an IP (KUBERNETES_SERVICE_HOST), and one thread fewer means no clone() to allow.
     (cd "$dir" && run curl ./configure --host=x86_64-linux-musl --prefix="$PREFIX" \
         --disable-shared --enable-static \
-        --with-mbedtls="$PREFIX" --without-openssl --without-gnutls --without-nss \
+        --with-openssl="$PREFIX" --without-gnutls --without-nss --without-mbedtls \
+        --without-wolfssl \
         --without-ca-bundle --without-ca-path --without-ca-fallback \
         --disable-threaded-resolver --without-zlib --without-brotli --without-zstd \
         --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
@@ -158,14 +178,14 @@ build_curl() {
         --disable-smtp --disable-gopher --disable-mqtt --disable-ftp --disable-file \
         --disable-ntlm --disable-ntlm-wb --disable-kerberos-auth --disable-negotiate-auth \
         --disable-cookies --disable-alt-svc --disable-hsts --disable-netrc --disable-manual \
-        --disable-unix-sockets --disable-websockets \
+        --disable-unix-sockets --disable-websockets --disable-openssl-auto-load-config \
         CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib")
     run curl make -C "$dir/lib" -j"$JOBS" install
     run curl make -C "$dir/include" install
     # The build must not have found anything we did not ask for (a host library would not link
     # statically anyway, but the failure would be far from its cause).
-    grep -q '^#define USE_MBEDTLS 1' "$dir/lib/curl_config.h" || die "curl: mbedTLS not enabled"
-    if grep -qE '^#define (USE_OPENSSL|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
+    grep -q '^#define USE_OPENSSL 1' "$dir/lib/curl_config.h" || die "curl: OpenSSL not enabled"
+    if grep -qE '^#define (USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
         "$dir/lib/curl_config.h"; then
         die "curl: configure enabled an unwanted feature (see $dir/lib/curl_config.h)"
     fi
@@ -175,18 +195,18 @@ ensure_deb_src
 kernel_headers
 
 start=$(date +%s)
-# Order matters: curl links against mbedTLS.
-for pkg in mbedtls jansson libseccomp curl; do
-    ver=$(src_version "$pkg")
-    [ -n "$ver" ] || die "no Debian source for $pkg"
-    if built "$pkg" "$ver"; then
+# Order matters: curl links against OpenSSL.
+for pkg in openssl jansson libseccomp curl; do
+    newest=$(src_versions "$pkg" | head -n1)
+    [ -n "$newest" ] || die "no Debian source for $pkg"
+    if built "$pkg" "$newest"; then
         continue
     fi
-    say "building $pkg $ver"
     : >"$LOG/$pkg.build"
-    dir=$(fetch "$pkg" "$ver")
-    "build_$pkg" "$dir"
-    echo "$ver" >"$DEPS/$pkg.stamp"
+    fetch "$pkg"
+    say "building $pkg $FETCHED_VER"
+    "build_$pkg" "$FETCHED_DIR"
+    echo "$FETCHED_VER recipe $RECIPE newest $newest" >"$DEPS/$pkg.stamp"
 done
 say "dependencies ready ($(($(date +%s) - start)) s)"
 
@@ -247,7 +267,7 @@ if [ "$(cat "$OUT/obj.flags" 2>/dev/null)" != "$flags" ]; then
 fi
 make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC=musl-gcc \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS" LDFLAGS="-static -L$PREFIX/lib" \
-    LDLIBS_TOOL="-lcurl -lmbedtls -lmbedx509 -lmbedcrypto -ljansson -lseccomp $COMPAT_LIBS" \
+    LDLIBS_TOOL="-lcurl -lssl -lcrypto -ljansson -lseccomp $COMPAT_LIBS" \
     "${OBJ#"$ROOT"/}/clrattach"
 cp "$OBJ/clrattach" "$OUT/clrattach.tmp"
 mv "$OUT/clrattach.tmp" "$OUT/clrattach"

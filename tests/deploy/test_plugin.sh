@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# deploy/kubectl-clrattach against a fake kubectl (tests/deploy/fake/kubectl) that records its
+# command lines and answers with canned pod JSON: the exact kubectl commands, the custom spec it
+# builds, and the Event it posts when the pod could not.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PLUGIN=$ROOT/deploy/kubectl-clrattach
+PASSED=0 FAILED=0
+ok() { echo "ok $1"; PASSED=$((PASSED + 1)); }
+fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+CLSID='{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}'
+
+# setup DIR RESULT_JSON LOGS: a pod whose "app" runs as 1654 (from the container) and has the
+# generated token volume; once the debug container ends, its message is RESULT_JSON.
+setup() {
+    local d=$1
+    mkdir -p "$d"
+    : >"$d/argv"
+    python3 - "$d" "$2" <<'PY'
+import json, sys
+d, result = sys.argv[1], sys.argv[2]
+pod = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "orders-7d9c8b6f5-x2x7k", "namespace": "shop",
+                    "uid": "2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11"},
+       "spec": {"securityContext": {"runAsUser": 1000, "runAsNonRoot": True},
+                "containers": [{"name": "istio-proxy", "image": "proxy"},
+                               {"name": "app", "image": "orders",
+                                "securityContext": {"runAsUser": 1654, "runAsGroup": 1655}}],
+                "volumes": [{"name": "data", "emptyDir": {}},
+                            {"name": "kube-api-access-7xq2k", "projected": {"sources": [
+                                {"serviceAccountToken": {"path": "token"}},
+                                {"configMap": {"name": "kube-root-ca.crt"}}]}}]},
+       "status": {}}
+json.dump(pod, open(d + "/pod.json", "w"))
+pod["status"]["ephemeralContainerStatuses"] = [
+    {"name": "clrattach-t1", "state": {"terminated": {"exitCode": json.loads(result)["exit_code"],
+                                                      "message": result}}}]
+json.dump(pod, open(d + "/pod-done.json", "w"))
+PY
+    printf '%s\n' "$3" >"$d/logs.txt"
+}
+
+run_plugin() {
+    local d=$1
+    shift
+    FAKE_DIR=$d PATH="$ROOT/tests/deploy/fake:$PATH" "$PLUGIN" "$@" >"$d/out" 2>"$d/err"
+    RC=$?
+}
+
+# 1. The pod could not post its Event (warning in the logs): the plugin posts it.
+D=$WORK/noevent
+RES='{"command":"attach","outcome":"attached","exit_code":0,"pid":4242,"ns_pid":1,"uid":1654,"profiler":"/profilers/linux-x64/libclrprobe.so","clsid":"{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}","delivered_path":"/tmp/clrprobe-ab12.so","duration_ms":142}'
+setup "$D" "$RES" "$RES
+clrattach: warning: could not report the Event: k8s: POST ...: 403 Forbidden"
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1 --timeout 5
+cat >"$WORK/want-argv" <<EOF
+get | pod | orders-7d9c8b6f5-x2x7k | -n | shop | -o | json
+debug | orders-7d9c8b6f5-x2x7k | -n | shop | --container=clrattach-t1 | --image=registry.example.com/clrattach:0.1.0 | --target=app | --profile=restricted | --custom=CUSTOM | -- | /clrattach | attach | --pid | 1 | --profiler | /profilers/linux-x64/libclrprobe.so | --clsid | $CLSID | -o | json | --events | auto
+get | pod | orders-7d9c8b6f5-x2x7k | -n | shop | -o | json
+logs | orders-7d9c8b6f5-x2x7k | -n | shop | -c | clrattach-t1
+create | -f | - | -n | shop
+EOF
+sed -E 's/--custom=[^ ]*/--custom=CUSTOM/' "$D/argv" >"$D/argv.norm"
+if [ $RC -eq 0 ] && diff -u "$WORK/want-argv" "$D/argv.norm" >"$D/diff"; then
+    ok "plugin-command-lines"
+else
+    fail "plugin-command-lines" "exit $RC $(cat "$D/err" "$D/diff")"
+fi
+if python3 - "$D/custom.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+sc = c["securityContext"]
+assert sc["runAsUser"] == 1654 and sc["runAsGroup"] == 1655 and sc["runAsNonRoot"] is True, sc
+assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"] == {"drop": ["ALL"]}, sc
+assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, sc
+assert c["volumeMounts"] == [{"name": "kube-api-access-7xq2k", "readOnly": True,
+    "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}], c["volumeMounts"]
+env = {e["name"]: e for e in c["env"]}
+assert env["CLRATTACH_POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+assert env["CLRATTACH_POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
+assert env["CLRATTACH_CONTAINER_NAME"]["value"] == "app"
+# kubectl rejects these in a custom profile.
+assert not set(c) & {"name", "command", "image", "lifecycle", "volumeDevices"}, c
+PY
+then ok "plugin-custom-spec"; else fail "plugin-custom-spec" "$(cat "$D/custom.json")"; fi
+if python3 - "$D/created.json" <<'PY'
+import json, re, sys
+e = json.load(open(sys.argv[1]))
+assert e["apiVersion"] == "events.k8s.io/v1" and e["kind"] == "Event", e
+assert re.fullmatch(r"orders-7d9c8b6f5-x2x7k\.[0-9a-f]+", e["metadata"]["name"]), e["metadata"]
+assert e["metadata"]["namespace"] == "shop"
+assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", e["eventTime"]), e["eventTime"]
+assert e["reason"] == "ProfilerAttached" and e["type"] == "Normal" and e["action"] == "AttachProfiler"
+assert e["reportingController"] == "clrattach.dev/clrattach"
+r = e["regarding"]
+assert r == {"apiVersion": "v1", "kind": "Pod", "name": "orders-7d9c8b6f5-x2x7k", "namespace": "shop",
+             "uid": "2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11", "fieldPath": "spec.containers{app}"}, r
+assert "libclrprobe.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}" in e["note"] and "pid 1" in e["note"], e["note"]
+assert not [k for k in e if k.startswith("deprecated")]
+PY
+then ok "plugin-posts-event"; else fail "plugin-posts-event" "$(cat "$D/created.json" "$D/err" 2>&1)"; fi
+grep -qF '"outcome":"attached"' "$D/out" && ok "plugin-prints-result" || fail "plugin-prints-result" "$(cat "$D/out")"
+
+# 2. The pod posted its Event: nothing is created, the exit code is clrattach's (3).
+D=$WORK/posted
+RES='{"command":"attach","outcome":"already_active","exit_code":3,"pid":4242,"ns_pid":1,"hresult":"0x8013136A","hresult_name":"CORPROF_E_PROFILER_ALREADY_ACTIVE","error":"a profiler is already loaded"}'
+setup "$D" "$RES" "$RES
+clrattach: reported Event shop/orders-7d9c8b6f5-x2x7k.18d0dc59c18be115 (events.k8s.io/v1, 1 request)"
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop --clsid "$CLSID" --name clrattach-t1 --pid 7 --timeout 5
+if [ $RC -eq 3 ] && [ ! -e "$D/created.json" ] && ! grep -q '^create' "$D/argv" &&
+    grep -q -- '--target=istio-proxy' "$D/argv" && grep -q -- '--pid | 7 |' "$D/argv"; then
+    ok "plugin-no-duplicate-event"
+else
+    fail "plugin-no-duplicate-event" "exit $RC $(cat "$D/argv" "$D/err")"
+fi
+
+# 3. No non-root uid in the pod spec: refused before any debug container is created.
+D=$WORK/root
+setup "$D" '{"exit_code":0}' ""
+python3 - "$D/pod.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["spec"]["securityContext"] = {}
+p["spec"]["containers"][1]["securityContext"] = {}
+json.dump(p, open(sys.argv[1], "w"))
+PY
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1
+if [ $RC -ne 0 ] && grep -q "runAsUser" "$D/err" && ! grep -q '^debug' "$D/argv"; then
+    ok "plugin-refuses-unknown-uid"
+else
+    fail "plugin-refuses-unknown-uid" "exit $RC $(cat "$D/argv" "$D/err")"
+fi
+
+# 4. Usage errors exit 2 without calling kubectl.
+D=$WORK/usage
+setup "$D" '{"exit_code":0}' ""
+run_plugin "$D" orders-7d9c8b6f5-x2x7k
+[ $RC -eq 2 ] && [ ! -s "$D/argv" ] && ok "plugin-usage" || fail "plugin-usage" "exit $RC"
+
+echo "deploy-plugin: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
