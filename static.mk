@@ -1,4 +1,4 @@
-# The static build: `make static` -> build/static/clrattach (musl, libcurl+mbedTLS, jansson and
+# The static build: `make static` -> build/static/clrattach (musl, libcurl+OpenSSL, jansson and
 # libseccomp linked in), `make static-test` runs it in an empty root against a real .NET target.
 # Included from the top-level Makefile. The script caches the dependencies it builds from
 # Debian sources in build/static/deps and only relinks clrattach on later runs.
@@ -10,3 +10,7 @@ static:
 
 static-test: static all target
 	BUILD=$(BUILD) tests/deploy/test_static.sh
+
+# The sample profiler built against musl (build/musl/libclrprobe.so), for Alpine-based apps;
+# the rule lives with the profiler. The Dockerfile builds it.
+-include profiler/musl.mk
