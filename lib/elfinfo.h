@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_ELFINFO_H
+#define CLRATTACH_ELFINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "caps.h"
+#include "err.h"
+#include "rid.h"
+
+/*
+ * What an ELF file says about where it can run, read from its ELF header, program headers and
+ * dynamic section only. Section headers are ignored: the loader ignores them too, and a hostile
+ * file can make them say anything.
+ */
+struct elf_info {
+    enum rid_arch arch;    /* from e_machine; UNKNOWN for other machines */
+    bool is_64;            /* ELFCLASS64 */
+    bool is_shared_object; /* ET_DYN without PT_INTERP and not flagged DF_1_PIE */
+    enum rid_libc libc;    /* from DT_NEEDED and PT_INTERP; UNKNOWN when neither names a libc
+                              or they disagree */
+    char interp[ELF_INTERP_MAX + 1]; /* PT_INTERP ("/lib/ld-musl-x86_64.so.1"), "" when none */
+};
+
+/* Parses an ELF file held in memory, `len` bytes of `buf`; fills *ret only on success. Every
+ * offset and size is checked against `len` and the caps in caps.h. Returns 0, -ENOEXEC when the
+ * bytes are not ELF, or -EPROTO for a malformed or over-cap file (message in `e`). */
+int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e);
+
+#endif
