@@ -14,7 +14,7 @@ VICTIM_SERVER="$ROOT/tests/tools/victim_server.py"
 TIMEOUT_S=2
 MAX_MS=6000
 
-# start_fake NAME MODE [--uid N] [--env K=V]... [--pre CMD] [--link-to PATH]
+# start_fake NAME MODE [--uid N] [--env K=V]... [--pre CMD] [--link-to PATH] [--arg STR]
 # Like start_target, but the process is the fake runtime, always in its own PID namespace (its
 # socket is named for its namespace pid) with private tmpfs on /tmp, /var/tmp and /dev/shm: the
 # fallback delivery directories are then the fake's own and can be listed before and after.
@@ -29,7 +29,8 @@ start_fake() {
         --uid) uid=$2; shift ;;
         --env) envs+=("$2"); shift ;;
         --pre) pre="$pre$2 && "; shift ;;
-        --link-to) fake_args="--link-to '$2'"; shift ;;
+        --link-to) fake_args="$fake_args --link-to '$2'"; shift ;;
+        --arg) fake_args="$fake_args '$2'"; shift ;;
         *) echo "start_fake: unknown $1" >&2; return 2 ;;
         esac
         shift
@@ -67,6 +68,7 @@ snapshot() {
 }
 
 # timed_attach PID [args...]: clr attach with the probe and a short deadline; MS is the wall time.
+# VERBOSE=1 shows what a person would read for each case.
 timed_attach() {
     local pid=$1
     shift
@@ -75,6 +77,8 @@ timed_attach() {
     clr attach --pid "$pid" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S "$@"
     t1=$(date +%s%N)
     MS=$(((t1 - t0) / 1000000))
+    [ -n "${VERBOSE:-}" ] && sed "s/^/    [exit $RC] /" "$ERR" "$OUT" >&2
+    return 0
 }
 
 # check_refused NAME WANT_RC PATTERN BEFORE AFTER: the common verdict of a refused attach.
@@ -163,6 +167,8 @@ if start_fake bad-attach good-processinfo-bad-attach --uid 1000; then
     outcome=$(json_get "$OUT" outcome)
     if [ $RC -ne 9 ] || [ "$outcome" != protocol_error ]; then
         fail "bad-attach" "exit $RC, outcome '$outcome': $(cat "$OUT") $(cat "$ERR")"
+    elif ! json_get "$OUT" error | grep -q "magic"; then
+        fail "bad-attach" "the error does not say what was wrong: $(cat "$OUT")"
     elif [ "$MS" -ge $MAX_MS ]; then
         fail "bad-attach" "took $MS ms"
     elif [ -n "$gone" ] || [ "$(echo "$new" | grep -c .)" != 1 ]; then
@@ -230,13 +236,13 @@ if [ -n "${LEARNED:-}" ]; then
         before=$(snapshot "$P")
         timed_attach "$P" --target-dir /tmp
         after=$(snapshot "$P")
-        check_refused "planted-link-ours" 6 "$NAME" "$before" "$after"
+        check_refused "planted-link-ours" 6 "$NAME.*(symbolic link|ELOOP)" "$before" "$after"
         ours_after=$(stat -c '%s %Y %i' "$OURS"; sha256sum <"$OURS")
         [ "$ours_before" = "$ours_after" ] && ok "planted-link-ours-untouched" ||
             fail "planted-link-ours-untouched" "$OURS changed: $ours_before -> $ours_after"
         # A dangling link to a path in our root: nothing may be created there.
         timed_attach "$P" --target-dir /tmp/d
-        check_refused "planted-link-dangling" 6 "$NAME" "$before" "$(snapshot "$P")"
+        check_refused "planted-link-dangling" 6 "$NAME.*(symbolic link|ELOOP)" "$before" "$(snapshot "$P")"
         [ ! -e "$OURS_NEW" ] && ok "planted-link-dangling-not-created" ||
             fail "planted-link-dangling-not-created" "$OURS_NEW was created"
         # (b) to another file inside the target's own root.
@@ -245,7 +251,7 @@ if [ -n "${LEARNED:-}" ]; then
         before=$(snapshot "$P")
         timed_attach "$P" --target-dir /tmp
         after=$(snapshot "$P")
-        check_refused "planted-link-inner" 6 "$NAME" "$before" "$after"
+        check_refused "planted-link-inner" 6 "$NAME.*(symbolic link|ELOOP)" "$before" "$after"
         inner_after=$(stat -c '%s %Y %i' "/proc/$P/root/tmp/inner.txt"; sha256sum <"/proc/$P/root/tmp/inner.txt")
         [ "$inner_before" = "$inner_after" ] && ok "planted-link-inner-untouched" ||
             fail "planted-link-inner-untouched" "/tmp/inner.txt changed: $inner_before -> $inner_after"
@@ -254,6 +260,87 @@ if [ -n "${LEARNED:-}" ]; then
     else
         fail "planted-link" "target did not start"
     fi
+    # Default placement (no --target-dir): the link rules /tmp out; another candidate directory
+    # may take the profiler (then it must be loaded from there), or delivery fails (6). Either
+    # way nothing is written through the link. /var/tmp and /dev/shm are the target's own here.
+    if start_target planted-default --pre "mount -t tmpfs -o mode=1777 tmpfs /var/tmp && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && ln -s '$OURS' '/tmp/$NAME'"; then
+        P=$TARGET_PID
+        timed_attach "$P" -o json
+        d=$(json_get "$OUT" delivered_path)
+        ours_after=$(stat -c '%s %Y %i' "$OURS"; sha256sum <"$OURS")
+        link=$(readlink "/proc/$P/root/tmp/$NAME")
+        if [ "$ours_before" != "$ours_after" ] || [ "$link" != "$OURS" ]; then
+            fail "planted-link-default" "$OURS or the link changed ($link)"
+        elif [ $RC -eq 6 ]; then
+            ok "planted-link-default (refused, exit 6)"
+        elif [ $RC -eq 0 ] && [ "$d" != "/tmp/$NAME" ] && [ -f "/proc/$P/root$d" ] &&
+            [ ! -L "/proc/$P/root$d" ] && is_mapped "$P" "$d"; then
+            ok "planted-link-default (delivered instead to $d)"
+        else
+            fail "planted-link-default" "exit $RC, delivered '$d': $(cat "$ERR")"
+        fi
+    else
+        fail "planted-link-default" "target did not start"
+    fi
+fi
+
+# has_ctl FILE: a control byte other than tab and newline, which a terminal would act upon.
+has_ctl() { LC_ALL=C grep -q "[[:cntrl:]]" <(tr -d '\t\n' <"$1"); }
+
+# Strings from the target reach a terminal: ProcessInfo with escape sequences and control
+# characters (valid UTF-16, so the decoder takes them) must not come out raw on stdout or stderr,
+# in text output or in ps. JSON escapes them by construction.
+ESC=$'\e'
+if start_fake ansi ansi --arg "${ESC}]0;argv${ESC}\\${ESC}[2J"; then
+    P=$TARGET_PID
+    timed_attach "$P"
+    raw_out="$OUT" raw_err="$ERR"
+    if [ $RC -ge 128 ]; then
+        fail "ansi-attach-text" "crashed: exit $RC"
+    elif has_ctl "$raw_out" || has_ctl "$raw_err"; then
+        fail "ansi-attach-text" "raw control bytes in the output (exit $RC): $(cat -v "$raw_out" "$raw_err" | tr '\n' ' ')"
+    else
+        ok "ansi-attach-text (exit $RC)"
+    fi
+    clr ps
+    if [ $RC -ge 128 ]; then
+        fail "ansi-ps-text" "crashed: exit $RC"
+    elif has_ctl "$OUT" || has_ctl "$ERR"; then
+        fail "ansi-ps-text" "raw control bytes in the output: $(grep -a "^$P " "$OUT" | cat -v)"
+    else
+        ok "ansi-ps-text"
+    fi
+else
+    fail "ansi" "fake runtime did not start"
+fi
+# The same from the error path: a process that is not .NET, whose comm (printed in the "no
+# diagnostic socket" message) and argv carry escape sequences.
+python3 -c 'import sys, time; open("/proc/self/comm", "w").write(sys.argv[1]); time.sleep(60)' \
+    "${ESC}[2J${ESC}]0;x"$'\a' "${ESC}[31mred" &
+EVILCOMM=$!
+disown "$EVILCOMM"
+TARGET_PIDS+=("$EVILCOMM")
+for _ in $(seq 50); do grep -q "$ESC" "/proc/$EVILCOMM/comm" 2>/dev/null && break; sleep 0.05; done
+timed_attach "$EVILCOMM"
+if [ $RC -ne 4 ]; then
+    fail "ansi-comm-error" "exit $RC, want 4 (not .NET): $(cat -v "$ERR")"
+elif has_ctl "$OUT" || has_ctl "$ERR"; then
+    fail "ansi-comm-error" "raw control bytes in the error: $(cat -v "$ERR" | tr '\n' ' ')"
+else
+    ok "ansi-comm-error"
+fi
+# TMPDIR comes from the target's environment and is quoted in errors (here: a stale socket).
+if start_fake ansi-tmpdir stale --pre "mkdir -m 1777 '/tmp/${ESC}[2Jd'" --env "TMPDIR='/tmp/${ESC}[2Jd'"; then
+    timed_attach "$TARGET_PID"
+    if [ $RC -ne 9 ]; then
+        fail "ansi-tmpdir-error" "exit $RC, want 9 (stale): $(cat -v "$ERR")"
+    elif has_ctl "$OUT" || has_ctl "$ERR"; then
+        fail "ansi-tmpdir-error" "raw control bytes in the error: $(cat -v "$ERR" | tr '\n' ' ')"
+    else
+        ok "ansi-tmpdir-error"
+    fi
+else
+    fail "ansi-tmpdir-error" "fake runtime did not start"
 fi
 
 # Under valgrind: no memory error or definite leak on two hostile paths. valgrind itself makes

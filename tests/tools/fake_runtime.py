@@ -19,6 +19,8 @@ Modes:
   good                   a well-behaved runtime: ProcessInfo, then AttachProfiler answers S_OK
   good-processinfo-bad-attach   valid ProcessInfo replies, random bytes to AttachProfiler
   exit-on-attach         valid ProcessInfo replies; exits when AttachProfiler arrives
+  ansi                   like good, but every ProcessInfo string carries terminal escape
+                         sequences and control characters (valid UTF-16: no decoder rejects them)
 """
 
 import os
@@ -61,17 +63,24 @@ def ipc_string(s):
     return struct.pack("<I", len(units) // 2) + units
 
 
-def process_info_payload(version, pid):
+# OSC 0 retitles the terminal, CSI 2J clears it, CR rewrites the line: what a person reads
+# would no longer be what clrattach meant to say.
+EVIL = "\x1b]0;owned\x07\x1b[2J\x1b[31m\rFAKE\x08"
+
+
+def process_info_payload(version, pid, evil=False):
     """ProcessInfo (1), ProcessInfo2 (2) or ProcessInfo3 (3, reply version 1 with a RID)."""
+    x = EVIL if evil else ""
     p = b""
     if version == 3:
         p += struct.pack("<I", 1)
     p += struct.pack("<Q", pid) + bytes(range(16))
-    p += ipc_string("/usr/bin/dotnet fake.dll") + ipc_string("Linux") + ipc_string("x64")
+    p += ipc_string("/usr/bin/dotnet fake.dll" + x) + ipc_string("Linux" + x)
+    p += ipc_string("x64" + x)
     if version >= 2:
-        p += ipc_string("fake") + ipc_string("10.0.0-fake")
+        p += ipc_string("fake" + x) + ipc_string("10.0.0-fake" + x)
     if version == 3:
-        p += ipc_string("linux-x64")
+        p += ipc_string("linux-x64" + x)
     return p
 
 
@@ -131,7 +140,7 @@ def serve(conn, mode, nspid, log):
     log.flush()
     if cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
-        conn.sendall(frame(SET_SERVER, SERVER_OK, process_info_payload(version, nspid)))
+        conn.sendall(frame(SET_SERVER, SERVER_OK, process_info_payload(version, nspid, mode == "ansi")))
     elif cset == SET_PROFILER and cid == PROFILER_ATTACH:
         if mode == "exit-on-attach":
             # Pid 1 of its namespace ignores its own SIGKILL: leave with _exit instead.
@@ -150,9 +159,9 @@ def main():
     if not args:
         sys.exit(__doc__)
     mode = args[0]
-    link_to = None
-    if len(args) == 3 and args[1] == "--link-to":
-        link_to = args[2]
+    # Further arguments are ignored: they only shape /proc/<pid>/cmdline, which is hostile
+    # input for clrattach too.
+    link_to = args[args.index("--link-to") + 1] if "--link-to" in args[:-1] else None
     nspid, starttime = self_identity()
     tmpdir = os.environ.get("TMPDIR", "/tmp")
     path = os.path.join(tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
@@ -186,13 +195,17 @@ def main():
             except (BlockingIOError, InterruptedError):
                 break
             held.append(c)
-    elif mode in ("garbage", "truncated", "huge", "silent", "good",
+    elif mode in ("garbage", "truncated", "huge", "silent", "good", "ansi",
                   "good-processinfo-bad-attach", "exit-on-attach"):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         listener.listen(16)
     else:
         sys.exit("fake_runtime: unknown mode %s" % mode)
+    if mode == "ansi":
+        # comm is target-controlled as well (prctl PR_SET_NAME); 15 bytes at most.
+        with open("/proc/self/comm", "w") as f:
+            f.write("\x1b[2J\x1b]0;x\x07")
 
     print("ready %d %s" % (nspid, path), flush=True)
     if listener is None or mode == "no-accept":
