@@ -17,12 +17,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${STATIC_OUT:-$ROOT/build/static}
 DEPS=$OUT/deps
-SRC=$DEPS/src
+# The source trees are unpacked and built OUTSIDE build/: they hold files named *.d (curl's
+# docs, OpenSSL's dependency files) that the top-level Makefile would include from build/.
+SRC=$(mktemp -d "${TMPDIR:-/tmp}/clrattach-static-src.XXXXXX")
+trap 'rm -rf "$SRC"' EXIT
 PREFIX=$DEPS/prefix
 JOBS=${JOBS:-$(nproc)}
 export CC=musl-gcc
 LOG=$DEPS/log
-mkdir -p "$SRC" "$PREFIX/include" "$PREFIX/lib" "$LOG"
+mkdir -p "$PREFIX/include" "$PREFIX/lib" "$LOG"
 
 say() { echo "build-static: $*" >&2; }
 die() { say "$*"; exit 1; }

@@ -120,7 +120,7 @@ if start_target static-app --pidns --uid 1000; then
 
     # The Event went over TLS, verified against the CA file, with the token from the file.
     ctl GET /_test/events >"$WORK/events.json"
-    if python3 - "$WORK/events.json" <<'PY'
+    if python3 - "$WORK/events.json" 2>"$WORK/events.err" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))
 assert len(ev) == 1, ev
@@ -133,7 +133,7 @@ PY
     then
         ok "static-event-tls"
     else
-        fail "static-event-tls" "$(cat "$WORK/events.json" "$ERR")"
+        fail "static-event-tls" "$(tail -n1 "$WORK/events.err") $(cat "$ERR")"
     fi
     [ "$(json_get "$WORK/tlog" outcome 2>/dev/null)" = attached ] && ok "static-termination-log" ||
         fail "static-termination-log" "$(cat "$WORK/tlog" 2>&1)"
@@ -145,7 +145,8 @@ PY
     ctl() { curl -sS --fail --cacert "$CA_SAVE" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
     ctl POST /_test/reset >/dev/null
     in_empty_root wrongca attach --pid "$P" --profiler /libclrprobe.so --clsid "$PROBE_CLSID" \
-        --api-url "$URL" --token-file /token --ca-file /ca.crt -o json
+        --api-url "$URL" --token-file /token --ca-file /ca.crt -o json \
+        ${STATIC_SECCOMP:+--seccomp "$STATIC_SECCOMP"}
     ctl GET /_test/requests >"$WORK/requests.json"
     if [ $RC -eq 3 ] && grep -q "could not report" "$ERR" &&
         python3 -c 'import json,sys; assert json.load(open(sys.argv[1])) == []' "$WORK/requests.json"; then
