@@ -158,8 +158,7 @@ static int parse_dynamic(const struct elf_buf *b, const struct phdr *dyn, const 
         switch (tag) {
         case DT_NEEDED:
             if (n_needed == ELF_MAX_NEEDED)
-                return err_set(e, -EPROTO, "elf: more than %d DT_NEEDED entries",
-                               ELF_MAX_NEEDED);
+                return err_set(e, -EPROTO, "elf: more than %d DT_NEEDED entries", ELF_MAX_NEEDED);
             needed[n_needed++] = val;
             break;
         case DT_STRTAB:
@@ -170,9 +169,7 @@ static int parse_dynamic(const struct elf_buf *b, const struct phdr *dyn, const 
             strsz = val;
             have_strsz = true;
             break;
-        case DT_FLAGS_1:
-            *is_pie = (val & DF_1_PIE) != 0;
-            break;
+        case DT_FLAGS_1: *is_pie = (val & DF_1_PIE) != 0; break;
         default: break;
         }
     }
@@ -243,8 +240,7 @@ int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct c
     /* PN_XNUM (0xffff) moves the real count into section 0; no loadable file needs it, and the
      * kernel refuses program headers above 64 KiB anyway. */
     if (phnum == 0 || phnum > ELF_MAX_PHDRS)
-        return err_set(e, -EPROTO, "elf: %u program headers (1..%d allowed)", phnum,
-                       ELF_MAX_PHDRS);
+        return err_set(e, -EPROTO, "elf: %u program headers (1..%d allowed)", phnum, ELF_MAX_PHDRS);
     if (phentsize != (b.is_64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
         return err_set(e, -EPROTO, "elf: program header size %u", phentsize);
     if (!in_bounds(&b, phoff, (uint64_t)phnum * phentsize))
@@ -272,11 +268,11 @@ int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct c
     }
 
     if (have_interp) {
-        const char *s = (const char *)buf + interp.offset;
-        const char *nul;
+        const char *s, *nul;
 
         if (!in_bounds(&b, interp.offset, interp.filesz) || interp.filesz == 0)
             return err_set(e, -EPROTO, "elf: PT_INTERP outside the file");
+        s = (const char *)buf + interp.offset; /* only formed once known to be in bounds */
         nul = memchr(s, '\0', (size_t)interp.filesz);
         if (!nul)
             return err_set(e, -EPROTO, "elf: unterminated PT_INTERP");

@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * elfinfo on real files built with gcc and musl-gcc (tests/fixtures/elf, see gen.sh there), on
+ * ELF images built here field by field (both classes and byte orders, conflicting libc hints),
+ * and on damaged ones: every header field that holds an offset, a size or a count is pointed
+ * outside the buffer, and every prefix and many random mutations of each fixture are parsed,
+ * which under `make SAN=1` turns any out-of-bounds read into a failure.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "elfinfo.h"
+#include "util.h"
+
+#define FIXTURES "tests/fixtures/elf/" /* tests run from the repo root */
+#define IMG_SIZE 0x400
+
+/* ---- fixtures ----------------------------------------------------------------------------- */
+
+static uint8_t *load(const char *name, size_t *len)
+{
+    char path[256];
+    char *buf = NULL;
+    _cleanup_close_ int fd = -1;
+
+    snprintf(path, sizeof(path), FIXTURES "%s", name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fail_msg("cannot open %s", path);
+    assert_int_equal(util_read_all(fd, 20 * 1024, &buf, len), 0);
+    return (uint8_t *)buf;
+}
+
+static void parse_file(const char *name, struct elf_info *info)
+{
+    struct cla_error e = {0};
+    size_t len;
+    _cleanup_free_ uint8_t *buf = load(name, &len);
+    int r = elfinfo_parse(buf, len, info, &e);
+
+    if (r != 0)
+        fail_msg("%s: %d %s", name, r, e.msg);
+}
+
+static void test_fixture_glibc_so(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    parse_file("glibc-x64.so", &i);
+    assert_int_equal(i.arch, RID_ARCH_X64);
+    assert_true(i.is_64);
+    assert_true(i.is_shared_object);
+    assert_int_equal(i.libc, RID_LIBC_GLIBC);
+    assert_string_equal(i.interp, "");
+}
+
+static void test_fixture_musl_so(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    /* musl-gcc links against "libc.so", which is musl's SONAME there. */
+    parse_file("musl-x64.so", &i);
+    assert_int_equal(i.arch, RID_ARCH_X64);
+    assert_true(i.is_shared_object);
+    assert_int_equal(i.libc, RID_LIBC_MUSL);
+    assert_string_equal(i.interp, "");
+}
+
+static void test_fixture_executables(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    parse_file("glibc-x64-pie", &i);
+    assert_false(i.is_shared_object); /* ET_DYN, but PT_INTERP and DF_1_PIE */
+    assert_int_equal(i.libc, RID_LIBC_GLIBC);
+    assert_string_equal(i.interp, "/lib64/ld-linux-x86-64.so.2");
+
+    parse_file("glibc-x64-exec", &i);
+    assert_false(i.is_shared_object);
+    assert_int_equal(i.libc, RID_LIBC_GLIBC);
+    assert_string_equal(i.interp, "/lib64/ld-linux-x86-64.so.2");
+
+    parse_file("musl-x64-pie", &i);
+    assert_false(i.is_shared_object);
+    assert_int_equal(i.arch, RID_ARCH_X64);
+    assert_int_equal(i.libc, RID_LIBC_MUSL);
+    assert_string_equal(i.interp, "/lib/ld-musl-x86_64.so.1");
+
+    parse_file("musl-x64-static", &i);
+    assert_false(i.is_shared_object);
+    assert_int_equal(i.libc, RID_LIBC_UNKNOWN);
+    assert_string_equal(i.interp, "");
+}
+
+static void test_fixture_lying_section_headers(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    /* Section headers point past the end; nothing the loader uses is touched. */
+    parse_file("lying-shdr.so", &i);
+    assert_int_equal(i.libc, RID_LIBC_GLIBC);
+    assert_true(i.is_shared_object);
+}
+
+static void test_fixture_truncated(void **state)
+{
+    struct elf_info i = {.arch = RID_ARCH_ARM};
+    struct cla_error e = {0};
+    size_t len;
+    _cleanup_free_ uint8_t *buf = load("truncated.so", &len);
+    (void)state;
+
+    assert_int_equal(len, 100);
+    assert_int_equal(elfinfo_parse(buf, len, &i, &e), -EPROTO);
+    assert_int_equal(i.arch, RID_ARCH_ARM); /* untouched on failure */
+    assert_non_null(strstr(e.msg, "program headers"));
+}
+
+/* ---- images built here -------------------------------------------------------------------- */
+
+struct spec {
+    bool is_64, be;
+    uint16_t machine, type;
+    const char *interp; /* NULL: no PT_INTERP */
+    const char *needed[3];
+    uint64_t flags1;
+    bool no_dynamic;
+};
+
+/* Layout: ELF header, then program headers (LOAD covering the file, INTERP, DYNAMIC), the
+ * interpreter string at 0x200, the string table at 0x280, the dynamic section at 0x300. */
+#define OFF_INTERP 0x200
+#define OFF_STRTAB 0x280
+#define OFF_DYN    0x300
+#define VADDR      0x10000
+
+static void put(uint8_t *b, size_t off, uint64_t v, unsigned size, bool be)
+{
+    for (unsigned i = 0; i < size; i++)
+        b[off + i] = (uint8_t)(v >> (be ? 8 * (size - 1 - i) : 8 * i));
+}
+
+/* Offset of field `f64`/`f32` for the image's class. */
+#define F(s, f64, f32) ((s)->is_64 ? (f64) : (f32))
+
+static void put_phdr(uint8_t *b, const struct spec *s, size_t off, uint32_t type, uint64_t offset,
+                     uint64_t size)
+{
+    unsigned w = s->is_64 ? 8 : 4;
+    put(b, off, type, 4, s->be);
+    put(b, off + F(s, 8, 4), offset, w, s->be);
+    put(b, off + F(s, 16, 8), VADDR + offset, w, s->be);  /* p_vaddr */
+    put(b, off + F(s, 24, 12), VADDR + offset, w, s->be); /* p_paddr */
+    put(b, off + F(s, 32, 16), size, w, s->be);           /* p_filesz */
+    put(b, off + F(s, 40, 20), size, w, s->be);           /* p_memsz */
+}
+
+static size_t dyn_entry(const struct spec *s, size_t i)
+{
+    return OFF_DYN + i * (s->is_64 ? 16 : 8);
+}
+
+static void put_dyn(uint8_t *b, const struct spec *s, size_t i, uint64_t tag, uint64_t val)
+{
+    unsigned w = s->is_64 ? 8 : 4;
+    put(b, dyn_entry(s, i), tag, w, s->be);
+    put(b, dyn_entry(s, i) + w, val, w, s->be);
+}
+
+/* Fills img[IMG_SIZE]; returns the offset of the program headers. */
+static size_t build(const struct spec *s, uint8_t *img)
+{
+    size_t ph = s->is_64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+    size_t phent = s->is_64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+    size_t n = 1, strpos = 1, d = 0;
+
+    memset(img, 0, IMG_SIZE);
+    memcpy(img, ELFMAG, SELFMAG);
+    img[EI_CLASS] = s->is_64 ? ELFCLASS64 : ELFCLASS32;
+    img[EI_DATA] = s->be ? ELFDATA2MSB : ELFDATA2LSB;
+    img[EI_VERSION] = EV_CURRENT;
+    put(img, 16, s->type, 2, s->be);
+    put(img, 18, s->machine, 2, s->be);
+    put(img, 20, EV_CURRENT, 4, s->be);
+    put(img, F(s, 32, 28), ph, s->is_64 ? 8 : 4, s->be); /* e_phoff */
+    put(img, F(s, 52, 40), ph, 2, s->be);                /* e_ehsize */
+    put(img, F(s, 54, 42), phent, 2, s->be);
+
+    put_phdr(img, s, ph, PT_LOAD, 0, IMG_SIZE);
+    if (s->interp) {
+        memcpy(img + OFF_INTERP, s->interp, strlen(s->interp) + 1);
+        put_phdr(img, s, ph + n++ * phent, PT_INTERP, OFF_INTERP, strlen(s->interp) + 1);
+    }
+    if (!s->no_dynamic) {
+        for (size_t i = 0; i < 3 && s->needed[i]; i++) {
+            memcpy(img + OFF_STRTAB + strpos, s->needed[i], strlen(s->needed[i]) + 1);
+            put_dyn(img, s, d++, DT_NEEDED, strpos);
+            strpos += strlen(s->needed[i]) + 1;
+        }
+        put_dyn(img, s, d++, DT_STRTAB, VADDR + OFF_STRTAB);
+        put_dyn(img, s, d++, DT_STRSZ, strpos);
+        if (s->flags1)
+            put_dyn(img, s, d++, DT_FLAGS_1, s->flags1);
+        put_dyn(img, s, d++, DT_NULL, 0);
+        put_phdr(img, s, ph + n++ * phent, PT_DYNAMIC, OFF_DYN, IMG_SIZE - OFF_DYN);
+    }
+    put(img, F(s, 56, 44), n, 2, s->be); /* e_phnum */
+    return ph;
+}
+
+static int parse_img(const uint8_t *img, size_t len, struct elf_info *i)
+{
+    struct cla_error e = {0};
+    int r = elfinfo_parse(img, len, i, &e);
+    /* Every failure says why. */
+    if (r < 0)
+        assert_true(e.msg[0] != '\0' && e.code == r);
+    return r;
+}
+
+static const struct spec x64_so = {
+    .is_64 = true, .machine = EM_X86_64, .type = ET_DYN, .needed = {"libm.so.6", "libc.so.6"}};
+
+static void test_built_baseline(void **state)
+{
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    build(&x64_so, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_int_equal(i.arch, RID_ARCH_X64);
+    assert_int_equal(i.libc, RID_LIBC_GLIBC);
+    assert_true(i.is_shared_object);
+}
+
+static void test_built_arm32_both_byte_orders(void **state)
+{
+    struct spec s = {.machine = EM_ARM,
+                     .type = ET_EXEC,
+                     .interp = "/lib/ld-linux-armhf.so.3",
+                     .needed = {"libc.so.6"}};
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    for (int be = 0; be < 2; be++) {
+        s.be = be;
+        build(&s, img);
+        assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+        assert_int_equal(i.arch, RID_ARCH_ARM);
+        assert_false(i.is_64);
+        assert_false(i.is_shared_object);
+        assert_int_equal(i.libc, RID_LIBC_GLIBC);
+        assert_string_equal(i.interp, "/lib/ld-linux-armhf.so.3");
+    }
+}
+
+static void test_built_machines(void **state)
+{
+    static const struct {
+        bool is_64;
+        uint16_t machine;
+        enum rid_arch arch;
+    } t[] = {
+        {true, EM_AARCH64, RID_ARCH_ARM64},   {false, EM_386, RID_ARCH_X86},
+        {false, EM_X86_64, RID_ARCH_UNKNOWN}, /* x32 */
+        {true, EM_ARM, RID_ARCH_UNKNOWN},     {true, EM_RISCV, RID_ARCH_UNKNOWN},
+        {true, EM_S390, RID_ARCH_UNKNOWN},
+    };
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+        struct spec s = x64_so;
+        s.is_64 = t[k].is_64;
+        s.machine = t[k].machine;
+        build(&s, img);
+        assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+        assert_int_equal(i.arch, t[k].arch);
+        assert_int_equal(i.is_64, t[k].is_64);
+    }
+}
+
+static void test_built_libc_votes(void **state)
+{
+    static const struct {
+        const char *interp, *needed;
+        enum rid_libc libc;
+    } t[] = {
+        {NULL, "libc.musl-aarch64.so.1", RID_LIBC_MUSL}, /* Alpine's SONAME */
+        {"/lib/ld-musl-aarch64.so.1", NULL, RID_LIBC_MUSL},
+        {"/lib/ld-linux-aarch64.so.1", NULL, RID_LIBC_GLIBC},
+        {"/lib/ld-musl-x86_64.so.1", "libc.so.6", RID_LIBC_UNKNOWN}, /* conflict */
+        {"/lib64/ld-linux-x86-64.so.2", "libc.so", RID_LIBC_UNKNOWN},
+        {NULL, "libstdc++.so.6", RID_LIBC_UNKNOWN},
+        {NULL, "libc.so.60", RID_LIBC_UNKNOWN},
+        {"/opt/lib/libc.so.6x", NULL, RID_LIBC_UNKNOWN},
+    };
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+        struct spec s = {.is_64 = true,
+                         .machine = EM_AARCH64,
+                         .type = ET_DYN,
+                         .interp = t[k].interp,
+                         .needed = {t[k].needed}};
+        build(&s, img);
+        assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+        if (i.libc != t[k].libc)
+            fail_msg("case %zu: libc %d, want %d", k, i.libc, t[k].libc);
+    }
+}
+
+static void test_built_pie_flag(void **state)
+{
+    struct spec s = x64_so;
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    s.flags1 = DF_1_PIE | DF_1_NOW;
+    build(&s, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_false(i.is_shared_object);
+    s.flags1 = DF_1_NOW;
+    build(&s, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_true(i.is_shared_object);
+}
+
+static void test_not_elf(void **state)
+{
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    assert_int_equal(parse_img(NULL, 0, &i), -ENOEXEC);
+    assert_int_equal(parse_img((const uint8_t *)"\x7f"
+                                                "EL",
+                               3, &i),
+                     -ENOEXEC);
+    assert_int_equal(parse_img((const uint8_t *)"#!/bin/sh\n echo hi there\n", 25, &i), -ENOEXEC);
+    build(&x64_so, img);
+    assert_int_equal(parse_img(img, EI_NIDENT - 1, &i), -ENOEXEC);
+    assert_int_equal(parse_img(img, EI_NIDENT, &i), -EPROTO); /* ELF, but no header */
+}
+
+/* One damaged field per case, on the x64 image (ph = 64, three program headers). */
+static void test_malformed_headers(void **state)
+{
+    static const struct {
+        const char *what;
+        size_t off;
+        unsigned size;
+        uint64_t val;
+    } t[] = {
+        {"class", EI_CLASS, 1, 3},
+        {"byte order", EI_DATA, 1, 0},
+        {"ident version", EI_VERSION, 1, 2},
+        {"type ET_REL", 16, 2, ET_REL},
+        {"type ET_CORE", 16, 2, ET_CORE},
+        {"phoff past the end", 32, 8, IMG_SIZE},
+        {"phoff wraps", 32, 8, UINT64_MAX - 8},
+        {"phentsize", 54, 2, 32},
+        {"phnum 0", 56, 2, 0},
+        {"phnum PN_XNUM", 56, 2, PN_XNUM},
+        {"phnum over the cap", 56, 2, ELF_MAX_PHDRS + 1},
+        {"phnum past the end", 56, 2, 18}, /* 64 + 18 * 56 > 1024 */
+        /* PT_LOAD is at 64, PT_DYNAMIC at 64 + 56 = 120. */
+        {"dynamic offset past the end", 120 + 8, 8, IMG_SIZE + 8},
+        {"dynamic offset wraps", 120 + 8, 8, UINT64_MAX - 15},
+        {"dynamic size past the end", 120 + 32, 8, IMG_SIZE},
+        {"dynamic size wraps", 120 + 32, 8, UINT64_MAX},
+        {"load size short of strtab", 64 + 32, 8, OFF_STRTAB + 4},
+        {"load vaddr elsewhere", 64 + 16, 8, 0x400000},
+        {"load offset wraps", 64 + 8, 8, UINT64_MAX - 0x100},
+        {"load offset past the end", 64 + 8, 8, IMG_SIZE},
+        /* Dynamic entries: NEEDED libm, NEEDED libc, STRTAB, STRSZ, NULL. */
+        {"needed offset past strsz", OFF_DYN + 8, 8, 200},
+        {"needed offset huge", OFF_DYN + 16 + 8, 8, UINT64_MAX},
+        {"strtab unmapped", OFF_DYN + 32 + 8, 8, 0x20},
+        {"strtab wraps", OFF_DYN + 32 + 8, 8, UINT64_MAX - 2},
+        {"strsz huge", OFF_DYN + 48 + 8, 8, UINT64_MAX / 2},
+        {"strsz past the segment", OFF_DYN + 48 + 8, 8, IMG_SIZE},
+        {"strsz cuts a name", OFF_DYN + 48 + 8, 8, 12},
+        {"no strtab", OFF_DYN + 32, 8, DT_DEBUG},
+    };
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    for (size_t k = 0; k < ARRAY_SIZE(t); k++) {
+        int r;
+        build(&x64_so, img);
+        put(img, t[k].off, t[k].val, t[k].size, false);
+        r = parse_img(img, sizeof(img), &i);
+        if (r != -EPROTO)
+            fail_msg("%s: got %d, want -EPROTO", t[k].what, r);
+    }
+}
+
+static void test_dynamic_without_null(void **state)
+{
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    /* Fill the whole dynamic segment with DT_DEBUG entries: the loop must stop at its end. */
+    build(&x64_so, img);
+    for (size_t k = 0; dyn_entry(&x64_so, k) + 16 <= IMG_SIZE; k++)
+        put_dyn(img, &x64_so, k, DT_DEBUG, 0);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+}
+
+static void test_too_many_needed(void **state)
+{
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    build(&x64_so, img);
+    for (size_t k = 0; dyn_entry(&x64_so, k) + 16 <= IMG_SIZE; k++)
+        put_dyn(img, &x64_so, k, DT_NEEDED, 1);
+    /* 48 entries fit: under ELF_MAX_NEEDED, so it fails on the missing DT_NULL instead. */
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+}
+
+static void test_interp_malformed(void **state)
+{
+    struct spec s = x64_so;
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    char longpath[ELF_INTERP_MAX + 2];
+    size_t ph;
+    (void)state;
+
+    s.interp = "/lib/ld-musl-x86_64.so.1";
+    /* PT_INTERP is the second program header. */
+    ph = build(&s, img) + sizeof(Elf64_Phdr);
+    put(img, ph + 32, 10, 8, false); /* filesz cuts the NUL off */
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+    put(img, ph + 32, 0, 8, false);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+    put(img, ph + 32, UINT64_MAX, 8, false);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+
+    /* An empty interpreter string. */
+    build(&s, img);
+    img[OFF_INTERP] = '\0';
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+
+    /* Over the cap: ELF_INTERP_MAX + 1 bytes before the NUL (the string runs into the
+     * string table area, which the layout allows for this one case). */
+    memset(longpath, 'a', sizeof(longpath) - 1);
+    longpath[sizeof(longpath) - 1] = '\0';
+    s.interp = longpath;
+    s.no_dynamic = true;
+    build(&s, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+    longpath[ELF_INTERP_MAX] = '\0'; /* exactly at the cap */
+    build(&s, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_int_equal(strlen(i.interp), ELF_INTERP_MAX);
+}
+
+static void test_repeated_segments(void **state)
+{
+    struct spec s = x64_so;
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    size_t ph;
+    (void)state;
+
+    s.interp = "/lib/ld-musl-x86_64.so.1";
+    ph = build(&s, img);
+    /* Turn the PT_LOAD into a second PT_INTERP, then into a second PT_DYNAMIC. */
+    put(img, ph, PT_INTERP, 4, false);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+    put(img, ph, PT_DYNAMIC, 4, false);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+}
+
+/* ---- truncation and mutation sweeps ------------------------------------------------------- */
+
+static const char *const all_fixtures[] = {
+    "glibc-x64.so",   "musl-x64.so",     "glibc-x64-pie", "musl-x64-pie",
+    "glibc-x64-exec", "musl-x64-static", "lying-shdr.so",
+};
+
+static void check_result(int r, const char *name, size_t n)
+{
+    if (r != 0 && r != -EPROTO && r != -ENOEXEC)
+        fail_msg("%s (%zu): unexpected %d", name, n, r);
+}
+
+static void test_every_prefix(void **state)
+{
+    (void)state;
+
+    for (size_t f = 0; f < ARRAY_SIZE(all_fixtures); f++) {
+        size_t len;
+        _cleanup_free_ uint8_t *buf = load(all_fixtures[f], &len);
+        struct elf_info i;
+        unsigned ok = 0;
+
+        /* A heap copy of exactly n bytes, so ASan sees any read past the given length. */
+        for (size_t n = 0; n <= len; n++) {
+            _cleanup_free_ uint8_t *cut = malloc(n ? n : 1);
+            int r;
+            assert_non_null(cut);
+            memcpy(cut, buf, n);
+            r = parse_img(cut, n, &i);
+            check_result(r, all_fixtures[f], n);
+            ok += r == 0;
+        }
+        /* The whole file parses; a prefix may too once it holds everything the loader needs. */
+        assert_true(ok >= 1);
+        assert_int_equal(parse_img(buf, len, &i), 0);
+    }
+}
+
+static void test_random_mutations(void **state)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15u;
+    unsigned parsed = 0, rejected = 0;
+    (void)state;
+
+    for (size_t f = 0; f < ARRAY_SIZE(all_fixtures); f++) {
+        size_t len;
+        _cleanup_free_ uint8_t *buf = load(all_fixtures[f], &len);
+
+        for (unsigned round = 0; round < 3000; round++) {
+            _cleanup_free_ uint8_t *m = malloc(len);
+            struct elf_info i;
+            int r;
+            assert_non_null(m);
+            memcpy(m, buf, len);
+            /* Damage 1-4 bytes, biased towards the first 512 where the headers live. */
+            for (unsigned k = 0; k <= round % 4; k++) {
+                seed = seed * 6364136223846793005u + 1442695040888963407u;
+                size_t at = (size_t)(seed >> 33) % (round % 2 ? len : (len < 512 ? len : 512));
+                m[at] = (uint8_t)(seed >> 17);
+            }
+            r = parse_img(m, len, &i);
+            check_result(r, all_fixtures[f], round);
+            if (r == 0) {
+                parsed++;
+                assert_true(strlen(i.interp) <= ELF_INTERP_MAX);
+            } else {
+                rejected++;
+            }
+        }
+    }
+    /* Both outcomes happen: the sweep is reaching the checks, not bouncing off the magic. */
+    assert_true(parsed > 100);
+    assert_true(rejected > 100);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixture_glibc_so),
+        cmocka_unit_test(test_fixture_musl_so),
+        cmocka_unit_test(test_fixture_executables),
+        cmocka_unit_test(test_fixture_lying_section_headers),
+        cmocka_unit_test(test_fixture_truncated),
+        cmocka_unit_test(test_built_baseline),
+        cmocka_unit_test(test_built_arm32_both_byte_orders),
+        cmocka_unit_test(test_built_machines),
+        cmocka_unit_test(test_built_libc_votes),
+        cmocka_unit_test(test_built_pie_flag),
+        cmocka_unit_test(test_not_elf),
+        cmocka_unit_test(test_malformed_headers),
+        cmocka_unit_test(test_dynamic_without_null),
+        cmocka_unit_test(test_too_many_needed),
+        cmocka_unit_test(test_interp_malformed),
+        cmocka_unit_test(test_repeated_segments),
+        cmocka_unit_test(test_every_prefix),
+        cmocka_unit_test(test_random_mutations),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
