@@ -35,6 +35,7 @@ enum socket_state discover_choose(const struct discover_entry *entries, size_t n
     if (best) {
         memcpy(s.name, best->name, sizeof(s.name));
         s.key = best->key;
+        s.file_type = best->file_type;
         s.stale = s.candidates - 1;
         s.state = !best->is_socket ? SOCKET_NOT_SOCKET
                   : best_keyed     ? SOCKET_FOUND
@@ -42,6 +43,20 @@ enum socket_state discover_choose(const struct discover_entry *entries, size_t n
     }
     *ret = s;
     return s.state;
+}
+
+const char *discover_file_type_name(unsigned file_type)
+{
+    switch (file_type) {
+    case S_IFSOCK: return "socket";
+    case S_IFLNK: return "symbolic link";
+    case S_IFREG: return "regular file";
+    case S_IFIFO: return "FIFO";
+    case S_IFDIR: return "directory";
+    case S_IFCHR: return "character device";
+    case S_IFBLK: return "block device";
+    default: return "file of unknown type";
+    }
 }
 
 struct cache_dir {
@@ -123,6 +138,7 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         en->key = key;
         en->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         en->is_socket = S_ISSOCK(st.st_mode);
+        en->file_type = st.st_mode & S_IFMT;
     }
     if (errno)
         r = err_setsys(e, -errno, "readdir '%s'", tmpdir);

@@ -32,16 +32,21 @@ struct discover_entry {
     uint64_t key;
     int64_t mtime_ns;
     bool is_socket;
+    unsigned file_type; /* st_mode & S_IFMT, to name what was planted instead of a socket */
 };
 
 struct discover_socket {
     enum socket_state state;
     char name[96];
     uint64_t key;
-    int candidates; /* entries named for this pid */
-    int stale;      /* candidates not chosen */
-    int dir_errno;  /* for SOCKET_DIR_ERROR */
+    int candidates;     /* entries named for this pid */
+    int stale;          /* candidates not chosen */
+    int dir_errno;      /* for SOCKET_DIR_ERROR */
+    unsigned file_type; /* of the chosen entry (st_mode & S_IFMT) */
 };
+
+/* "symbolic link", "regular file", "FIFO", ... for a file type from discover_socket. */
+const char *discover_file_type_name(unsigned file_type);
 
 /* Picks the socket for (nspid, starttime) among `n` listed entries, as described above. Pure.
  * Returns the state it fills into *ret. */

@@ -26,6 +26,10 @@ int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, str
     if (comm_len >= sizeof(st.comm))
         return err_set(e, -EPROTO, "proc: stat comm of %zu bytes", comm_len);
     memcpy(st.comm, open + 1, comm_len);
+    /* A process names itself (prctl PR_SET_NAME): no control byte reaches our output. */
+    for (size_t i = 0; i < comm_len; i++)
+        if ((unsigned char)st.comm[i] < 0x20 || (unsigned char)st.comm[i] == 0x7F)
+            st.comm[i] = '?';
 
     /* Fields after ") ": 3 state, 4 ppid, ..., 22 starttime. */
     const char *p = close + 1, *end = buf + len;
@@ -222,8 +226,11 @@ int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t 
     if (v[0] != '/')
         return err_set(e, -EINVAL, "target TMPDIR '%.*s' is not an absolute path",
                        (int)(vlen > 200 ? 200 : vlen), v);
-    if (memchr(v, '\n', vlen) || memchr(v, '\0', vlen))
-        return err_set(e, -EINVAL, "target TMPDIR holds a control character");
+    /* The runtime would use such a TMPDIR as it is, but it would reach our messages and a
+     * terminal: a control byte in it is refused. */
+    for (size_t i = 0; i < vlen; i++)
+        if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7F)
+            return err_set(e, -EINVAL, "target TMPDIR holds a control character (byte %zu)", i);
     bool slash = v[vlen - 1] == '/';
     if (vlen + (slash ? 0 : 1) + 1 > size)
         return err_set(e, -ENAMETOOLONG, "target TMPDIR of %zu bytes is too long", vlen);

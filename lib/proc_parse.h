@@ -24,7 +24,7 @@ struct proc_stat {
 };
 
 /* Parses /proc/<pid>/stat. comm may hold spaces and ')' so fields are counted from the LAST ')'
- * (as the runtime itself does). Returns 0 or -EPROTO. */
+ * (as the runtime itself does); control bytes in comm become '?'. Returns 0 or -EPROTO. */
 int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e);
 
 struct proc_status {
@@ -56,7 +56,7 @@ int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_
 
 /* The runtime's TMPDIR rule (PAL GetTempPathA): the value when set and non-empty, with one '/'
  * appended unless it ends in one; else "/tmp/". Writes into out. Returns 0, -ENAMETOOLONG, or
- * -EINVAL for a relative path or one with a NUL/newline. */
+ * -EINVAL for a relative path or one with a control byte. */
 int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t size,
                              struct cla_error *e);
 

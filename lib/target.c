@@ -110,6 +110,10 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
         snprintf(t.tmpdir, sizeof(t.tmpdir), "/tmp/");
     } else if ((r = proc_tmpdir_from_environ(t.environ, t.environ_len, t.tmpdir, sizeof(t.tmpdir),
                                              e)) < 0) {
+        /* The target's own environment is unusable: its data, not our usage, is at fault. */
+        r = -EPROTO;
+        if (e)
+            e->code = r;
         goto fail;
     }
     {

@@ -329,11 +329,12 @@ elif has_ctl "$OUT" || has_ctl "$ERR"; then
 else
     ok "ansi-comm-error"
 fi
-# TMPDIR comes from the target's environment and is quoted in errors (here: a stale socket).
+# TMPDIR comes from the target's environment and would be quoted in errors: one holding a control
+# byte is refused as malformed target data (exit 9), and never printed raw.
 if start_fake ansi-tmpdir stale --pre "mkdir -m 1777 '/tmp/${ESC}[2Jd'" --env "TMPDIR='/tmp/${ESC}[2Jd'"; then
     timed_attach "$TARGET_PID"
     if [ $RC -ne 9 ]; then
-        fail "ansi-tmpdir-error" "exit $RC, want 9 (stale): $(cat -v "$ERR")"
+        fail "ansi-tmpdir-error" "exit $RC, want 9 (refused TMPDIR): $(cat -v "$ERR")"
     elif has_ctl "$OUT" || has_ctl "$ERR"; then
         fail "ansi-tmpdir-error" "raw control bytes in the error: $(cat -v "$ERR" | tr '\n' ' ')"
     else

@@ -276,6 +276,20 @@ static void test_decode_process_info_malformed(void **state)
     assert_int_equal(ipc_decode_process_info(4, p.b, p.n, &pi, &e), -EINVAL);
 }
 
+static void test_decode_process_info_controls_replaced(void **state)
+{
+    (void)state;
+    struct pb p;
+    struct ipc_process_info pi;
+    struct cla_error e = {0};
+    pb_info(&p, 1, 0);
+    p.b[28] = 0x1B; /* ESC as the first unit of the command line */
+    p.b[30] = 0x9B; /* C1 CSI */
+    assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), 0);
+    assert_memory_equal(pi.command_line, "??tnet app.dll", 14);
+    ipc_process_info_free(&pi);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_decode_status),
         cmocka_unit_test(test_decode_process_info_versions),
         cmocka_unit_test(test_decode_process_info_malformed),
+        cmocka_unit_test(test_decode_process_info_controls_replaced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,9 @@ static void test_stat_malformed(void **state)
     const char *ok = "1 (c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9";
     assert_int_equal(proc_parse_stat(ok, strlen(ok), &st, &e), 0);
     assert_int_equal(st.starttime, 9);
+    const char *esc = "1 (\x1b[2J) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9";
+    assert_int_equal(proc_parse_stat(esc, strlen(esc), &st, &e), 0);
+    assert_string_equal(st.comm, "?[2J");
 }
 
 static void test_status_fixtures(void **state)
@@ -140,6 +143,9 @@ static void test_tmpdir(void **state)
                      -ENAMETOOLONG);
     static const char nl[] = "TMPDIR=/a\nb";
     assert_int_equal(proc_tmpdir_from_environ(nl, sizeof(nl) - 1, out, sizeof(out), &e), -EINVAL);
+    static const char esc[] = "TMPDIR=/a\x1b]0;x\x07";
+    assert_int_equal(proc_tmpdir_from_environ(esc, sizeof(esc) - 1, out, sizeof(out), &e),
+                     -EINVAL);
 }
 
 static void test_socket_names(void **state)
