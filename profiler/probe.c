@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libclrprobe.so: a CoreCLR profiler in plain C that supports attach. It counts a handful of
- * runtime events and keeps a JSON report inside the target up to date, so clrattach can prove
- * that a profiler really loaded and ran. Only DllGetClassObject is exported (see the Makefile's
- * -fvisibility=hidden); the library exports no DllMain, which the PAL would otherwise call.
+ * libclrprobe.so: a CoreCLR profiler in plain C, loaded by attach or at startup. It counts a
+ * handful of runtime events and keeps a JSON report inside the target up to date, so clrattach can
+ * prove that a profiler really loaded and ran. Only DllGetClassObject is exported (see the
+ * Makefile's -fvisibility=hidden); the library exports no DllMain, which the PAL would otherwise
+ * call.
  *
- * Threads: InitializeForAttach and ProfilerAttachComplete run on the diagnostics server thread,
+ * Threads: InitializeForAttach and ProfilerAttachComplete run on the diagnostics server thread
+ * (Initialize, for a startup load, on the thread starting the runtime),
  * counting callbacks on any managed thread, ProfilerDetachSucceeded on the runtime's detach
  * thread, and one reporter thread of ours rewrites the report every 200 ms.
  */
@@ -15,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -28,10 +31,9 @@
 #define EXPORT        __attribute__((visibility("default")))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define CORPROF_E_PROFILER_CANCEL_ACTIVATION ((HRESULT)0x80131375)
-#define REPORT_PERIOD_MS                     200
-#define DETACH_EXPECTED_MS                   5000
-#define REPORT_BUF_SIZE                      (8 * CLRPROBE_CLIENT_DATA_MAX + 4096) /* escaping grows bytes up to 6x */
+#define REPORT_PERIOD_MS   200
+#define DETACH_EXPECTED_MS 5000
+#define REPORT_BUF_SIZE    (8 * CLRPROBE_CLIENT_DATA_MAX + 4096) /* escaping grows bytes up to 6x */
 
 /* A COM vtable entry in its generic form. The runtime calls each entry through its real C++
  * type, and every function below is defined with exactly that parameter list, so the cast to
@@ -98,6 +100,7 @@ static struct {
     uint32_t event_mask;
     int64_t attach_unix_ms, attach_mono_ms;
     bool attach_complete, detached;
+    bool startup; /* loaded by Initialize rather than InitializeForAttach */
     /* Reporter thread; `stop` and `cond` are guarded by `lock`. */
     pthread_t thread;
     bool thread_running, stop;
@@ -140,6 +143,7 @@ static int write_report_locked(void)
         .client_data_len = g.client_data_len,
         .attach_complete = g.attach_complete,
         .detached = g.detached,
+        .startup = g.startup,
     };
     uint64_t *dst[C_COUNT] = {
         [C_GC_STARTED] = &r.counters.gc_started,
@@ -308,18 +312,17 @@ static void release_info(void)
     }
 }
 
-static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk, void *client_data,
-                                        uint32_t client_data_len)
+/*
+ * What Initialize and InitializeForAttach share: take the runtime's Info interface, reset the
+ * state, set the event mask and write the first report. `raw` is the client data as received
+ * (empty at startup). Returns the HRESULT for the runtime.
+ */
+static HRESULT probe_start(void *info_unk, const struct clientdata *cd, const void *raw,
+                           size_t raw_len, bool startup)
 {
-    struct clientdata cd;
     void *info = NULL;
     HRESULT hr;
-    (void)self;
 
-    /* The client data points into the IPC buffer, freed once the command is answered: parse
-     * and copy it now. The parser enforces the 4096-byte cap before we copy anything. */
-    if (clientdata_parse(client_data, client_data_len, &cd) < 0)
-        return E_INVALIDARG;
     if (!info_unk)
         return E_INVALIDARG;
     hr = ((qi_fn)vtbl_of(info_unk)[0])(info_unk, &iid_info3, &info);
@@ -329,11 +332,13 @@ static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk,
     /* The library may stay mapped across a detach and a later attach (dlclose need not
      * unmap), so every field is reset here rather than relying on static initialisation. */
     pthread_mutex_lock(&g.lock);
-    g.cd = cd;
+    g.cd = *cd;
     if (g.cd.out[0] == '\0')
         snprintf(g.cd.out, sizeof(g.cd.out), CLRPROBE_DEFAULT_OUT_FMT, (int)getpid());
-    memcpy(g.client_data, client_data, client_data_len);
-    g.client_data_len = client_data_len;
+    if (raw_len > 0)
+        memcpy(g.client_data, raw, raw_len);
+    g.client_data_len = raw_len;
+    g.startup = startup;
     g.runtime_type = 0;
     g.major = g.minor = g.build = g.qfe = 0;
     g.runtime_version[0] = '\0';
@@ -345,15 +350,16 @@ static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk,
     g.info3 = info;
     read_runtime_info(info);
 
-    /* Only bits allowed after attach by default. An override outside that set is passed on
-     * unchanged: the runtime answers 0x8013136F, which tells the user more than our own
-     * E_INVALIDARG would. Enabling GC here makes the runtime wait up to attachTimeout ms for
-     * a background GC to end (SetEventMask may then fail with 0x80131379). */
-    g.event_mask = cd.has_mask ? cd.mask
-                               : COR_PRF_MONITOR_GC | COR_PRF_MONITOR_EXCEPTIONS |
-                                     COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_THREADS |
-                                     COR_PRF_MONITOR_CLASS_LOADS | COR_PRF_MONITOR_MODULE_LOADS |
-                                     COR_PRF_MONITOR_ASSEMBLY_LOADS;
+    /* Only bits allowed after attach by default, also at startup, so that both modes report
+     * the same counters. An override outside that set is passed on unchanged: the runtime
+     * answers 0x8013136F, which tells the user more than our own E_INVALIDARG would. Enabling
+     * GC on attach makes the runtime wait up to attachTimeout ms for a background GC to end
+     * (SetEventMask may then fail with 0x80131379). */
+    g.event_mask = cd->has_mask ? cd->mask
+                                : COR_PRF_MONITOR_GC | COR_PRF_MONITOR_EXCEPTIONS |
+                                      COR_PRF_MONITOR_JIT_COMPILATION | COR_PRF_MONITOR_THREADS |
+                                      COR_PRF_MONITOR_CLASS_LOADS | COR_PRF_MONITOR_MODULE_LOADS |
+                                      COR_PRF_MONITOR_ASSEMBLY_LOADS;
     hr = ((set_event_mask_fn)vtbl_of(info)[INFO_SLOT_SET_EVENT_MASK])(info, g.event_mask);
     if (hr >= 0) {
         int r = write_report_locked();
@@ -365,6 +371,19 @@ static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk,
         release_info();
     pthread_mutex_unlock(&g.lock);
     return hr < 0 ? hr : S_OK;
+}
+
+static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk, void *client_data,
+                                        uint32_t client_data_len)
+{
+    struct clientdata cd;
+    (void)self;
+
+    /* The client data points into the IPC buffer, freed once the command is answered: parse
+     * and copy it now. The parser enforces the 4096-byte cap before we copy anything. */
+    if (clientdata_parse(client_data, client_data_len, &cd) < 0)
+        return E_INVALIDARG;
+    return probe_start(info_unk, &cd, client_data, client_data_len, false);
 }
 
 static HRESULT cb_profiler_attach_complete(struct com_object *self)
@@ -402,13 +421,37 @@ static HRESULT cb_shutdown(struct com_object *self)
     return S_OK;
 }
 
-/* Startup loading (CORECLR_PROFILER) is not what this probe is for; declining with
- * CANCEL_ACTIVATION makes the runtime unload it quietly instead of logging an error. */
+/*
+ * Startup loading: CORECLR_PROFILER in the environment, or clrattach's StartupProfiler command
+ * to a runtime paused by DOTNET_DefaultDiagnosticPortSuspend=1. There is no client data, so the
+ * report path comes from $CLRPROBE_OUT in the target's environment, checked by the same parser
+ * as out= (absolute, no control bytes, capped). No ProfilerAttachComplete follows a startup
+ * load, so the reporter starts here: no managed code has run yet, and our thread only touches
+ * our own state until the runtime calls back.
+ */
 static HRESULT cb_initialize(struct com_object *self, void *info_unk)
 {
+    char spec[CLRPROBE_OUT_PATH_MAX + 8];
+    struct clientdata cd = {0};
+    const char *out;
+    HRESULT hr;
     (void)self;
-    (void)info_unk;
-    return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+
+    /* secure_getenv: in a set-uid or file-capability process the environment belongs to the
+     * less privileged caller, who must not choose where a privileged process writes. */
+    out = secure_getenv("CLRPROBE_OUT");
+    if (out && out[0] != '\0') {
+        /* ';' would smuggle more keys (mask=, detach_after=) into the spec. */
+        if (strchr(out, ';') ||
+            (size_t)snprintf(spec, sizeof(spec), "out=%s", out) >= sizeof(spec) ||
+            clientdata_parse(spec, strlen(spec), &cd) < 0)
+            return E_INVALIDARG;
+    }
+    hr = probe_start(info_unk, &cd, NULL, 0, true);
+    if (hr < 0)
+        return hr;
+    reporter_start();
+    return S_OK;
 }
 
 /* ---- counted callbacks -------------------------------------------------------------------- */

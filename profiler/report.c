@@ -118,12 +118,12 @@ int report_format(const struct report *r, char *buf, size_t cap)
 
     k = put(buf, cap, &pos,
             "{\"probe\":\"clrprobe\",\"version\":\"%s\",\"pid\":%d,\"clsid\":\"%s\","
-            "\"attach_unix_ms\":%lld,\"updated_unix_ms\":%lld,"
+            "\"load\":\"%s\",\"attach_unix_ms\":%lld,\"updated_unix_ms\":%lld,"
             "\"runtime\":{\"type\":\"%s\",\"major\":%u,\"minor\":%u,\"build\":%u,\"qfe\":%u,"
             "\"version\":\"",
-            CLRPROBE_VERSION, r->pid, CLRPROBE_CLSID, (long long)r->attach_unix_ms,
-            (long long)r->updated_unix_ms, runtime_type_name(r->runtime_type), r->major, r->minor,
-            r->build, r->qfe);
+            CLRPROBE_VERSION, r->pid, CLRPROBE_CLSID, r->startup ? "startup" : "attach",
+            (long long)r->attach_unix_ms, (long long)r->updated_unix_ms,
+            runtime_type_name(r->runtime_type), r->major, r->minor, r->build, r->qfe);
     if (k >= 0)
         k = report_escape(ver, strlen(ver), buf, cap, &pos);
     if (k >= 0)

@@ -23,6 +23,7 @@ struct report {
     size_t client_data_len;
     struct report_counters counters;
     bool attach_complete, detached;
+    bool startup; /* loaded at startup (CORECLR_PROFILER): "load":"startup", else "attach" */
 };
 
 /* Writes the report as one JSON object plus '\n' into buf. Returns its length (without a NUL,
