@@ -44,6 +44,7 @@ deps:
 	scripts/install-deps.sh
 
 include tests/k8s/k8s.mk
+include static.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -78,7 +79,7 @@ unit: $(UNIT_BINS) all
 e2e: all target
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER)
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) tests/run-all.sh $(UNIT_BINS)
 
 demo: all target

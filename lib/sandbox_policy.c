@@ -110,6 +110,11 @@ static const struct sandbox_rule rules[] = {
      * could later name) are refused. The termination log must exist or be opened earlier. */
     ALLOW_MASKED("openat", AFTER_DELIVERY, 2, O_CREAT | SB_O_TMPFILE_BIT, 0,
                  "reading files; writing existing ones (termination log)"),
+    /* musl (the static build) calls the legacy open(2) where glibc calls openat(2): the same
+     * rules, its flags being argument 1. Absent on arm64, where the name is simply skipped. */
+    ALLOW("open", DISCOVERY, "musl's open() in the static build"),
+    ALLOW_MASKED("open", AFTER_DELIVERY, 1, O_CREAT | SB_O_TMPFILE_BIT, 0,
+                 "musl's open(): reading files, writing existing ones"),
     ALLOW("openat2", DISCOVERY, "RESOLVE_IN_ROOT lookups in the target root"),
     /* openat2 takes its flags in a struct (struct open_how) the filter cannot read, so it
      * cannot be limited to read-only opens. EPERM, not kill: rootfs.c treats EPERM as "openat2

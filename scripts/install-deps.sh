@@ -7,7 +7,8 @@ pkgs=(
     build-essential pkg-config make git
     libcurl4-openssl-dev libjansson-dev libseccomp-dev libcmocka-dev
     clang llvm musl-tools
-    openssl python3 ca-certificates
+    openssl curl python3 python3-yaml ca-certificates time
+    gperf cmake dpkg-dev
     util-linux iproute2 procps psmisc file binutils
     valgrind strace cppcheck clang-format
 )
