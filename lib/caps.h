@@ -64,10 +64,14 @@
 /* Profiler build choice (lib/rid.c, lib/elfinfo.c). The ELF reader runs on the target's own
  * executable, so its loops and strings are capped well above anything a linker produces. */
 #define RID_MAX             64   /* "ubuntu.22.04-x64"; the longest real RIDs are ~25 bytes */
-#define ELF_READ_MAX        (4 * 1024 * 1024) /* bytes of a file a caller reads for elfinfo */
 #define ELF_MAX_PHDRS       256  /* the kernel stops at 64 KiB of headers; real files have ~13 */
 #define ELF_MAX_DYN_ENTRIES 1024 /* dynamic entries before DT_NULL; real files have ~40 */
 #define ELF_MAX_NEEDED      64   /* DT_NEEDED entries; the dotnet host has 6 */
 #define ELF_INTERP_MAX      255  /* bytes of PT_INTERP without the NUL */
+
+/* Bytes of a file a caller reads for elfinfo. Linkers may put PT_DYNAMIC near the end of the
+ * ELF image (libcoreclr.so: 7 MiB, dynamic section at 6.6 MiB), so a short prefix is not enough;
+ * a single-file app's appended bundle lies after the ELF image and need not be read. */
+#define ELF_READ_MAX (64 * 1024 * 1024)
 
 #endif

@@ -24,9 +24,10 @@ struct elf_info {
     char interp[ELF_INTERP_MAX + 1]; /* PT_INTERP ("/lib/ld-musl-x86_64.so.1"), "" when none */
 };
 
-/* Parses an ELF file held in memory, `len` bytes of `buf`; fills *ret only on success. Every
- * offset and size is checked against `len` and the caps in caps.h. Returns 0, -ENOEXEC when the
- * bytes are not ELF, or -EPROTO for a malformed or over-cap file (message in `e`). */
+/* Parses an ELF file held in memory, `len` bytes of `buf` (the file's first ELF_READ_MAX bytes
+ * at most); fills *ret only on success. Every offset and size is checked against `len` and the
+ * caps in caps.h. Returns 0, -ENOEXEC when the bytes are not ELF, or -EPROTO for a malformed,
+ * over-cap or cut-short file (message in `e`). */
 int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e);
 
 #endif

@@ -1,0 +1,28 @@
+# The sample profiler linked against musl, for Alpine and other musl targets (RID
+# linux-musl-<arch>). A glibc-linked profiler does not load there, and the runtime's only answer
+# is 0x8007007E, so both builds ship; docs/bundles.md says where each goes.
+#
+# Include from the top-level Makefile after PROF_SRCS and PROF_CFLAGS are set:
+#     include profiler/musl.mk
+# then `make profiler-musl` builds $(BUILD)/musl/libclrprobe.so.
+#
+# musl-gcc drives the host gcc with musl's headers and start files; the result's DT_NEEDED is
+# "libc.so", which musl's dynamic linker maps to itself on any musl system (Alpine names its
+# libc libc.musl-<arch>.so.1). _FORTIFY_SOURCE is dropped: musl's headers have no fortified
+# variants, and with glibc's gone it only adds a warning on some toolchains.
+
+MUSL_CC         ?= musl-gcc
+MUSL_PROF_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=%,$(PROF_CFLAGS))
+
+.PHONY: profiler-musl
+profiler-musl: $(BUILD)/musl/libclrprobe.so
+
+$(BUILD)/musl/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h) profiler/exports.map \
+                              profiler/musl.mk
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(MUSL_PROF_CFLAGS) -fPIC -shared -fvisibility=hidden \
+	    -Wl,--version-script=profiler/exports.map -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
+	    -o $@ $(PROF_SRCS) -lpthread
+	@# Exactly one exported function, or the version script did not apply.
+	@test "$$(nm -D --defined-only $@ | awk '{print $$3}')" = DllGetClassObject || \
+	    { echo "$@: unexpected dynamic exports" >&2; nm -D --defined-only $@ >&2; rm -f $@; exit 1; }
