@@ -4,7 +4,8 @@
 #
 # Include from the top-level Makefile after PROF_SRCS and PROF_CFLAGS are set:
 #     include profiler/musl.mk
-# then `make profiler-musl` builds $(BUILD)/musl/libclrprobe.so.
+# then `make profiler-musl` builds $(BUILD)/musl/libclrprobe.so and `make profiler-musl-check`
+# loads both builds under both loaders (profiler/musl-check.sh).
 #
 # musl-gcc drives the host gcc with musl's headers and start files; the result's DT_NEEDED is
 # "libc.so", which musl's dynamic linker maps to itself on any musl system (Alpine names its
@@ -26,3 +27,8 @@ $(BUILD)/musl/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h) profiler/exp
 	@# Exactly one exported function, or the version script did not apply.
 	@test "$$(nm -D --defined-only $@ | awk '{print $$3}')" = DllGetClassObject || \
 	    { echo "$@: unexpected dynamic exports" >&2; nm -D --defined-only $@ >&2; rm -f $@; exit 1; }
+
+# Each build loads under its own libc's dynamic linker and is refused by the other one.
+.PHONY: profiler-musl-check
+profiler-musl-check: $(BUILD)/libclrprobe.so $(BUILD)/musl/libclrprobe.so
+	profiler/musl-check.sh $^

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Checks the two builds of the probe against both C libraries' loaders, the failure that
+# docs/bundles.md describes: each build loads under its own libc and hands out its class factory,
+# and fails to load under the other. Needs gcc and musl-gcc.
+#   usage: profiler/musl-check.sh GLIBC_SO MUSL_SO
+set -euo pipefail
+glibc_so=$(realpath "$1")
+musl_so=$(realpath "$2")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+
+cat >"$work/host.c" <<'C'
+/* dlopen()s a probe and asks for its class factory, as the runtime does. Exit 0 when the CLSID
+ * is served and a foreign one refused, 2 when dlopen fails, 1 otherwise. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+struct guid { uint32_t a; uint16_t b, c; uint8_t d[8]; };
+typedef int32_t (*gco_fn)(const struct guid *, const struct guid *, void **);
+int main(int argc, char **argv)
+{
+    static const struct guid ours = {0x5F3C8A2E, 0x7B14, 0x4C8D,
+                                     {0x9E, 0x61, 0x2A, 0x0B, 0x7D, 0x3C, 0x9F, 0x41}};
+    static const struct guid other = {0x5F3C8A2E, 0x7B14, 0x4C8D,
+                                      {0x9E, 0x61, 0x2A, 0x0B, 0x7D, 0x3C, 0x9F, 0x42}};
+    static const struct guid iid_cf = {1, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}};
+    void *h, *cf = NULL, *none = NULL;
+    gco_fn f;
+    if (argc != 2)
+        return 1;
+    h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        printf("dlopen: %s\n", dlerror());
+        return 2;
+    }
+    f = (gco_fn)dlsym(h, "DllGetClassObject");
+    if (!f)
+        return 1;
+    int32_t hr = f(&ours, &iid_cf, &cf), hr2 = f(&other, &iid_cf, &none);
+    printf("ours 0x%08x, other 0x%08x\n", (unsigned)hr, (unsigned)hr2);
+    return hr == 0 && cf && (uint32_t)hr2 == 0x80040111u && !none ? 0 : 1;
+}
+C
+gcc -o "$work/host-glibc" "$work/host.c" -ldl
+musl-gcc -o "$work/host-musl" "$work/host.c"
+
+expect() { # name, expected exit, host, so
+    local rc=0 out
+    out=$("$3" "$4" 2>&1) || rc=$?
+    if [ "$rc" -eq "$2" ]; then
+        echo "ok $1: $out"
+    else
+        echo "FAIL $1: exit $rc, want $2: $out"
+        fails=$((fails + 1))
+    fi
+}
+expect glibc-loads-glibc-build 0 "$work/host-glibc" "$glibc_so"
+expect musl-loads-musl-build 0 "$work/host-musl" "$musl_so"
+expect glibc-refuses-musl-build 2 "$work/host-glibc" "$musl_so"
+expect musl-refuses-glibc-build 2 "$work/host-musl" "$glibc_so"
+
+exports=$(nm -D --defined-only "$musl_so" | awk '{print $3}')
+if [ "$exports" = DllGetClassObject ]; then
+    echo "ok musl-build-exports"
+else
+    echo "FAIL musl-build-exports: $exports"
+    fails=$((fails + 1))
+fi
+[ "$fails" -eq 0 ]
