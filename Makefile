@@ -79,7 +79,7 @@ unit: $(UNIT_BINS) all
 e2e: all target
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) tests/run-all.sh $(UNIT_BINS)
 
 demo: all target

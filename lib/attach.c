@@ -16,6 +16,7 @@
 #include "hresult.h"
 #include "ipc_conn.h"
 #include "placement.h"
+#include "profset.h"
 #include "proc_parse.h"
 #include "target.h"
 #include "util.h"
@@ -66,34 +67,6 @@ static int fail(struct attach_result *res, enum attach_outcome o, int code)
     if (res->error.code == 0)
         res->error.code = code;
     return code < 0 ? code : -EPROTO;
-}
-
-static int read_profiler(const char *path, uint8_t **ret_data, size_t *ret_len, struct cla_error *e)
-{
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return err_setsys(e, -errno, "profiler '%s'", path);
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "profiler '%s'", path);
-    if (!S_ISREG(st.st_mode))
-        return err_set(e, -EINVAL, "profiler '%s' is not a regular file", path);
-    char *buf;
-    size_t len;
-    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
-    if (r < 0)
-        return err_setsys(e, r, "read profiler '%s'", path);
-    /* An ELF shared object starts with \x7fELF; anything else cannot be what the user meant. */
-    if (len < 64 || memcmp(buf,
-                           "\x7f"
-                           "ELF",
-                           4) != 0) {
-        free(buf);
-        return err_set(e, -EINVAL, "profiler '%s' is not an ELF shared object", path);
-    }
-    *ret_data = (uint8_t *)buf;
-    *ret_len = len;
-    return 0;
 }
 
 /* Is a profiler already set up through the target's environment? The runtime would then answer
@@ -219,22 +192,21 @@ static enum attach_outcome outcome_of_hresult(uint32_t hr)
 
 /* Tries each candidate directory in turn until one takes the profiler; the reasons for
  * passing over the others are kept for the result and for the error. */
-static int deliver_somewhere(const struct attach_opts *o, struct target *t, const uint8_t *data,
-                             size_t data_len, const struct proc_mount *mounts, size_t n_mounts,
-                             struct deliver_result *ret, struct attach_result *res)
+static int deliver_somewhere(const struct attach_opts *o, struct target *t,
+                             const struct profset_build *build, const struct proc_mount *mounts,
+                             size_t n_mounts, struct deliver_result *ret, struct attach_result *res)
 {
     struct placement cand[PLACEMENT_MAX];
     size_t n = placement_candidates(t->tmpdir, o->target_dir, mounts, n_mounts, cand);
-    const char *base = strrchr(o->profiler_path, '/');
     size_t used = 0;
     int last = -ENOENT;
     for (size_t i = 0; i < n; i++) {
         struct cla_error de = {0};
         if (!cand[i].rejected[0]) {
             struct deliver_opts dopts = {
-                .data = data,
-                .len = data_len,
-                .basename = base ? base + 1 : o->profiler_path,
+                .data = build->data,
+                .len = build->len,
+                .basename = build->name,
                 .dir = cand[i].dir,
                 .uid = res->uid,
             };
@@ -294,18 +266,63 @@ static int startup_load(const struct attach_opts *o, int sockfd, const char *pat
                                    e);
 }
 
-static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
-               struct creds_saved *cs)
+/*
+ * The target's runtime identifier decides which profiler build can load there. In order of
+ * trust: --rid; the runtime's own ProcessInfo3 answer (normalised: old spellings such as
+ * alpine.3.17-x64 mean linux-musl-x64); else the loader mapped in the target (ld-musl vs
+ * ld-linux) and the ELF machine of its executable.
+ */
+static int target_rid(const struct attach_opts *o, const struct target *t,
+                      struct attach_result *res, struct rid *ret)
 {
     struct cla_error *e = &res->error;
-    _cleanup_free_ uint8_t *data = NULL;
-    size_t data_len = 0;
+    if (o->rid) {
+        if (rid_parse(o->rid, ret) < 0) {
+            err_set(e, -EINVAL, "--rid '%s' is not a Linux runtime identifier", o->rid);
+            err_hint(e, "use a portable RID such as linux-x64, linux-musl-x64 or linux-arm64");
+            return fail(res, ATTACH_USAGE, -EINVAL);
+        }
+        res->rid_source = "--rid";
+    } else if (res->runtime_rid[0] && rid_parse(res->runtime_rid, ret) == 0 && ret->portable[0]) {
+        res->rid_source = "runtime";
+    } else {
+        enum rid_libc libc = RID_LIBC_UNKNOWN;
+        enum rid_arch arch = RID_ARCH_UNKNOWN;
+        struct cla_error ie = {0};
+        _cleanup_free_ char *maps = NULL;
+        size_t len;
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &len, &ie) == 0) {
+            int k = proc_maps_libc(maps, len);
+            libc = k == 1 ? RID_LIBC_MUSL : k == 2 ? RID_LIBC_GLIBC : RID_LIBC_UNKNOWN;
+        }
+        _cleanup_free_ char *exe = NULL;
+        struct elf_info ei;
+        /* "exe" is a magic link of our own procfs to the target's executable; its bytes are
+         * the target's, parsed like any other untrusted input (bounded, checked). */
+        if (target_read_file(t, "exe", ELF_READ_MAX, &exe, &len, &ie) == 0 &&
+            elfinfo_parse((const uint8_t *)exe, len, &ei, &ie) == 0) {
+            arch = ei.arch;
+            if (libc == RID_LIBC_UNKNOWN)
+                libc = ei.libc;
+        }
+        rid_from_parts(libc, arch, ret);
+        res->rid_source = "maps+exe";
+    }
+    snprintf(res->target_rid, sizeof(res->target_rid), "%s", ret->portable);
+    return 0;
+}
+
+static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
+               struct creds_saved *cs, struct profset *ps)
+{
+    struct cla_error *e = &res->error;
     _cleanup_free_ struct proc_mount *mounts = NULL;
     size_t n_mounts = 0;
     int r;
 
-    /* Our own file, read before we act as the target's user (who may not be able to read it). */
-    if ((r = read_profiler(o->profiler_path, &data, &data_len, e)) < 0)
+    /* Our own files, read before we act as the target's user (who may not be able to read
+     * them), and checked to be shared objects. */
+    if ((r = profset_load(o->profiler_path, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
 
     if ((r = target_open(o->proc_dirfd, o->pid, t, e)) < 0)
@@ -383,8 +400,16 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     }
     err_clear(e);
 
+    struct rid rid;
+    if ((r = target_rid(o, t, res, &rid)) < 0)
+        return r;
+    const struct profset_build *build;
+    if ((r = profset_choose(ps, &rid, &build, e)) < 0)
+        return fail(res, ATTACH_USAGE, r);
+    memcpy(res->variant, build->variant, sizeof(res->variant));
+
     struct deliver_result dres;
-    if ((r = deliver_somewhere(o, t, data, data_len, mounts, n_mounts, &dres, res)) < 0)
+    if ((r = deliver_somewhere(o, t, build, mounts, n_mounts, &dres, res)) < 0)
         return r;
     memcpy(res->delivered_path, dres.path, sizeof(res->delivered_path));
     memcpy(res->sha256, dres.sha256, sizeof(res->sha256));
@@ -462,7 +487,9 @@ int attach_run(const struct attach_opts *o, struct attach_result *ret)
     struct creds_saved cs = {0};
     int64_t start = util_now_ms();
 
-    int r = run(o, res, &t, &cs);
+    struct profset ps = {0};
+    int r = run(o, res, &t, &cs, &ps);
+    profset_free(&ps);
 
     struct cla_error ce = {0};
     if (creds_restore(&cs, &ce) < 0 && r >= 0) {

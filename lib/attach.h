@@ -46,7 +46,9 @@ enum attach_stage {
 struct attach_opts {
     int proc_dirfd;            /* our /proc */
     pid_t pid;                 /* in our pid namespace */
-    const char *profiler_path; /* on our side */
+    const char *profiler_path; /* on our side: one .so, or a bundle directory laid out by
+                                  runtime identifier (linux-x64/, linux-musl-x64/, ...) */
+    const char *rid;           /* --rid: the target's runtime identifier, NULL = detect */
     struct ipc_guid clsid;
     const uint8_t *client_data;
     size_t client_data_len;
@@ -75,6 +77,9 @@ struct attach_result {
     char runtime_version[64];
     char runtime_rid[64];
     char os_arch[32];
+    char target_rid[32];              /* the portable RID the profiler was chosen for */
+    const char *rid_source;           /* "--rid", "runtime", "maps+exe" */
+    char variant[32];                 /* bundle subdirectory used, "" for a single .so */
     char delivered_path[TARGET_PATH_MAX];
     char placement[512]; /* directories passed over, and why */
     bool mapped;         /* the delivered file shows in the target's maps */

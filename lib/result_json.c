@@ -59,6 +59,12 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         json_object_set_new(o, "runtime", rt);
     }
     set_str(o, "profiler", profiler);
+    if (r->target_rid[0] || r->rid_source) {
+        set_str(o, "target_rid", r->target_rid);
+        set_str(o, "rid_source", r->rid_source ? r->rid_source : "");
+    }
+    if (r->variant[0])
+        set_str(o, "variant", r->variant);
     set_str(o, "clsid", guid);
     if (r->delivered_path[0]) {
         set_str(o, "delivered_path", r->delivered_path);

@@ -17,9 +17,10 @@
  * "<name>[.<version>]-<arch>", the same shape as "osx.13-arm64" or "win10-x64", so these must
  * be refused by name before "any other name is a glibc distro" applies. */
 static const char *const non_linux[] = {
-    "android", "browser", "freebsd", "haiku",   "illumos", "ios",   "iossimulator",  "maccatalyst",
-    "netbsd",  "openbsd", "osx",     "solaris", "tizen",   "tvos",  "tvossimulator", "unix",
-    "wasi",    "win",     "win7",    "win8",    "win81",   "win10", "any",           "base",
+    "android",       "browser", "freebsd", "haiku",   "illumos", "ios",    "iossimulator",
+    "maccatalyst",   "netbsd",  "openbsd", "osx",     "solaris", "tizen",  "tvos",
+    "tvossimulator", "unix",    "wasi",    "win",     "win7",    "win8",   "win81",
+    "win10",         "any",     "base",    "windows", "macos",   "darwin",
 };
 
 static const struct {

@@ -82,8 +82,12 @@ static const char usage_attach[] =
     "Usage: clrattach attach --pid PID --profiler PATH --clsid GUID [options]\n"
     "\n"
     "  --pid PID              the process, as this namespace sees it ('clrattach ps')\n"
-    "  --profiler PATH        the profiler shared object on this side; it is copied into the\n"
-    "                         target's own filesystem view under a content-addressed name\n"
+    "  --profiler PATH        the profiler shared object on this side, or a bundle directory\n"
+    "                         with one build per runtime identifier (linux-x64/,\n"
+    "                         linux-musl-x64/, ...); the build that fits the target is copied\n"
+    "                         into its own filesystem view under a content-addressed name\n"
+    "  --rid RID              the target's runtime identifier (default: asked from the runtime,\n"
+    "                         else read from its loader and executable)\n"
     "  --clsid GUID           the profiler's CLSID, {xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}\n"
     "  --client-data STR|@FILE  bytes handed to InitializeForAttach (at most 4096)\n"
     "  --target-dir DIR       directory in the target's view for the profiler (default: its\n"
@@ -408,7 +412,7 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
 struct attach_cli {
     const char *cmd;
     struct common co;
-    const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir;
+    const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir, *rid;
     uint64_t timeout_s, attach_timeout_ms;
     bool startup;
     struct reporting rep;
@@ -431,6 +435,7 @@ static const struct option attach_options[] = {
     {"timeout", required_argument, NULL, 'T'},
     {"attach-timeout", required_argument, NULL, 'A'},
     {"startup", no_argument, NULL, 'U'},
+    {"rid", required_argument, NULL, 1009},
     {"events", required_argument, NULL, 'E'},
     {"dry-run-events", no_argument, NULL, 'D'},
     {"api-url", required_argument, NULL, 1001},
@@ -496,6 +501,7 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
         case 1006: a->rep.pod_uid = optarg; break;
         case 1007: a->rep.container = optarg; break;
         case 1008: a->rep.termination_log = optarg; break;
+        case 1009: a->rid = optarg; break;
         case 1101: a->match_comm = optarg; break;
         case 1102: a->match_cmdline = optarg; break;
         case 1103: a->uid_s = optarg; break;
@@ -568,6 +574,7 @@ static struct attach_opts attach_opts_of(struct attach_cli *a)
     struct attach_opts ao = {
         .proc_dirfd = a->procfd,
         .profiler_path = a->profiler,
+        .rid = a->rid,
         .clsid = a->clsid,
         .client_data = a->data,
         .client_data_len = a->data_len,

@@ -37,7 +37,9 @@ if start_target same-pidns; then
     P1=$TARGET_PID
     if attach_ok same-pidns "$P1"; then
         # The path sent to the runtime is the target's view: it exists there, not on our side.
-        if [ -e "/proc/$P1/root$DELIVERED" ] && [ ! -e "$DELIVERED" ]; then
+        # (Compared by inode: an identical file from another run may exist on our side.)
+        if [ -e "/proc/$P1/root$DELIVERED" ] &&
+            [ "$(stat -c %d:%i "/proc/$P1/root$DELIVERED")" != "$(stat -c %d:%i "$DELIVERED" 2>/dev/null)" ]; then
             ok "same-pidns-delivered-in-target-view"
         else
             fail "same-pidns-delivered-in-target-view" "$DELIVERED visible on our side or missing in the target"

@@ -34,17 +34,22 @@ if start_target long-tmpdir --pidns --tmpdir "$long"; then
     fi
 fi
 
-# A profiler the runtime cannot load: a valid ELF that is not a profiler (no DllGetClassObject).
+# A profiler the runtime cannot load: a real shared object without DllGetClassObject.
+NOTPROF=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
 if start_target not-a-profiler --pidns; then
     P=$TARGET_PID
-    clr attach --pid "$P" --profiler "$CLRATTACH" --clsid "$PROBE_CLSID" -o json
+    clr attach --pid "$P" --profiler "$NOTPROF" --clsid "$PROBE_CLSID" -o json
     hr=$(json_get "$OUT" hresult)
-    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" outcome)" = load_failed ] &&
-        { [ "$hr" = 0x8007007E ] || [ "$hr" = 0x8007007F ]; } && grep -q "next step" "$ERR"; then
+    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" outcome)" = load_failed ] && [ "$hr" = 0x8007007F ] &&
+        grep -q "DllGetClassObject" "$ERR" && grep -q "next step" "$ERR"; then
         ok "load-failure-decoded ($hr)"
     else
         fail "load-failure-decoded" "exit $RC hr=$hr: $(cat "$ERR")"
     fi
+    # An executable is refused before anything is sent (the runtime cannot dlopen a PIE).
+    clr attach --pid "$P" --profiler "$CLRATTACH" --clsid "$PROBE_CLSID"
+    [ $RC -eq 2 ] && grep -q "not an ELF shared object" "$ERR" && ok "executable-refused" ||
+        fail "executable-refused" "exit $RC: $(cat "$ERR")"
 fi
 
 # Usage errors: exit 2, the problem named, nothing done.

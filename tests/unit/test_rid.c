@@ -83,6 +83,8 @@ static void test_parse_refused(void **state)
         "tizen.4.0.0-armel",
         "win-x64",
         "win10-x64",
+        "windows-x64",
+        "macos-arm64",
         "osx-arm64",
         "osx.13-arm64",
         "freebsd-x64",
