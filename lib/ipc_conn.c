@@ -2,6 +2,7 @@
 #include "ipc_conn.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -73,36 +74,17 @@ int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
     return util_take_fd(&fd);
 }
 
-static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline_ms)
+/* Sends all of buf (send = true) or receives exactly len bytes into it, waiting with poll() on
+ * a non-blocking socket until the deadline. -ECONNRESET when the peer closes early. */
+static int transfer(int fd, uint8_t *buf, size_t len, bool send_dir, int64_t deadline_ms)
 {
     while (len > 0) {
-        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        ssize_t n = send_dir ? send(fd, buf, len, MSG_NOSIGNAL) : recv(fd, buf, len, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN) {
-                int r = wait_fd(fd, POLLOUT, deadline_ms);
-                if (r < 0)
-                    return r;
-                continue;
-            }
-            return -errno;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int recv_exact(int fd, uint8_t *buf, size_t len, int64_t deadline_ms)
-{
-    while (len > 0) {
-        ssize_t n = recv(fd, buf, len, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN) {
-                int r = wait_fd(fd, POLLIN, deadline_ms);
+                int r = wait_fd(fd, send_dir ? POLLOUT : POLLIN, deadline_ms);
                 if (r < 0)
                     return r;
                 continue;
@@ -121,14 +103,15 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
                       struct ipc_header *ret_hdr, uint8_t **ret_payload, size_t *ret_len,
                       struct cla_error *e)
 {
-    int r = send_all(fd, req, req_len, deadline_ms);
+    /* The request is only read: transfer() takes a mutable buffer for both directions. */
+    int r = transfer(fd, (uint8_t *)(uintptr_t)req, req_len, true, deadline_ms);
     if (r == -ETIMEDOUT)
         return err_set(e, r, "ipc: sending the request timed out");
     if (r < 0)
         return err_setsys(e, r, "ipc: send");
 
     uint8_t hbuf[IPC_HEADER_SIZE];
-    r = recv_exact(fd, hbuf, sizeof(hbuf), deadline_ms);
+    r = transfer(fd, hbuf, sizeof(hbuf), false, deadline_ms);
     if (r == -ETIMEDOUT)
         return err_set(e, r, "ipc: no reply before the deadline");
     if (r == -ECONNRESET)
@@ -146,7 +129,7 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
         payload = malloc(plen);
         if (!payload)
             return err_set(e, -ENOMEM, "ipc: out of memory");
-        r = recv_exact(fd, payload, plen, deadline_ms);
+        r = transfer(fd, payload, plen, false, deadline_ms);
         if (r == -ETIMEDOUT)
             return err_set(e, r,
                            "ipc: reply truncated: %zu-byte payload not received before the "
