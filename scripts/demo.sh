@@ -14,10 +14,14 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 log=$(mktemp)
+# The checkout is bind-mounted at /srv inside the app's namespace: under /tmp it would vanish
+# beneath the app's private tmpfs.
+[ -d /srv ] || mkdir -p /srv
 unshare --mount --propagation private --pid --fork --mount-proc sh -c \
-    "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec env -i PATH=/usr/bin:/bin HOME=/tmp \
-     DOTNET_CLI_TELEMETRY_OPTOUT=1 setpriv --reuid=1000 --regid=1000 --clear-groups \
-     dotnet $BUILD/target/ClrTarget.dll --seconds 60" >"$log" 2>&1 &
+    "mount --bind '$PWD' /srv && cd / && mount -t tmpfs -o mode=1777 tmpfs /tmp && \
+     exec env -i PATH=/usr/bin:/bin HOME=/tmp DOTNET_CLI_TELEMETRY_OPTOUT=1 \
+     setpriv --reuid=1000 --regid=1000 --clear-groups \
+     dotnet /srv/$BUILD/target/ClrTarget.dll --seconds 60" >"$log" 2>&1 &
 upid=$!
 trap 'kill -KILL $upid 2>/dev/null; wait 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 1 300); do grep -q '^ready' "$log" && break; sleep 0.1; done

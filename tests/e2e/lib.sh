@@ -32,6 +32,14 @@ cleanup_targets() {
 }
 trap cleanup_targets EXIT
 
+# Inside a target's namespace the repository is bind-mounted at /srv: a checkout under /tmp
+# (CI clones anywhere) would otherwise vanish under the target's private tmpfs. NS_PROLOGUE runs
+# first in every namespace; ns_path maps a path of ours to the namespace's view.
+NS_ROOT=/srv
+[ -d "$NS_ROOT" ] || mkdir -p "$NS_ROOT"
+NS_PROLOGUE="mount --bind '$ROOT' $NS_ROOT && cd / && "
+ns_path() { echo "$NS_ROOT${1#"$ROOT"}"; }
+
 ok() { echo "ok $1"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
 
@@ -77,7 +85,8 @@ start_target() {
     local drop=""
     [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
     # A container's view: private mounts, a fresh tmpfs on /tmp that only the target sees.
-    local inner="mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}${pre}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop dotnet '$TARGET_DLL' --seconds $seconds"
+    pre=${pre//"$ROOT"/$NS_ROOT}
+    local inner="${NS_PROLOGUE}mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}${pre}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop dotnet '$(ns_path "$TARGET_DLL")' --seconds $seconds"
     local ns=(--mount --propagation private)
     [ $pidns = 1 ] && ns+=(--pid --fork --mount-proc)
     unshare "${ns[@]}" sh -c "$inner" >"$TARGET_LOG" 2>&1 &

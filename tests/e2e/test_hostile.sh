@@ -39,8 +39,9 @@ start_fake() {
     local drop=""
     [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
     local tmpfs="mount -t tmpfs -o mode=1777 tmpfs"
-    local inner="$tmpfs /tmp && $tmpfs /var/tmp && $tmpfs /dev/shm && ${pre}exec env -i \
-PATH=/usr/bin:/bin ${envs[*]} $drop python3 '$FAKE' $mode $fake_args"
+    pre=${pre//"$ROOT"/$NS_ROOT}
+    local inner="${NS_PROLOGUE}$tmpfs /tmp && $tmpfs /var/tmp && $tmpfs /dev/shm && ${pre}exec env -i \
+PATH=/usr/bin:/bin ${envs[*]} $drop python3 '$(ns_path "$FAKE")' $mode $fake_args"
     unshare --mount --propagation private --pid --fork --mount-proc sh -c "$inner" \
         >"$TARGET_LOG" 2>&1 &
     local upid=$!

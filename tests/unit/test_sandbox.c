@@ -131,8 +131,8 @@ static const struct forbidden {
     {"kill", SYS_kill, {1, 0, 0, 0, 0, 0}},
     /* fork: a process, not a thread. If it ran, parent and child would both exit 0. */
     {"clone(fork)", SYS_clone, {SIGCHLD, 0, 0, 0, 0, 0}},
-    /* legacy path calls would bypass the *at flag checks */
-    {"open", SYS_open, {(long)"/dev/null", O_RDONLY, 0, 0, 0, 0}},
+    /* legacy path calls would bypass the *at flag checks (open(2) is allowed for musl, with
+     * the same O_CREAT cut as openat: see the delivery probes) */
     {"rename", SYS_rename, {0}},
     /* signal another process: tgkill only reaches ourselves */
     {"tgkill(other)", SYS_tgkill, {1, 1, 0, 0, 0, 0}},
@@ -244,6 +244,7 @@ enum delivered_probe {
     P_SETFSUID_OTHER,
     P_SETFSGID_OTHER,
     P_SETGROUPS_SOME,
+    P_OPEN_CREATE,
     P_COUNT,
 };
 
@@ -259,6 +260,7 @@ static const char *const delivered_names[P_COUNT] = {
     "setfsuid other",
     "setfsgid other",
     "setgroups with groups",
+    "open O_CREAT (musl)",
 };
 
 /* Runs at stage `arg >> 8` the probe `arg & 0xff`. */
@@ -282,6 +284,7 @@ static void probe_after_delivery(long arg)
     case P_SETFSUID_OTHER: setfsuid(4242); break;
     case P_SETFSGID_OTHER: setfsgid(4242); break;
     case P_SETGROUPS_SOME: setgroups(1, &g); break;
+    case P_OPEN_CREATE: syscall(SYS_open, "/tmp/clrattach-never-created", O_CREAT | O_WRONLY, 0600); break;
     case P_COUNT: break;
     }
 }
@@ -568,7 +571,6 @@ static const char *const never_allowed[] = {
     "io_uring_enter",
     "io_uring_register",
     "clone3",
-    "open",
     "fork",
     "vfork",
 };
