@@ -61,6 +61,11 @@
 #define K8S_RETRY_AFTER_MAX_S  30                /* larger Retry-After values are clamped */
 #define K8S_ATTEMPT_LOG_MAX    16                /* attempts recorded in a report outcome */
 
+/* Event series (k8s_report_event_dedup): the cache is a fixed array scanned linearly, so its
+ * size bounds both memory and the cost of a lookup in a long-running `clrattach watch`. */
+#define K8S_SERIES_MAX     64  /* distinct keys remembered; the oldest is evicted */
+#define K8S_SERIES_KEY_MAX 512 /* bytes of a caller's series key; longer keys are refused */
+
 /* Profiler build choice (lib/rid.c, lib/elfinfo.c). The ELF reader runs on the target's own
  * executable, so its loops and strings are capped well above anything a linker produces. */
 #define RID_MAX             64   /* "ubuntu.22.04-x64"; the longest real RIDs are ~25 bytes */

@@ -117,10 +117,12 @@ static int setup_handle(struct session *s, struct cla_error *e)
     return 0;
 }
 
-/* One exchange on the kept handle (keep-alive across retries). POST when there is a body,
- * GET otherwise: libcurl derives the method from the options. */
-static void do_request(struct session *s, const char *path, const char *body, struct reply *r)
+/* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
+ * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
+static void do_request(struct session *s, const char *method, const char *path, const char *body,
+                       struct reply *r)
 {
+    bool patch = strcmp(method, "PATCH") == 0;
     CURL *c = s->curl;
     char url[K8S_URL_MAX + 512];
     snprintf(url, sizeof(url), "%s%s", s->cfg->api_url, path);
@@ -129,8 +131,13 @@ static void do_request(struct session *s, const char *path, const char *body, st
     char auth[K8S_TOKEN_MAX + 32];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->tok.value);
     struct curl_slist *h = NULL, *t;
+    /* The apiserver answers 415 to a PATCH in plain JSON: the patch type is the media type. A
+     * merge patch is enough for `series` (an object of scalars) and is what every group
+     * accepts, unlike strategic merge, which custom and aggregated APIs refuse. */
     const char *const hdrs[] = {auth, "Accept: application/json",
-                                body ? "Content-Type: application/json" : NULL};
+                                !body  ? NULL
+                                : patch ? "Content-Type: application/merge-patch+json"
+                                        : "Content-Type: application/json"};
     for (size_t i = 0; i < ARRAY_SIZE(hdrs) && hdrs[i]; i++) {
         if (!(t = curl_slist_append(h, hdrs[i]))) {
             r->cc = CURLE_OUT_OF_MEMORY;
@@ -155,6 +162,9 @@ static void do_request(struct session *s, const char *path, const char *body, st
     } else {
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     }
+    /* Set on every request, NULL included: the handle is reused, and a PATCH left over from
+     * the previous request would turn a later POST into one. */
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, patch ? "PATCH" : NULL);
 
     r->cc = curl_easy_perform(c);
     if (r->cc == CURLE_OK) {
@@ -219,7 +229,9 @@ static bool status_retryable(long st)
  * Sends until a final answer: returns 0 with *r holding the last HTTP response (any status;
  * 429/5xx only when attempts or budget ran out), or a negative errno for a transport failure.
  * *ret_maybe_sent tells whether an earlier try may have reached the server (transport error
- * or 5xx), which is what makes a 409 on a create mean "ours".
+ * or 5xx), which is what makes a 409 on a create mean "ours". Retrying a series PATCH is safe
+ * for the same reason a POST is: the body sets absolute values, so applying it twice leaves
+ * the same object.
  */
 static int send_with_retries(struct session *s, const char *method, const char *path,
                              const char *body, struct reply *r, bool *ret_maybe_sent,
@@ -232,7 +244,7 @@ static int send_with_retries(struct session *s, const char *method, const char *
         if (tr < 0)
             return tr;
         int64_t t0 = util_now_ms();
-        do_request(s, path, body, r);
+        do_request(s, method, path, body, r);
         log_attempt(s, method, r, (long)(util_now_ms() - t0));
 
         long wait = 0;
@@ -319,9 +331,9 @@ static int http_error(const struct session *s, const char *what, const struct re
                  ns);
     else if (r->status == 403)
         err_hint(e,
-                 "RBAC: grant the pod's service account verbs [create] on resources "
+                 "RBAC: grant the pod's service account verbs [%s] on resources "
                  "[events] in apiGroups [\"events.k8s.io\", \"\"] in namespace %s",
-                 ns);
+                 strncmp(what, "PATCH", 5) == 0 ? "create, patch" : "create", ns);
     else if (r->status == 401)
         err_hint(e, "the token in '%s' is not accepted, even after re-reading it",
                  s->cfg->token_path);
@@ -400,51 +412,253 @@ static int post_event(struct session *s, const struct k8s_pod_ref *pod,
     return http_error(s, what, r, e);
 }
 
-int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
-                     const struct k8s_event_spec *ev, struct k8s_report_outcome *ret,
-                     struct cla_error *e)
+/* Checks the arguments common to both entry points and fills the pod's namespace from cfg. */
+static int check_args(const struct k8s_config *cfg, struct k8s_pod_ref *pod, struct cla_error *e)
 {
-    memset(ret, 0, sizeof(*ret));
     if (!pod->namespace_[0])
         memcpy(pod->namespace_, cfg->namespace_, sizeof(pod->namespace_));
     if (!k8s_is_dns1123_label(pod->namespace_) || !k8s_is_dns1123_subdomain(pod->name))
         return err_set(e, -EINVAL, "k8s: pod name or namespace is not a valid object name");
     if (cfg->max_attempts < 1)
         return err_set(e, -EINVAL, "k8s: max_attempts must be at least 1");
+    return 0;
+}
 
+/* A session holds one easy handle and the token for the whole report, so the retry budget,
+ * the single 401 re-read and keep-alive span the PATCH and any POST that follows it. */
+static int session_open(const struct k8s_config *cfg, struct k8s_report_outcome *out,
+                        struct session **ret, struct cla_error *e)
+{
     struct session *s = calloc(1, sizeof(*s));
     if (!s)
         return err_set(e, -ENOMEM, "k8s: out of memory");
     s->cfg = cfg;
-    s->out = ret;
+    s->out = out;
     s->deadline_ms = util_now_ms() + cfg->retry_budget_ms;
-    struct reply r = {0};
-    int rc;
     /* Reference-counted since libcurl 7.84, so pairing it with cleanup here does not disturb
      * another libcurl user in the process. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        rc = err_set(e, -EIO, "k8s: libcurl initialisation failed");
-        goto out_free;
+        free(s);
+        return err_set(e, -EIO, "k8s: libcurl initialisation failed");
     }
-    if (!(s->curl = curl_easy_init())) {
+    int rc;
+    if (!(s->curl = curl_easy_init()))
         rc = err_set(e, -ENOMEM, "k8s: curl_easy_init failed");
-        goto out;
+    else
+        rc = setup_handle(s, e);
+    if (rc < 0) {
+        curl_easy_cleanup(s->curl);
+        curl_global_cleanup();
+        free(s);
+        return rc;
     }
-    if ((rc = setup_handle(s, e)) < 0)
-        goto out;
+    *ret = s;
+    return 0;
+}
+
+static void session_close(struct session *s)
+{
+    if (!s)
+        return;
+    curl_easy_cleanup(s->curl);
+    curl_global_cleanup();
+    explicit_bzero(&s->tok, sizeof(s->tok));
+    free(s);
+}
+
+/* The create path: pod GET when the uid is unknown, POST to events.k8s.io, core/v1 on a 404
+ * for the group. */
+static int create_event(struct session *s, struct k8s_pod_ref *pod,
+                        const struct k8s_event_spec *ev, struct cla_error *e)
+{
+    struct reply r = {0};
+    int rc = 0;
     if (!pod->uid[0] && (rc = get_pod_uid(s, pod, e)) < 0)
-        goto out;
+        return rc;
     rc = post_event(s, pod, ev, false, &r, e);
     if (rc == 1) {
         reply_reset(&r);
         rc = post_event(s, pod, ev, true, &r, e);
     }
+    reply_reset(&r);
+    if (rc < 0)
+        return rc;
+    s->out->series_count = 1;
+    return 0;
+}
+
+int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
+                     const struct k8s_event_spec *ev, struct k8s_report_outcome *ret,
+                     struct cla_error *e)
+{
+    memset(ret, 0, sizeof(*ret));
+    struct session *s = NULL;
+    int rc = check_args(cfg, pod, e);
+    if (rc < 0 || (rc = session_open(cfg, ret, &s, e)) < 0)
+        return rc;
+    rc = create_event(s, pod, ev, e);
+    session_close(s);
+    return rc < 0 ? rc : 0;
+}
+
+/* One remembered series head. `seq` orders entries by insertion for eviction: event times
+ * come from the caller and need not be monotonic, a counter is. */
+struct series_entry {
+    bool used;
+    bool core; /* created (and so patched) through /api/v1 */
+    int count;
+    uint64_t seq;
+    struct timespec head_time; /* eventTime of the head Event: the window starts there */
+    char key[K8S_SERIES_KEY_MAX + 1];
+    char name[K8S_NAME_MAX + 1];
+    char pod_ns[K8S_LABEL_MAX + 1];
+    char pod_name[K8S_NAME_MAX + 1];
+    char pod_uid[K8S_UID_MAX + 1];
+};
+
+struct k8s_series_cache {
+    uint64_t next_seq;
+    struct series_entry e[K8S_SERIES_MAX];
+};
+
+struct k8s_series_cache *k8s_series_cache_new(void)
+{
+    return calloc(1, sizeof(struct k8s_series_cache));
+}
+
+void k8s_series_cache_free(struct k8s_series_cache *c)
+{
+    free(c);
+}
+
+static struct series_entry *series_find(struct k8s_series_cache *c, const char *key)
+{
+    for (size_t i = 0; i < K8S_SERIES_MAX; i++)
+        if (c->e[i].used && strcmp(c->e[i].key, key) == 0)
+            return &c->e[i];
+    return NULL;
+}
+
+/* Milliseconds from a to b, saturating instead of overflowing on absurd times. */
+static int64_t ms_between(const struct timespec *a, const struct timespec *b)
+{
+    int64_t ds = (int64_t)b->tv_sec - (int64_t)a->tv_sec;
+    if (ds > INT64_MAX / 2000)
+        return INT64_MAX / 2;
+    if (ds < -(INT64_MAX / 2000))
+        return -(INT64_MAX / 2);
+    return ds * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/* Whether a report at `now` for `pod` continues the series of `se`. A time before the head
+ * (the clock stepped back) starts a new Event: lastObservedTime before eventTime would make a
+ * series that `kubectl` shows with a negative age. Another pod under the same key (the caller
+ * reports for several pods) must never patch an Event about a different object. */
+static bool series_continues(const struct series_entry *se, const struct k8s_pod_ref *pod,
+                             const struct timespec *now)
+{
+    int64_t d = ms_between(&se->head_time, now);
+    if (d < 0 || d >= K8S_SERIES_WINDOW_MS || se->count >= INT32_MAX - 1)
+        return false;
+    /* The uid is compared only when both are known: a caller may learn it after the head. */
+    return strcmp(se->pod_ns, pod->namespace_) == 0 && strcmp(se->pod_name, pod->name) == 0 &&
+           (!se->pod_uid[0] || !pod->uid[0] || strcmp(se->pod_uid, pod->uid) == 0);
+}
+
+/* Records a fresh head under `key`, replacing an entry with the same key, else a free slot,
+ * else the oldest. */
+static void series_remember(struct k8s_series_cache *c, const char *key,
+                            const struct k8s_pod_ref *pod, const struct k8s_event_spec *ev,
+                            const struct k8s_report_outcome *out)
+{
+    struct series_entry *se = series_find(c, key), *oldest = NULL;
+    for (size_t i = 0; !se && i < K8S_SERIES_MAX; i++) {
+        if (!c->e[i].used)
+            se = &c->e[i];
+        else if (!oldest || c->e[i].seq < oldest->seq)
+            oldest = &c->e[i];
+    }
+    if (!se)
+        se = oldest;
+    memset(se, 0, sizeof(*se));
+    se->used = true;
+    se->core = out->used_core_v1;
+    se->count = 1;
+    se->seq = ++c->next_seq;
+    se->head_time = ev->event_time;
+    memcpy(se->key, key, strlen(key) + 1);
+    memcpy(se->name, out->event_name, sizeof(se->name));
+    memcpy(se->pod_ns, pod->namespace_, sizeof(se->pod_ns));
+    memcpy(se->pod_name, pod->name, sizeof(se->pod_name));
+    memcpy(se->pod_uid, pod->uid, sizeof(se->pod_uid));
+}
+
+/* PATCHes the head's series to se->count + 1. Returns 0 when applied, 1 when the Event is
+ * gone (404), or a negative errno. */
+static int patch_series(struct session *s, const struct series_entry *se,
+                        const struct k8s_event_spec *ev, struct cla_error *e)
+{
+    _cleanup_free_ char *body = NULL;
+    char path[K8S_LABEL_MAX + K8S_NAME_MAX + 64], what[sizeof(path) + 8];
+    struct reply r = {0};
+    bool maybe_sent;
+    int rc = k8s_series_patch_build(se->count + 1, &ev->event_time, &body, e);
+    if (rc < 0)
+        return rc;
+    snprintf(path, sizeof(path),
+             se->core ? "/api/v1/namespaces/%s/events/%s"
+                      : "/apis/events.k8s.io/v1/namespaces/%s/events/%s",
+             se->pod_ns, se->name);
+    snprintf(what, sizeof(what), "PATCH %s", path);
+    s->out->used_core_v1 = se->core;
+    memcpy(s->out->event_name, se->name, sizeof(s->out->event_name));
+    if ((rc = send_with_retries(s, "PATCH", path, body, &r, &maybe_sent, e)) < 0)
+        goto out;
+    if (r.status == 200 || r.status == 201)
+        rc = 0;
+    else if (r.status == 404)
+        /* The apiserver drops Events after its --event-ttl (1 h by default), and anyone may
+         * delete one; client-go then creates a new Event, and so do we. */
+        rc = 1;
+    else
+        rc = http_error(s, what, &r, e);
 out:
     reply_reset(&r);
-    curl_easy_cleanup(s->curl);
-    curl_global_cleanup();
-out_free:
-    explicit_bzero(&s->tok, sizeof(s->tok));
-    free(s);
+    return rc;
+}
+
+int k8s_report_event_dedup(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
+                           const struct k8s_event_spec *ev, const char *key,
+                           struct k8s_series_cache *cache, struct k8s_report_outcome *ret,
+                           struct cla_error *e)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (!cache || !key || !key[0] || strlen(key) > K8S_SERIES_KEY_MAX)
+        return err_set(e, -EINVAL, "k8s: series key must be 1 to %d bytes", K8S_SERIES_KEY_MAX);
+    struct session *s = NULL;
+    int rc = check_args(cfg, pod, e);
+    if (rc < 0 || (rc = session_open(cfg, ret, &s, e)) < 0)
+        return rc;
+
+    struct series_entry *se = series_find(cache, key);
+    if (se && series_continues(se, pod, &ev->event_time)) {
+        rc = patch_series(s, se, ev, e);
+        if (rc == 0) {
+            se->count++;
+            ret->patched = true;
+            ret->series_count = se->count;
+            goto out;
+        }
+        if (rc < 0)
+            goto out;
+        /* Gone: the entry is replaced by the new head below (or kept, when the create fails,
+         * so that the next report tries the PATCH again, gets its 404 and creates). */
+        ret->used_core_v1 = false;
+        ret->event_name[0] = '\0';
+    }
+    if ((rc = create_event(s, pod, ev, e)) == 0)
+        series_remember(cache, key, pod, ev, ret);
+out:
+    session_close(s);
     return rc < 0 ? rc : 0;
 }

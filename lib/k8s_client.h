@@ -27,6 +27,8 @@ struct k8s_report_outcome {
     int http_status; /* of the last response, 0 when none came back */
     int attempts;    /* requests sent, the pod GET included */
     bool used_core_v1;
+    bool patched;     /* an existing Event's series was updated instead of creating one */
+    int series_count; /* occurrences the Event now records: 1 for a fresh Event */
     char event_name[K8S_NAME_MAX + 1];
     size_t n_log; /* entries in log, at most K8S_ATTEMPT_LOG_MAX */
     struct k8s_attempt log[K8S_ATTEMPT_LOG_MAX];
@@ -45,5 +47,31 @@ struct k8s_report_outcome {
 int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
                      const struct k8s_event_spec *ev, struct k8s_report_outcome *ret,
                      struct cla_error *e);
+
+/* Repeats of one outcome within this window (measured from the head Event's eventTime) update
+ * that Event's series, as client-go's events recorder does within its 6-minute window. */
+#define K8S_SERIES_WINDOW_MS (6 * 60 * 1000)
+
+/* Remembers, per caller-chosen key, the Event that heads a series: its name, API group, pod
+ * and count. In memory only and not thread-safe (one per reporting loop). */
+struct k8s_series_cache;
+
+/* A new, empty cache, or NULL when out of memory. Free with k8s_series_cache_free (NULL-safe). */
+struct k8s_series_cache *k8s_series_cache_new(void);
+void k8s_series_cache_free(struct k8s_series_cache *c);
+
+/* Like k8s_report_event(), but when an Event with the same `key` (any string up to
+ * K8S_SERIES_KEY_MAX bytes, e.g. "<reason>|<profiler>|<hresult>") for the same pod was created
+ * through this cache less than K8S_SERIES_WINDOW_MS before ev->event_time, PATCHes that
+ * Event's series (merge patch, on the API group it was created in) instead of creating
+ * another; the head's note is not changed. A PATCH answered 404 (the Event expired or was
+ * deleted) creates a new Event, which becomes the series head. ret->patched tells which
+ * happened, ret->series_count the count after this report (1 for a fresh Event). Retries,
+ * timeouts and errors are those of k8s_report_event(); a failed PATCH leaves the cache as it
+ * was. -EINVAL also for an empty or too long key. */
+int k8s_report_event_dedup(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
+                           const struct k8s_event_spec *ev, const char *key,
+                           struct k8s_series_cache *cache, struct k8s_report_outcome *ret,
+                           struct cla_error *e);
 
 #endif

@@ -323,6 +323,30 @@ int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *
     return 0;
 }
 
+int k8s_series_patch_build(int count, const struct timespec *last_observed, char **ret_json,
+                           struct cla_error *e)
+{
+    char when[40];
+    /* validateV1EventSeries: a series starts at the second occurrence, and lastObservedTime
+     * is a MicroTime with the same six-digit layout as eventTime. */
+    if (count < 2)
+        return err_set(e, -EINVAL, "k8s: series count %d is below 2", count);
+    if (k8s_format_microtime(last_observed, when, sizeof(when)) < 0)
+        return err_set(e, -EINVAL, "k8s: series time out of range");
+    /* Only `series` is sent: a merge patch leaves every other field as stored, so the head
+     * Event's note and eventTime stay those of the first occurrence (as with client-go), and
+     * the body carries nothing that events.k8s.io's update validation treats as immutable. */
+    json_t *root = json_pack("{s:{s:i,s:s}}", "series", "count", count, "lastObservedTime", when);
+    if (!root)
+        return err_set(e, -ENOMEM, "k8s: out of memory building the series patch");
+    char *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (!out)
+        return err_set(e, -ENOMEM, "k8s: out of memory serialising the series patch");
+    *ret_json = out;
+    return 0;
+}
+
 /* Copies an optional string member for display: absent -> "", not a string -> false.
  * Control bytes become '?': the text ends up on a terminal via cmd/. */
 static bool copy_member(json_t *obj, const char *key, char *dst, size_t size)

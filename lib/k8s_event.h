@@ -42,6 +42,13 @@ struct k8s_event_spec {
 int k8s_event_build(const struct k8s_pod_ref *pod, const struct k8s_event_spec *ev, bool core,
                     char **ret_json, struct cla_error *e);
 
+/* Builds the merge patch that records one more occurrence of an Event series, as compact JSON
+ * in *ret_json (caller frees): {"series":{"count":N,"lastObservedTime":"<MicroTime>"}}. The
+ * same body serves both API groups. -EINVAL for count < 2 (the apiserver refuses a series
+ * shorter than that) or a time out of range, -ENOMEM. */
+int k8s_series_patch_build(int count, const struct timespec *last_observed, char **ret_json,
+                           struct cla_error *e);
+
 /* Copies at most `max` bytes of `src` into `dst` (which holds max + 1), never splitting a
  * UTF-8 sequence; each byte of an invalid sequence becomes '?'. Returns the bytes written. */
 size_t k8s_utf8_copy(const char *src, size_t max, char *dst);

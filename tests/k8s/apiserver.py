@@ -6,7 +6,7 @@ Serves HTTPS on 127.0.0.1 (ephemeral port, written to --port-file) with the cert
 gen-certs.sh put in --ca-dir. It checks the bearer token against --token-file (re-read on every
 request, so a test can rotate it), validates Event creates the way the apiserver does
 (pkg/apis/core/validation/events.go, see /work/shared/reference/kubernetes.md 1.3), stores the
-events, answers pod GETs, and records every request.
+events, answers pod GETs, applies series PATCHes (merge patches only), and records every request.
 
 Unknown fields are rejected with 400, as with fieldValidation=Strict, so that a typo in the
 client shows up in tests instead of being dropped.
@@ -17,6 +17,11 @@ Test endpoints (no auth):
   GET  /_test/events     the stored events (events.k8s.io/v1 form, plus "postedAs")
   POST /_test/faults     replace the fault list (JSON array, see Fault below)
   POST /_test/reset      clear requests, events and faults
+  POST /_test/reset-events  drop the stored events only (as the apiserver's event TTL does)
+PATCH .../events/{name} (both groups) takes application/merge-patch+json only (415 otherwise,
+where the real apiserver would also take JSON and strategic merge patches), 404 for an unknown
+name, applies the patch to the object in the URL's group form, and validates the result as a
+create plus, on events.k8s.io, the update rule that only series and metadata may change.
 A fault is {"match": "<substring of 'METHOD /path'>", "times": N, "do": KIND, ...}; the first
 fault that matches and has times left is used. KIND is one of:
   status        answer "status" with a canned Status body (403 Forbidden with the RBAC message,
@@ -27,6 +32,7 @@ fault that matches and has times left is used. KIND is one of:
   rotate401     write a new token to the token file, revoke the old one, answer 401
   store500      handle the request (the event is stored) but answer 500: a lost response
   hang          sleep "seconds" (default 30) before closing without an answer
+  expire        delete the event the request's path names, then handle the request normally
 """
 import argparse
 import json
@@ -64,6 +70,19 @@ META_FIELDS = {"name", "generateName", "namespace", "labels", "annotations"}
 
 def is_subdomain(s):
     return isinstance(s, str) and 0 < len(s) <= 253 and DNS1123_SUB.match(s) is not None
+
+
+def merge_patch(target, patch):
+    """RFC 7386: objects merge key by key, null deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
 
 
 def is_qualified(s):
@@ -202,7 +221,8 @@ def validate_event(group, ns, obj):
                 cause("FieldValueInvalid", field, "Invalid value: needs to be unset")
         series = obj.get("series")
         if series is not None:
-            if not isinstance(series, dict) or (series.get("count") or 0) < 2:
+            count = series.get("count") if isinstance(series, dict) else None
+            if not isinstance(count, int) or isinstance(count, bool) or count < 2:
                 cause("FieldValueInvalid", "series.count", "Invalid value: should be at least 2")
             if not isinstance(series, dict) or not series.get("lastObservedTime"):
                 cause("FieldValueRequired", "series.lastObservedTime", "Required value")
@@ -223,16 +243,21 @@ def validate_event(group, ns, obj):
               "type": obj.get("type"), "eventTime": event_time, "action": obj.get("action"),
               "reportingController": obj.get("reportingComponent"),
               "reportingInstance": obj.get("reportingInstance")}
+        if obj.get("series") is not None:
+            ev["series"] = obj.get("series")
     ev["metadata"] = dict(meta, namespace=ns)
     return ev
 
 
 def to_core(ev):
-    return {"apiVersion": "v1", "kind": "Event", "metadata": ev["metadata"],
-            "involvedObject": ev.get("regarding"), "message": ev.get("note"),
-            "reason": ev.get("reason"), "type": ev.get("type"), "eventTime": ev.get("eventTime"),
-            "action": ev.get("action"), "reportingComponent": ev.get("reportingController"),
-            "reportingInstance": ev.get("reportingInstance")}
+    out = {"apiVersion": "v1", "kind": "Event", "metadata": ev["metadata"],
+           "involvedObject": ev.get("regarding"), "message": ev.get("note"),
+           "reason": ev.get("reason"), "type": ev.get("type"), "eventTime": ev.get("eventTime"),
+           "action": ev.get("action"), "reportingComponent": ev.get("reportingController"),
+           "reportingInstance": ev.get("reportingInstance")}
+    if ev.get("series") is not None:
+        out["series"] = ev["series"]
+    return out
 
 
 def pod_uid(ns, name):
@@ -393,9 +418,15 @@ class Handler(BaseHTTPRequestHandler):
         pod = (m.group(1), m.group(2)) if m else None
         m = re.match(r"^/(api/v1|apis/events\.k8s\.io/v1)/namespaces/([^/]+)/events$", path)
         events = (("" if m.group(1) == "api/v1" else "events.k8s.io"), m.group(2)) if m else None
+        m = re.match(r"^/(api/v1|apis/events\.k8s\.io/v1)/namespaces/([^/]+)/events/([^/]+)$",
+                     path)
+        item = (("" if m.group(1) == "api/v1" else "events.k8s.io"), m.group(2), m.group(3)) \
+            if m else None
         ns = (pod or events or ("default",))[-1 if not pod else 0]
         name = (body.get("metadata") or {}).get("name", "") if isinstance(body, dict) and \
             isinstance(body.get("metadata"), dict) else ""
+        if item:
+            ns, name = item[1], item[2]
 
         current = st.current_token()
         if not token or token != current or token in st.revoked:
@@ -422,6 +453,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(code, fault.get("body") or canned(code, ns, name))
         if kind == "text":
             return self.send_text(int(fault["status"]), fault.get("text", ""))
+        if kind == "expire" and item:
+            with st.lock:
+                st.events.pop((item[1], item[2]), None)
+        if item and method == "PATCH":
+            return self.patch_event(item, raw, body)
 
         if pod and method == "GET":
             pns, pname = pod
@@ -482,6 +518,71 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(404, status_body(404, "NotFound", "the server could not find "
                                                "the requested resource", {}))
 
+    def patch_event(self, item, raw, patch):
+        st = self.server.state
+        group, ens, ename = item
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        # The apiserver picks the patch type from the media type before it looks anything up.
+        if ctype != "application/merge-patch+json":
+            return self.send_json(415, status_body(
+                415, "UnsupportedMediaType", "the body of the request was in an unknown format "
+                "- accepted media types include: application/merge-patch+json"))
+        with st.lock:
+            stored = st.events.get((ens, ename))
+        if stored is None:
+            what = "events.events.k8s.io" if group else "events"
+            details = {"name": ename, "kind": "events"}
+            if group:
+                details["group"] = group
+            return self.send_json(404, status_body(404, "NotFound", '%s "%s" not found' %
+                                                   (what, ename), details))
+        if not isinstance(patch, dict):
+            return self.send_json(400, status_body(400, "BadRequest", "error decoding patch: "
+                                                   "invalid JSON object"))
+        base = {k: v for k, v in stored.items() if k != "postedAs"}
+        if not group:
+            base = to_core(base)
+        merged = merge_patch(base, patch)
+        server_meta = stored["metadata"]
+        if not isinstance(merged.get("metadata"), dict) or \
+                merged["metadata"].get("name") != ename:
+            return self.send_json(400, status_body(400, "BadRequest", "the name of the object "
+                                                   "does not match the name on the URL"))
+        # Server-set metadata is not something a create may carry; validate without it.
+        check = dict(merged, metadata={k: v for k, v in merged["metadata"].items()
+                                       if k in META_FIELDS})
+        check = {k: v for k, v in check.items() if v is not None}
+        try:
+            ev = validate_event(group, ens, check)
+            if group:
+                # ValidateEventUpdate on events.k8s.io: everything but series and metadata
+                # is immutable.
+                changed = sorted(k for k in set(base) | set(merged)
+                                 if k not in ("series", "metadata") and
+                                 base.get(k) != merged.get(k))
+                if changed:
+                    causes = [{"reason": "FieldValueInvalid", "field": k,
+                               "message": "Invalid value: field is immutable"} for k in changed]
+                    raise Invalid(422, status_body(
+                        422, "Invalid", 'Event.events.k8s.io "%s" is invalid: %s: field is '
+                        "immutable" % (ename, changed[0]),
+                        {"name": ename, "group": group, "kind": "Event", "causes": causes}))
+        except Invalid as ex:
+            return self.send_json(ex.code, ex.body)
+        with st.lock:
+            if (ens, ename) not in st.events:
+                return self.send_json(404, status_body(404, "NotFound", 'events "%s" not found'
+                                                       % ename, {"name": ename,
+                                                                 "kind": "events"}))
+            st.rv += 1
+            ev["metadata"] = dict(server_meta, **{k: v for k, v in ev["metadata"].items()
+                                                  if k in ("labels", "annotations")},
+                                  resourceVersion=str(st.rv))
+            ev["postedAs"] = stored["postedAs"]
+            st.events[(ens, ename)] = ev
+        out = {k: v for k, v in ev.items() if k != "postedAs"}
+        return self.send_json(200, out if group else to_core(out))
+
     def test_endpoint(self, method, path, raw):
         st = self.server.state
         if method == "GET" and path == "/_test/requests":
@@ -497,6 +598,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, {"faults": len(faults)})
         if method == "POST" and path == "/_test/reset":
             st.reset()
+            return self.send_json(200, {})
+        if method == "POST" and path == "/_test/reset-events":
+            with st.lock:
+                st.events = {}
             return self.send_json(200, {})
         return self.send_json(404, {"error": "no such test endpoint"})
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Test driver for lib/k8s_*: loads the configuration from flags (and the env), reports one
- * Event and prints the outcome as one JSON object on stdout. Exit 0 on success, 1 on a report
+ * Event and prints the outcome as one JSON object on stdout. With --key it reports --repeat N
+ * times through one series cache (k8s_report_event_dedup), the i-th report at --time-ns plus
+ * i * --step-ns and with the i-th --key (cycling), stopping at the first error; "runs" then
+ * lists every report's outcome and the top-level fields are those of the last one. Exit 0 on success, 1 on a report
  * error, 2 on a usage or configuration error.
  */
 #include <errno.h>
@@ -30,7 +33,7 @@ static long num(const char *s)
 }
 
 static int print_result(int rc, const struct k8s_pod_ref *pod, const struct k8s_report_outcome *o,
-                        const struct cla_error *e)
+                        const struct cla_error *e, json_t *runs)
 {
     json_t *log = json_array();
     for (size_t i = 0; o && i < o->n_log; i++)
@@ -43,6 +46,9 @@ static int print_result(int rc, const struct k8s_pod_ref *pod, const struct k8s_
         rc < 0 && err_errno_name(-rc) ? err_errno_name(-rc) : "", "error", e->msg, "hint", e->hint,
         "uid", pod->uid, "http_status", o ? o->http_status : 0, "attempts", o ? o->attempts : 0,
         "used_core_v1", o ? o->used_core_v1 : 0, "event_name", o ? o->event_name : "", "log", log);
+    json_object_set_new(root, "patched", json_boolean(o && o->patched));
+    json_object_set_new(root, "series_count", json_integer(o ? o->series_count : 0));
+    json_object_set_new(root, "runs", runs ? runs : json_array());
     char *s = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
     puts(s);
     free(s);
@@ -66,13 +72,19 @@ int main(int argc, char **argv)
                                          {"timeout-ms", required_argument, NULL, 'O'},
                                          {"attempts", required_argument, NULL, 'A'},
                                          {"budget-ms", required_argument, NULL, 'B'},
+                                         {"repeat", required_argument, NULL, 'R'},
+                                         {"key", required_argument, NULL, 'K'},
+                                         {"step-ns", required_argument, NULL, 'S'},
                                          {NULL, 0, NULL, 0}};
     struct k8s_config_opts co = {0};
     struct k8s_event_spec ev = {.reason = "ProfilerAttached",
                                 .type = "Normal",
                                 .action = "AttachProfiler",
                                 .note = "attached"};
-    long connect_ms = -1, timeout_ms = -1, attempts = -1, budget_ms = -1;
+    long connect_ms = -1, timeout_ms = -1, attempts = -1, budget_ms = -1, repeat = 1;
+    const char *keys[8];
+    size_t n_keys = 0;
+    uint64_t step_ns = 1000000000u;
     clock_gettime(CLOCK_REALTIME, &ev.event_time);
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -98,6 +110,16 @@ int main(int argc, char **argv)
         case 'O': timeout_ms = num(optarg); break;
         case 'A': attempts = num(optarg); break;
         case 'B': budget_ms = num(optarg); break;
+        case 'R': repeat = num(optarg); break;
+        case 'K':
+            if (n_keys == ARRAY_SIZE(keys))
+                return 2;
+            keys[n_keys++] = optarg;
+            break;
+        case 'S':
+            if (util_parse_u64(optarg, strlen(optarg), UINT64_MAX, &step_ns) < 0)
+                return 2;
+            break;
         default: return 2;
         }
     }
@@ -106,7 +128,7 @@ int main(int argc, char **argv)
     struct k8s_pod_ref pod = {0};
     int rc = k8s_config_load(&co, &cfg, &e);
     if (rc < 0) {
-        print_result(rc, &pod, NULL, &e);
+        print_result(rc, &pod, NULL, &e, NULL);
         return 2;
     }
     if (connect_ms >= 0)
@@ -118,10 +140,29 @@ int main(int argc, char **argv)
     if (budget_ms >= 0)
         cfg.retry_budget_ms = budget_ms;
     if ((rc = k8s_pod_ref_from_env(environ, &pod, &e)) < 0) {
-        print_result(rc, &pod, NULL, &e);
+        print_result(rc, &pod, NULL, &e, NULL);
         return 2;
     }
     struct k8s_report_outcome out;
-    rc = k8s_report_event(&cfg, &pod, &ev, &out, &e);
-    return print_result(rc, &pod, &out, &e);
+    if (n_keys == 0) {
+        rc = k8s_report_event(&cfg, &pod, &ev, &out, &e);
+        return print_result(rc, &pod, &out, &e, NULL);
+    }
+    struct k8s_series_cache *cache = k8s_series_cache_new();
+    json_t *runs = json_array();
+    uint64_t t0 = (uint64_t)ev.event_time.tv_sec * 1000000000u + (uint64_t)ev.event_time.tv_nsec;
+    for (long i = 0; i < repeat; i++) {
+        uint64_t t = t0 + (uint64_t)i * step_ns;
+        ev.event_time.tv_sec = (time_t)(t / 1000000000u);
+        ev.event_time.tv_nsec = (long)(t % 1000000000u);
+        rc = k8s_report_event_dedup(&cfg, &pod, &ev, keys[(size_t)i % n_keys], cache, &out, &e);
+        json_array_append_new(runs, json_pack("{s:i,s:b,s:i,s:s,s:b,s:i}", "rc", rc, "patched",
+                                              out.patched, "series_count", out.series_count,
+                                              "event_name", out.event_name, "used_core_v1",
+                                              out.used_core_v1, "attempts", out.attempts));
+        if (rc < 0)
+            break;
+    }
+    k8s_series_cache_free(cache);
+    return print_result(rc, &pod, &out, &e, runs);
 }

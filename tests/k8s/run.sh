@@ -239,6 +239,114 @@ expect 'o["errno"] == "ENOENT" and "KUBERNETES_SERVICE_HOST" in o["error"] and R
 [ "$(cat "$work/exit")" = 2 ] || ok=0
 finish
 
+# Event series: --key reports --repeat times through one cache, --step-ns apart (default 1 s).
+PATCH_V1='"/apis/events.k8s.io/v1/namespaces/shop/events/" + o["runs"][0]["event_name"]'
+T1=2026-09-21T14:13:21.123456Z T2=2026-09-21T14:13:22.123456Z
+
+begin series_three_reports_one_key
+drive "${POD[@]}" -- --repeat 3 --key 'ProfilerAttached|clrprobe|0'
+expect "calls == [('GET', GET_POD, 200), ('POST', POST_V1, 201), ('PATCH', $PATCH_V1, 200),
+  ('PATCH', $PATCH_V1, 200)] and o['rc'] == 0"
+expect '[(r["patched"], r["series_count"]) for r in o["runs"]] == [(False, 1), (True, 2), (True, 3)]'
+expect 'len(set(r["event_name"] for r in o["runs"])) == 1 and o["attempts"] == 1'
+expect "R[2]['content_type'] == 'application/merge-patch+json' and R[2]['accept'] == 'application/json'"
+expect "R[2]['body'] == {'series': {'count': 2, 'lastObservedTime': '$T1'}}"
+expect "R[3]['body'] == {'series': {'count': 3, 'lastObservedTime': '$T2'}}"
+expect "len(E) == 1 and E[0]['series'] == {'count': 3, 'lastObservedTime': '$T2'}"
+expect 'E[0]["note"] == "attached" and E[0]["eventTime"] == "2026-09-21T14:13:20.123456Z"'
+finish
+
+begin series_two_keys
+drive "${POD[@]}" "$UID_ENV" -- --repeat 4 --key a --key b
+expect 'calls == [("POST", POST_V1, 201)] * 2 + [("PATCH", POST_V1 + "/" + n, 200)
+  for n in (o["runs"][0]["event_name"], o["runs"][1]["event_name"])]'
+expect '[r["series_count"] for r in o["runs"]] == [1, 1, 2, 2] and o["rc"] == 0'
+expect 'len(E) == 2 and [e["series"]["count"] for e in E] == [2, 2]'
+finish
+
+begin series_window_from_head
+# 359.999 s after the head: same series; 719.998 s after it: outside the window, a new head.
+drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k --step-ns 359999000000
+expect '[c[0] for c in calls] == ["POST", "PATCH", "POST"] and all(c[2] in (200, 201) for c in calls)'
+expect '[(r["patched"], r["series_count"]) for r in o["runs"]] == [(False, 1), (True, 2), (False, 1)]'
+expect 'o["runs"][2]["event_name"] == "orders-api-1.%x" % (1790000000123456789 + 2 * 359999000000)'
+expect 'len(E) == 2 and "series" in E[0] and "series" not in E[1]'
+finish
+
+begin series_after_window_posts
+drive "${POD[@]}" "$UID_ENV" -- --repeat 2 --key k --step-ns 360000000000
+expect 'calls == [("POST", POST_V1, 201)] * 2 and [r["series_count"] for r in o["runs"]] == [1, 1]'
+expect 'len(E) == 2 and not any("series" in e for e in E)'
+finish
+
+begin series_patch_404_recreates '[{"match": "PATCH", "do": "expire", "times": 1}]'
+drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k
+expect "calls == [('POST', POST_V1, 201), ('PATCH', $PATCH_V1, 404), ('POST', POST_V1, 201),
+  ('PATCH', POST_V1 + '/' + o['runs'][1]['event_name'], 200)] and o['rc'] == 0"
+expect '[(r["patched"], r["series_count"], r["attempts"]) for r in o["runs"]] == [(False, 1, 1), (False, 1, 2), (True, 2, 1)]'
+expect 'R[1]["response"]["reason"] == "NotFound" and o["runs"][1]["event_name"] != o["runs"][0]["event_name"]'
+expect "(len(E) == 1 and E[0]['metadata']['name'] == o['runs'][1]['event_name'] and
+  E[0]['series'] == {'count': 2, 'lastObservedTime': '$T2'})"
+finish
+
+begin series_core_v1_fallback '[{"match": "POST /apis/events.k8s.io/", "do": "status", "status": 404, "times": 9}]'
+drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k
+expect 'calls == [("POST", POST_V1, 404), ("POST", POST_CORE, 201)] + [("PATCH", POST_CORE + "/" + o["event_name"], 200)] * 2'
+expect '[(r["used_core_v1"], r["series_count"]) for r in o["runs"]] == [(True, 1), (True, 2), (True, 3)]'
+expect "R[3]['body'] == {'series': {'count': 3, 'lastObservedTime': '$T2'}} and R[3]['response']['apiVersion'] == 'v1'"
+expect 'len(E) == 1 and E[0]["postedAs"] == "v1" and E[0]["series"]["count"] == 3'
+finish
+
+begin series_patch_500_retried '[{"match": "PATCH", "do": "status", "status": 500, "times": 1}]'
+drive "${POD[@]}" "$UID_ENV" -- --repeat 2 --key k
+expect "calls == [('POST', POST_V1, 201), ('PATCH', $PATCH_V1, 500), ('PATCH', $PATCH_V1, 200)]"
+expect 'o["rc"] == 0 and o["patched"] is True and o["attempts"] == 2 and o["log"][0]["slept_ms"] > 0'
+expect 'R[1]["body"] == R[2]["body"] and E[0]["series"]["count"] == 2'
+finish
+
+begin series_patch_403_final '[{"match": "PATCH", "do": "status", "status": 403}]'
+drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k
+expect "calls == [('POST', POST_V1, 201), ('PATCH', $PATCH_V1, 403)] and o['errno'] == 'EACCES'"
+expect 'len(o["runs"]) == 2 and "patch" in o["hint"] and o["patched"] is False'
+expect 'len(E) == 1 and "series" not in E[0]'
+finish
+
+begin series_bad_key
+drive "${POD[@]}" "$UID_ENV" -- --key "$(printf 'k%.0s' $(seq 513))"
+expect 'o["errno"] == "EINVAL" and R == []'
+finish
+
+begin patch_server_validation
+# The PATCH side of the stand-in must refuse what the apiserver refuses.
+auth="Authorization: Bearer $(tr -d '\n' <"$work/token")"
+drive "${POD[@]}" "$UID_ENV"
+ev=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["event_name"])' "$work/out.json")
+patch() {
+    local got
+    got=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$ca" -H "$auth" -X PATCH \
+        -H "Content-Type: $2" --data-binary "$4" "$url$3")
+    [ "$got" = "$1" ] || { echo "  patch_server_validation: want $1 got $got for $3 $4" >&2; ok=0; }
+}
+MP=application/merge-patch+json V1=/apis/events.k8s.io/v1/namespaces/shop/events
+ser() { printf '{"series":{"count":%s,"lastObservedTime":"%s"}}' "$1" "$2"; }
+patch 415 application/json "$V1/$ev" "$(ser 2 "$T1")"
+patch 404 $MP "$V1/nope.1" "$(ser 2 "$T1")"
+patch 422 $MP "$V1/$ev" "$(ser 1 "$T1")"
+patch 422 $MP "$V1/$ev" '{"series":{"count":2}}'
+patch 400 $MP "$V1/$ev" "$(ser 2 2026-09-21T14:13:21Z)"
+patch 422 $MP "$V1/$ev" '{"note":"changed"}'
+patch 400 $MP "$V1/$ev" '{"foo":1}'
+patch 200 $MP "$V1/$ev" "$(ser 2 "$T1")"
+patch 200 $MP "/api/v1/namespaces/shop/events/$ev" "$(ser 3 "$T2")"
+ctl GET /_test/requests >"$work/requests.json" && ctl GET /_test/events >"$work/events.json" || ok=0
+expect 'R[2]["response"]["details"]["name"] == "nope.1" and R[2]["response"]["reason"] == "NotFound"'
+expect '[c["field"] for c in R[3]["response"]["details"]["causes"]] == ["series.count"]'
+expect '[c["field"] for c in R[6]["response"]["details"]["causes"]] == ["note"]'
+expect "len(E) == 1 and E[0]['series'] == {'count': 3, 'lastObservedTime': '$T2'} and E[0]['note'] == 'attached'"
+ctl POST /_test/reset-events >/dev/null || ok=0
+patch 404 $MP "$V1/$ev" "$(ser 4 "$T2")"
+finish
+
 begin server_validation
 # The server itself must reject what the apiserver rejects; otherwise the scenarios above prove
 # little. Each line: expected status, API group path, body.
