@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /proc/<pid>/environ: NUL-separated, entirely the target's (and cut short when the target
+ * rewrote its own stack). proc_environ_get must stay inside the buffer, and the TMPDIR rule must
+ * give an absolute, '/'-terminated, control-free path, or an error whose text is control-free
+ * too (the message quotes the value and is printed to a terminal).
+ */
+#include <errno.h>
+
+#include "fuzz.h"
+#include "proc_parse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *buf = (const char *)data;
+    const char *v;
+    size_t vlen;
+    static const char *const names[] = {"TMPDIR", "DOTNET_DiagnosticPorts", "", "=", "A"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (proc_environ_get(buf, size, names[i], &v, &vlen) == 1) {
+            FUZZ_CHECK(v >= buf && v + vlen <= buf + size);
+            FUZZ_CHECK(memchr(v, '\0', vlen) == NULL);
+        }
+    }
+
+    struct cla_error e = {0};
+    char out[TARGET_PATH_MAX];
+    int r = proc_tmpdir_from_environ(buf, size, out, sizeof(out), &e);
+    if (r == 0) {
+        size_t n = strnlen(out, sizeof(out));
+        FUZZ_CHECK(n > 0 && n < sizeof(out));
+        FUZZ_CHECK(out[0] == '/' && out[n - 1] == '/');
+        FUZZ_CHECK(fuzz_no_controls(out, n));
+    } else {
+        FUZZ_CHECK(r == -EINVAL || r == -ENAMETOOLONG);
+        FUZZ_CHECK(fuzz_no_controls(e.msg, strnlen(e.msg, sizeof(e.msg))));
+    }
+
+    /* A small output buffer exercises the length check at its edge. */
+    char small[8];
+    if (proc_tmpdir_from_environ(buf, size, small, sizeof(small), &e) == 0)
+        FUZZ_CHECK(strnlen(small, sizeof(small)) < sizeof(small));
+    return 0;
+}

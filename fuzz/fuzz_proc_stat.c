@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /proc/<pid>/stat of a target: the comm field is the target's own choice (prctl PR_SET_NAME),
+ * with spaces, ')' and control bytes. Checks the parser's promises: comm within its buffer and
+ * scrubbed of controls, and error messages free of control bytes (they are printed).
+ */
+#include "fuzz.h"
+#include "proc_parse.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct cla_error e = {0};
+    struct proc_stat st;
+    if (proc_parse_stat((const char *)data, size, &st, &e) == 0) {
+        size_t n = strnlen(st.comm, sizeof(st.comm));
+        FUZZ_CHECK(n < sizeof(st.comm));
+        /* An embedded NUL ends the string early; what is before it must be clean. */
+        FUZZ_CHECK(fuzz_no_controls(st.comm, n));
+        FUZZ_CHECK(st.ppid >= 0);
+    } else {
+        FUZZ_CHECK(e.code < 0);
+        FUZZ_CHECK(fuzz_no_controls(e.msg, strnlen(e.msg, sizeof(e.msg))));
+    }
+    return 0;
+}
