@@ -135,7 +135,7 @@ static void do_request(struct session *s, const char *method, const char *path, 
      * merge patch is enough for `series` (an object of scalars) and is what every group
      * accepts, unlike strategic merge, which custom and aggregated APIs refuse. */
     const char *const hdrs[] = {auth, "Accept: application/json",
-                                !body  ? NULL
+                                !body   ? NULL
                                 : patch ? "Content-Type: application/merge-patch+json"
                                         : "Content-Type: application/json"};
     for (size_t i = 0; i < ARRAY_SIZE(hdrs) && hdrs[i]; i++) {
@@ -468,8 +468,8 @@ static void session_close(struct session *s)
 
 /* The create path: pod GET when the uid is unknown, POST to events.k8s.io, core/v1 on a 404
  * for the group. */
-static int create_event(struct session *s, struct k8s_pod_ref *pod,
-                        const struct k8s_event_spec *ev, struct cla_error *e)
+static int create_event(struct session *s, struct k8s_pod_ref *pod, const struct k8s_event_spec *ev,
+                        struct cla_error *e)
 {
     struct reply r = {0};
     int rc = 0;
@@ -539,15 +539,20 @@ static struct series_entry *series_find(struct k8s_series_cache *c, const char *
     return NULL;
 }
 
-/* Milliseconds from a to b, saturating instead of overflowing on absurd times. */
+/* Milliseconds from a to b rounded down, saturating instead of overflowing on absurd times.
+ * Rounded down, not toward zero: b a microsecond before a must come out negative. */
 static int64_t ms_between(const struct timespec *a, const struct timespec *b)
 {
     int64_t ds = (int64_t)b->tv_sec - (int64_t)a->tv_sec;
+    int64_t dn = (int64_t)b->tv_nsec - (int64_t)a->tv_nsec;
     if (ds > INT64_MAX / 2000)
         return INT64_MAX / 2;
     if (ds < -(INT64_MAX / 2000))
         return -(INT64_MAX / 2);
-    return ds * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+    int64_t ms = dn / 1000000;
+    if (dn % 1000000 < 0)
+        ms--;
+    return ds * 1000 + ms;
 }
 
 /* Whether a report at `now` for `pod` continues the series of `se`. A time before the head

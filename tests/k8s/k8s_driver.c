@@ -3,9 +3,10 @@
  * Test driver for lib/k8s_*: loads the configuration from flags (and the env), reports one
  * Event and prints the outcome as one JSON object on stdout. With --key it reports --repeat N
  * times through one series cache (k8s_report_event_dedup), the i-th report at --time-ns plus
- * i * --step-ns and with the i-th --key (cycling), stopping at the first error; "runs" then
- * lists every report's outcome and the top-level fields are those of the last one. Exit 0 on success, 1 on a report
- * error, 2 on a usage or configuration error.
+ * i * --step-ns (minus with "-N") and with the i-th --key (cycling), stopping at the first error
+ * (--alt-pod: odd reports are about that pod); "runs" then lists every report's outcome and the
+ * top-level fields are those of the last one. Exit 0 on success, 1 on a report error, 2 on a usage
+ * or configuration error.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -75,6 +76,7 @@ int main(int argc, char **argv)
                                          {"repeat", required_argument, NULL, 'R'},
                                          {"key", required_argument, NULL, 'K'},
                                          {"step-ns", required_argument, NULL, 'S'},
+                                         {"alt-pod", required_argument, NULL, 'P'},
                                          {NULL, 0, NULL, 0}};
     struct k8s_config_opts co = {0};
     struct k8s_event_spec ev = {.reason = "ProfilerAttached",
@@ -82,9 +84,11 @@ int main(int argc, char **argv)
                                 .action = "AttachProfiler",
                                 .note = "attached"};
     long connect_ms = -1, timeout_ms = -1, attempts = -1, budget_ms = -1, repeat = 1;
-    const char *keys[8];
+    const char *keys[128];
     size_t n_keys = 0;
     uint64_t step_ns = 1000000000u;
+    bool step_back = false;
+    const char *alt_pod = NULL; /* the pod of odd-numbered reports, uid looked up */
     clock_gettime(CLOCK_REALTIME, &ev.event_time);
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -111,13 +115,17 @@ int main(int argc, char **argv)
         case 'A': attempts = num(optarg); break;
         case 'B': budget_ms = num(optarg); break;
         case 'R': repeat = num(optarg); break;
+        case 'P': alt_pod = optarg; break;
         case 'K':
             if (n_keys == ARRAY_SIZE(keys))
                 return 2;
             keys[n_keys++] = optarg;
             break;
         case 'S':
-            if (util_parse_u64(optarg, strlen(optarg), UINT64_MAX, &step_ns) < 0)
+            /* "-N": each report N ns before the previous one (a clock stepped back). */
+            step_back = optarg[0] == '-';
+            if (util_parse_u64(optarg + step_back, strlen(optarg + step_back), UINT64_MAX,
+                               &step_ns) < 0)
                 return 2;
             break;
         default: return 2;
@@ -152,10 +160,16 @@ int main(int argc, char **argv)
     json_t *runs = json_array();
     uint64_t t0 = (uint64_t)ev.event_time.tv_sec * 1000000000u + (uint64_t)ev.event_time.tv_nsec;
     for (long i = 0; i < repeat; i++) {
-        uint64_t t = t0 + (uint64_t)i * step_ns;
+        uint64_t t = step_back ? t0 - (uint64_t)i * step_ns : t0 + (uint64_t)i * step_ns;
         ev.event_time.tv_sec = (time_t)(t / 1000000000u);
         ev.event_time.tv_nsec = (long)(t % 1000000000u);
-        rc = k8s_report_event_dedup(&cfg, &pod, &ev, keys[(size_t)i % n_keys], cache, &out, &e);
+        struct k8s_pod_ref alt = pod;
+        if (alt_pod && i % 2 == 1) {
+            snprintf(alt.name, sizeof(alt.name), "%s", alt_pod);
+            alt.uid[0] = '\0';
+        }
+        rc = k8s_report_event_dedup(&cfg, alt_pod && i % 2 == 1 ? &alt : &pod, &ev,
+                                    keys[(size_t)i % n_keys], cache, &out, &e);
         json_array_append_new(runs, json_pack("{s:i,s:b,s:i,s:s,s:b,s:i}", "rc", rc, "patched",
                                               out.patched, "series_count", out.series_count,
                                               "event_name", out.event_name, "used_core_v1",

@@ -279,6 +279,22 @@ expect 'calls == [("POST", POST_V1, 201)] * 2 and [r["series_count"] for r in o[
 expect 'len(E) == 2 and not any("series" in e for e in E)'
 finish
 
+begin series_clock_back_posts
+# A report timed before the head (the clock stepped back) starts a new Event rather than a
+# series whose lastObservedTime precedes its eventTime.
+drive "${POD[@]}" "$UID_ENV" -- --repeat 2 --key k --step-ns -1000
+expect 'calls == [("POST", POST_V1, 201)] * 2 and [r["series_count"] for r in o["runs"]] == [1, 1]'
+expect 'o["event_name"] == "orders-api-1.%x" % (1790000000123456789 - 1000)'
+finish
+
+begin series_other_pod_same_key
+# One key, reports about two pods in turn: an Event about one pod never counts the other's.
+drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k --alt-pod orders-api-2
+expect 'calls == [("POST", POST_V1, 201), ("GET", GET_POD[:-1] + "2", 200), ("POST", POST_V1, 201),
+  ("POST", POST_V1, 201)] and [r["series_count"] for r in o["runs"]] == [1, 1, 1]'
+expect 'sorted(e["regarding"]["name"] for e in E) == ["orders-api-1", "orders-api-1", "orders-api-2"]'
+finish
+
 begin series_patch_404_recreates '[{"match": "PATCH", "do": "expire", "times": 1}]'
 drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k
 expect "calls == [('POST', POST_V1, 201), ('PATCH', $PATCH_V1, 404), ('POST', POST_V1, 201),
@@ -309,6 +325,17 @@ drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k
 expect "calls == [('POST', POST_V1, 201), ('PATCH', $PATCH_V1, 403)] and o['errno'] == 'EACCES'"
 expect 'len(o["runs"]) == 2 and "patch" in o["hint"] and o["patched"] is False'
 expect 'len(E) == 1 and "series" not in E[0]'
+finish
+
+begin series_cache_evicts_oldest
+# K8S_SERIES_MAX (64) heads are remembered: the 65th key evicts k0, whose repeat then starts a
+# new Event, while the newest key (k64) still continues its series.
+keys=()
+for i in $(seq 0 64); do keys+=(--key "k$i"); done
+drive "${POD[@]}" "$UID_ENV" -- --repeat 67 "${keys[@]}" --key k0 --key k64
+expect '[c[0] for c in calls] == ["POST"] * 66 + ["PATCH"] and o["rc"] == 0'
+expect '[r["series_count"] for r in o["runs"][64:]] == [1, 1, 2] and len(E) == 66'
+expect 'calls[-1][1] == POST_V1 + "/" + o["runs"][64]["event_name"]'
 finish
 
 begin series_bad_key

@@ -460,6 +460,37 @@ static void test_pod_parse(void **state)
     assert_int_equal(k8s_pod_parse_uid(good, K8S_RESPONSE_MAX + 1, "p", "n", uid, &e), -E2BIG);
 }
 
+static void test_series_patch(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    char *json = NULL;
+    struct timespec t = {1790000000, 123456789};
+    assert_int_equal(k8s_series_patch_build(2, &t, &json, &e), 0);
+    assert_string_equal(
+        json, "{\"series\":{\"count\":2,\"lastObservedTime\":\"2026-09-21T14:13:20.123456Z\"}}");
+    free(json);
+    json = NULL;
+    t = (struct timespec){1790000360, 5000};
+    assert_int_equal(k8s_series_patch_build(2147483647, &t, &json, &e), 0);
+    assert_string_equal(json, "{\"series\":{\"count\":2147483647,"
+                              "\"lastObservedTime\":\"2026-09-21T14:19:20.000005Z\"}}");
+    free(json);
+
+    /* The apiserver refuses a series below 2; a bad time never becomes a body. Failure
+     * leaves *ret_json alone. */
+    json = (char *)"untouched";
+    assert_int_equal(k8s_series_patch_build(1, &t, &json, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "below 2"));
+    assert_int_equal(k8s_series_patch_build(0, &t, &json, &e), -EINVAL);
+    assert_int_equal(k8s_series_patch_build(-5, &t, &json, &e), -EINVAL);
+    t = (struct timespec){1790000000, 1000000000L};
+    assert_int_equal(k8s_series_patch_build(3, &t, &json, &e), -EINVAL);
+    t = (struct timespec){-1, 0};
+    assert_int_equal(k8s_series_patch_build(3, &t, &json, &e), -EINVAL);
+    assert_string_equal(json, "untouched");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_status_malformed),
         cmocka_unit_test(test_status_huge),
         cmocka_unit_test(test_pod_parse),
+        cmocka_unit_test(test_series_patch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
