@@ -13,7 +13,7 @@ using System.Reflection;
 [assembly: System.Reflection.AssemblyCompanyAttribute("ManagedAttach")]
 [assembly: System.Reflection.AssemblyConfigurationAttribute("Release")]
 [assembly: System.Reflection.AssemblyFileVersionAttribute("1.0.0.0")]
-[assembly: System.Reflection.AssemblyInformationalVersionAttribute("1.0.0+3c17c310b368c7c82e6ee811a3aacad5b81b814d")]
+[assembly: System.Reflection.AssemblyInformationalVersionAttribute("1.0.0+71008fb308d042397fd384b7940b7815fa60cb3c")]
 [assembly: System.Reflection.AssemblyProductAttribute("ManagedAttach")]
 [assembly: System.Reflection.AssemblyTitleAttribute("ManagedAttach")]
 [assembly: System.Reflection.AssemblyVersionAttribute("1.0.0.0")]
