@@ -270,7 +270,8 @@ if [ -n "${LEARNED:-}" ]; then
         d=$(json_get "$OUT" delivered_path)
         ours_after=$(stat -c '%s %Y %i' "$OURS"; sha256sum <"$OURS")
         link=$(readlink "/proc/$P/root/tmp/$NAME")
-        if [ "$ours_before" != "$ours_after" ] || [ "$link" != "$OURS" ]; then
+        # start_target rewrote the --pre paths to the namespace's view of our checkout.
+        if [ "$ours_before" != "$ours_after" ] || [ "$link" != "$(ns_path "$OURS")" ]; then
             fail "planted-link-default" "$OURS or the link changed ($link)"
         elif [ $RC -eq 6 ]; then
             ok "planted-link-default (refused, exit 6)"
