@@ -31,9 +31,12 @@ int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, str
         if ((unsigned char)st.comm[i] < 0x20 || (unsigned char)st.comm[i] == 0x7F)
             st.comm[i] = '?';
 
-    /* Fields after ") ": 3 state, 4 ppid, ..., 22 starttime. */
+    /* Fields after ") ": 3 state, 4 ppid, ..., 22 starttime (required); then, when present,
+     * up to 50 env_start (kernels before 3.5 end earlier). */
     const char *p = close + 1, *end = buf + len;
-    for (int field = 3; field <= 22; field++) {
+    for (int field = 3; field <= 50; field++) {
+        if (field > 22 && (p >= end || *p == '\n'))
+            break;
         if (p >= end || *p != ' ')
             return err_set(e, -EPROTO, "proc: stat truncated before field %d", field);
         p++;
@@ -56,6 +59,10 @@ int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, str
             if (util_parse_u64(f, flen, UINT64_MAX, &v) < 0)
                 return err_set(e, -EPROTO, "proc: stat starttime malformed");
             st.starttime = v;
+        } else if (field == 26 || field == 28 || field == 48 || field == 50) {
+            if (util_parse_u64(f, flen, UINT64_MAX, &v) < 0)
+                return err_set(e, -EPROTO, "proc: stat field %d malformed", field);
+            st.exec_marks[field == 26 ? 0 : field == 28 ? 1 : field == 48 ? 2 : 3] = v;
         }
     }
     *ret_stat = st;
@@ -151,6 +158,40 @@ int proc_environ_get(const char *buf, size_t len, const char *name, const char *
     return found;
 }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0 when the bytes there do not start one. */
+static size_t utf8_valid_len(const unsigned char *s, size_t avail)
+{
+    unsigned char c = s[0];
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong below U+0800 */
+        else if (c == 0xED)
+            hi = 0x9F; /* U+D800..U+DFFF are surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong below U+10000 */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0; /* a continuation byte, C0/C1 (overlong), or F5..FF */
+    }
+    if (avail < n || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t k = 2; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
 void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size)
 {
     if (size == 0)
@@ -171,22 +212,17 @@ void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size)
         o = size - 1;
     }
     out[o] = '\0';
-    /* Invalid UTF-8 could hide text in a terminal: replace any broken sequence. */
+    /* Invalid UTF-8 could hide text in a terminal, and C1 controls steer it: replace them. */
     for (size_t i = 0; i < o;) {
-        unsigned char c = (unsigned char)out[i];
-        size_t n = c < 0x80             ? 0
-                   : (c & 0xE0) == 0xC0 ? 1
-                   : (c & 0xF0) == 0xE0 ? 2
-                   : (c & 0xF8) == 0xF0 ? 3
-                                        : 99;
-        bool ok = n != 99 && i + n < o;
-        for (size_t k = 1; ok && k <= n; k++)
-            ok = ((unsigned char)out[i + k] & 0xC0) == 0x80;
-        if (!ok) {
+        size_t n = utf8_valid_len((const unsigned char *)out + i, o - i);
+        if (n == 0) {
             out[i++] = '?';
             continue;
         }
-        i += n + 1;
+        if (n == 2 && (unsigned char)out[i] == 0xC2 && (unsigned char)out[i + 1] < 0xA0) {
+            out[i] = out[i + 1] = '?';
+        }
+        i += n;
     }
 }
 
@@ -223,14 +259,16 @@ int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t 
         v = "/tmp/";
         vlen = 5;
     }
-    if (v[0] != '/')
-        return err_set(e, -EINVAL, "target TMPDIR '%.*s' is not an absolute path",
-                       (int)(vlen > 200 ? 200 : vlen), v);
     /* The runtime would use such a TMPDIR as it is, but it would reach our messages and a
-     * terminal: a control byte in it is refused. */
+     * terminal: a control byte in it is refused, before any of it is quoted. */
     for (size_t i = 0; i < vlen; i++)
         if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7F)
             return err_set(e, -EINVAL, "target TMPDIR holds a control character (byte %zu)", i);
+    if (v[0] != '/') {
+        char shown[64];
+        proc_cmdline_render(v, vlen, shown, sizeof(shown)); /* no invalid UTF-8 or C1 */
+        return err_set(e, -EINVAL, "target TMPDIR '%s' is not an absolute path", shown);
+    }
     bool slash = v[vlen - 1] == '/';
     if (vlen + (slash ? 0 : 1) + 1 > size)
         return err_set(e, -ENAMETOOLONG, "target TMPDIR of %zu bytes is too long", vlen);

@@ -21,6 +21,10 @@ struct proc_stat {
     char state;
     pid_t ppid;
     uint64_t starttime; /* field 22: clock ticks since boot; the runtime's socket key */
+    /* Fields 26 startcode, 28 startstack, 48 arg_start, 50 env_start: addresses of the program
+     * image, new with every execve. 0 when absent or when the reader may not ptrace-read the
+     * process (the kernel hides them then). */
+    uint64_t exec_marks[4];
 };
 
 /* Parses /proc/<pid>/stat. comm may hold spaces and ')' so fields are counted from the LAST ')'
@@ -29,7 +33,7 @@ int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, str
 
 struct proc_status {
     pid_t nspid;      /* innermost pid (last NSpid value): the pid the runtime knows itself by */
-    int nspid_levels; /* how many pid namespaces deep the process is, >= 1 */
+    int nspid_levels; /* pid namespaces deep: >= 1 from NSpid, 0 when have_nspid is false */
     uid_t uid[4];     /* real, effective, saved, filesystem */
     gid_t gid[4];
     bool have_nspid; /* kernels before 4.1 have no NSpid line */
@@ -46,8 +50,9 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
 int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
                      size_t *ret_len);
 
-/* Renders a NUL-separated command line as one line: arguments joined by spaces, control bytes
- * and invalid UTF-8 as '?', cut at `size - 1` bytes with "..." when longer. Always terminates. */
+/* Renders a NUL-separated command line as one line: arguments joined by spaces; control bytes
+ * (C0 and C1) and invalid UTF-8 (overlong, surrogates, past U+10FFFF) as '?'; cut at `size - 1`
+ * bytes with "..." when longer. Always terminates. */
 void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size);
 
 /* Parses "dotnet-diagnostic-<pid>-<key>-socket". Returns 1 with pid and key, 0 when the name is

@@ -35,9 +35,16 @@ static void test_stat_fixtures(void **state)
     assert_int_equal(st.state, 'S');
     assert_int_equal(st.ppid, 4200);
     assert_int_equal(st.starttime, 987654321ULL);
+    assert_int_equal(st.exec_marks[0], 1);
+    assert_int_equal(st.exec_marks[3], 0);
     b = slurp("tests/fixtures/proc/stat.host", &len);
     assert_int_equal(proc_parse_stat(b, len, &st, &e), 0);
-    assert_true(st.starttime > 0);
+    assert_int_equal(st.starttime, 1112643);
+    /* startcode, startstack, arg_start, env_start */
+    assert_int_equal(st.exec_marks[0], 94672855957504ULL);
+    assert_int_equal(st.exec_marks[1], 140720802091312ULL);
+    assert_int_equal(st.exec_marks[2], 140720802097626ULL);
+    assert_int_equal(st.exec_marks[3], 140720802097646ULL);
 }
 
 static void test_stat_malformed(void **state)
@@ -56,12 +63,24 @@ static void test_stat_malformed(void **state)
         "1 (comm) S 1  3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 9",
         "1 (comm) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 99999999999999999999999",
         "1 (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa) S 1",
+        /* the optional fields, when present, are numbers too */
+        "1 (comm) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9 23 24 25 -26",
+        "1 (comm) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9 23 24 25 26  28",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(proc_parse_stat(bad[i], strlen(bad[i]), &st, &e), -EPROTO);
     const char *ok = "1 (c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9";
     assert_int_equal(proc_parse_stat(ok, strlen(ok), &st, &e), 0);
     assert_int_equal(st.starttime, 9);
+    assert_int_equal(st.exec_marks[0], 0);
+    /* Up to arg_start only (an older kernel): what is there is read, the rest stays 0. */
+    const char *part = "1 (c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9 23 24 25 26 27 28 "
+                       "29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48\n";
+    assert_int_equal(proc_parse_stat(part, strlen(part), &st, &e), 0);
+    assert_int_equal(st.exec_marks[0], 26);
+    assert_int_equal(st.exec_marks[1], 28);
+    assert_int_equal(st.exec_marks[2], 48);
+    assert_int_equal(st.exec_marks[3], 0);
     const char *esc = "1 (\x1b[2J) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 9";
     assert_int_equal(proc_parse_stat(esc, strlen(esc), &st, &e), 0);
     assert_string_equal(st.comm, "?[2J");
@@ -146,6 +165,15 @@ static void test_tmpdir(void **state)
     static const char esc[] = "TMPDIR=/a\x1b]0;x\x07";
     assert_int_equal(proc_tmpdir_from_environ(esc, sizeof(esc) - 1, out, sizeof(out), &e),
                      -EINVAL);
+    /* A relative TMPDIR is quoted in the message, but never its control or invalid bytes. */
+    static const char rel[] = "TMPDIR=x\x1b]0;y\x07";
+    assert_int_equal(proc_tmpdir_from_environ(rel, sizeof(rel) - 1, out, sizeof(out), &e),
+                     -EINVAL);
+    assert_null(strchr(e.msg, '\x1b'));
+    static const char relc1[] = "TMPDIR=x\xC2\x9B" "31m\xFF";
+    assert_int_equal(proc_tmpdir_from_environ(relc1, sizeof(relc1) - 1, out, sizeof(out), &e),
+                     -EINVAL);
+    assert_non_null(strstr(e.msg, "'x??31m?'"));
 }
 
 static void test_socket_names(void **state)
@@ -187,6 +215,18 @@ static void test_cmdline_render(void **state)
     static const char bad[] = "\xC3(\xF0\x9F";
     proc_cmdline_render(bad, sizeof(bad) - 1, out, sizeof(out));
     assert_string_equal(out, "?(??");
+    /* Well-formed text stays: é, €, an emoji. */
+    static const char good[] = "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80";
+    proc_cmdline_render(good, sizeof(good) - 1, out, sizeof(out));
+    assert_string_equal(out, good);
+    /* Overlong NUL and '/', a surrogate, a code point past U+10FFFF, F5.. lead bytes. */
+    static const char overlong[] = "\xC0\x80\xE0\x80\xAF|\xED\xA0\x80|\xF4\x90\x80\x80|\xF5";
+    proc_cmdline_render(overlong, sizeof(overlong) - 1, out, sizeof(out));
+    assert_string_equal(out, "?????|???|????|?");
+    /* C1 controls: a UTF-8 encoded CSI (U+009B) would steer a terminal; U+00A0 is text. */
+    static const char c1[] = "a\xC2\x9B" "31m\xC2\x80\xC2\xA0";
+    proc_cmdline_render(c1, sizeof(c1) - 1, out, sizeof(out));
+    assert_string_equal(out, "a??31m??\xC2\xA0");
     static const char lng[] = "0123456789012345678901234567890123456789";
     proc_cmdline_render(lng, sizeof(lng) - 1, out, sizeof(out));
     assert_int_equal(strlen(out), sizeof(out) - 1);
