@@ -19,14 +19,17 @@
 struct instance {
     pid_t pid;
     uint64_t starttime;
+    uint64_t exec_fp; /* the program image last seen (0 = unknown) */
     enum attach_outcome last;
-    bool has_outcome;
+    bool has_outcome; /* false: only looked at, nothing to attach yet */
     bool final;
     int attempts;
-    int64_t next_ms; /* not before this time */
-    unsigned gen;    /* last scan that saw it */
+    int64_t next_ms;        /* not before this time */
+    int64_t young_until_ms; /* looked at every scan until then */
+    unsigned gen;           /* last scan that saw it */
 };
 
+/* Sorted by (pid, starttime): a node may show thousands of processes, each looked up per scan. */
 struct watch_table {
     struct instance *v;
     size_t n, alloc;
@@ -46,12 +49,66 @@ void watch_table_free(struct watch_table *t)
     free(t);
 }
 
+static int cmp_key(pid_t pid, uint64_t starttime, const struct instance *in)
+{
+    if (pid != in->pid)
+        return pid < in->pid ? -1 : 1;
+    if (starttime != in->starttime)
+        return starttime < in->starttime ? -1 : 1;
+    return 0;
+}
+
+/* The index of the instance, or of where it would go (with *found false). */
+static size_t locate(const struct watch_table *t, pid_t pid, uint64_t starttime, bool *found)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_key(pid, starttime, &t->v[mid]);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *found = false;
+    return lo;
+}
+
 static struct instance *find(const struct watch_table *t, pid_t pid, uint64_t starttime)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (t->v[i].pid == pid && t->v[i].starttime == starttime)
-            return &t->v[i];
-    return NULL;
+    bool found;
+    size_t i = locate(t, pid, starttime, &found);
+    return found ? &t->v[i] : NULL;
+}
+
+/* The instance, created (seen in this generation, nothing recorded) when absent; NULL when out
+ * of memory. */
+static struct instance *find_or_add(struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    bool found;
+    size_t i = locate(t, pid, starttime, &found);
+    if (found)
+        return &t->v[i];
+    if (t->n == t->alloc) {
+        size_t na = t->alloc ? t->alloc * 2 : 16;
+        struct instance *nv = realloc(t->v, na * sizeof(*nv));
+        if (!nv)
+            return NULL;
+        t->v = nv;
+        t->alloc = na;
+    }
+    memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
+    t->n++;
+    struct instance *in = &t->v[i];
+    memset(in, 0, sizeof(*in));
+    in->pid = pid;
+    in->starttime = starttime;
+    in->gen = t->gen;
+    return in;
 }
 
 bool watch_outcome_final(enum attach_outcome o)
@@ -81,22 +138,9 @@ bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttim
 bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
                         enum attach_outcome outcome, int64_t now_ms)
 {
-    struct instance *in = find(t, pid, starttime);
-    if (!in) {
-        if (t->n == t->alloc) {
-            size_t na = t->alloc ? t->alloc * 2 : 16;
-            struct instance *nv = realloc(t->v, na * sizeof(*nv));
-            if (!nv)
-                return false;
-            t->v = nv;
-            t->alloc = na;
-        }
-        in = &t->v[t->n++];
-        memset(in, 0, sizeof(*in));
-        in->pid = pid;
-        in->starttime = starttime;
-        in->gen = t->gen;
-    }
+    struct instance *in = find_or_add(t, pid, starttime);
+    if (!in)
+        return false;
     bool is_new = !in->has_outcome || in->last != outcome;
     in->has_outcome = true;
     in->last = outcome;
@@ -109,16 +153,48 @@ bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
     return is_new;
 }
 
+void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t age_ms, int64_t now_ms)
+{
+    bool found = find(t, pid, starttime) != NULL;
+    struct instance *in = find_or_add(t, pid, starttime);
+    if (!in)
+        return; /* out of memory: looked at again next scan, as without a table */
+    if (!found) {
+        in->exec_fp = exec_fp;
+        in->young_until_ms = now_ms + (age_ms < WATCH_YOUNG_MS ? WATCH_YOUNG_MS - age_ms : 0);
+    }
+    if (in->has_outcome)
+        return; /* a retry keeps its own backoff */
+    in->next_ms = now_ms < in->young_until_ms ? now_ms : now_ms + WATCH_IDLE_LOOK_MS;
+}
+
 void watch_table_begin(struct watch_table *t)
 {
     t->gen++;
 }
 
-void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime)
+void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t now_ms)
 {
     struct instance *in = find(t, pid, starttime);
-    if (in)
-        in->gen = t->gen;
+    if (!in)
+        return;
+    in->gen = t->gen;
+    if (exec_fp == 0 || in->exec_fp == exec_fp)
+        return;
+    if (in->exec_fp != 0) {
+        /* execve since: another program under the same pid and start time (a shell that
+         * execs dotnet, or one runtime exec'ing into another) is a new instance. */
+        unsigned gen = in->gen;
+        memset(in, 0, sizeof(*in));
+        in->pid = pid;
+        in->starttime = starttime;
+        in->gen = gen;
+        in->next_ms = now_ms;
+        in->young_until_ms = now_ms + WATCH_YOUNG_MS;
+    }
+    in->exec_fp = exec_fp;
 }
 
 size_t watch_table_sweep(struct watch_table *t)
@@ -144,7 +220,30 @@ size_t watch_table_sweep(struct watch_table *t)
 
 size_t watch_table_size(const struct watch_table *t)
 {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->v[i].has_outcome;
+    return n;
+}
+
+size_t watch_table_entries(const struct watch_table *t)
+{
     return t->n;
+}
+
+uint64_t watch_exec_fp(const struct proc_stat *st)
+{
+    /* FNV-1a over the image addresses; all 0 (hidden, or an old kernel) means unknown. */
+    uint64_t h = 1469598103934665603ULL;
+    bool any = false;
+    for (size_t i = 0; i < 4; i++) {
+        any |= st->exec_marks[i] != 0;
+        for (int b = 0; b < 64; b += 8) {
+            h ^= (st->exec_marks[i] >> b) & 0xFF;
+            h *= 1099511628211ULL;
+        }
+    }
+    return any ? (h ? h : 1) : 0;
 }
 
 static bool cmdline_matches(const struct target *tg, const struct watch_selector *sel)
@@ -171,6 +270,19 @@ static int quick_stat(int proc_dirfd, const char *name, struct proc_stat *ret)
     return proc_parse_stat(buf, (size_t)n, ret, NULL);
 }
 
+/* How long ago the process started (0 when the clocks disagree). */
+static int64_t age_ms(uint64_t starttime)
+{
+    struct timespec ts;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+        return 0;
+    int64_t boot_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t start_ms = (int64_t)(starttime / (uint64_t)hz) * 1000 +
+                       (int64_t)(starttime % (uint64_t)hz) * 1000 / hz;
+    return boot_ms > start_ms ? boot_ms - start_ms : 0;
+}
+
 /* One pass over /proc. Attaches to every due, matching instance with a socket. */
 static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self)
 {
@@ -194,37 +306,49 @@ static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self)
         struct proc_stat st;
         if (pid == self || quick_stat(o->proc_dirfd, de->d_name, &st) < 0)
             continue;
-        watch_table_seen(t, pid, st.starttime);
+        int64_t now = util_now_ms();
+        uint64_t fp = watch_exec_fp(&st);
+        watch_table_seen(t, pid, st.starttime, fp, now);
         if (watch_table_final(t, pid, st.starttime))
             continue;
         if (o->sel.comm && strcmp(st.comm, o->sel.comm) != 0)
             continue;
-        int64_t now = util_now_ms();
         if (!watch_table_due(t, pid, st.starttime, now))
             continue;
 
         struct target tg;
         struct cla_error e = {0};
-        if (target_open(o->proc_dirfd, pid, &tg, &e) < 0)
-            continue;
-        bool match = tg.stat.starttime == st.starttime && cmdline_matches(&tg, &o->sel);
+        bool match = false;
         struct discover_socket s = {.state = SOCKET_ABSENT};
-        if (match && cache && discover_find_socket(&tg, cache, &s, &e) < 0)
-            s.state = SOCKET_ABSENT;
-        target_close(&tg);
-        /* Not .NET (yet): looked at again next scan, without a table entry. */
-        if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED))
+        if (target_open(o->proc_dirfd, pid, &tg, &e) == 0) {
+            match = tg.stat.starttime == st.starttime && cmdline_matches(&tg, &o->sel);
+            if (match && cache && discover_find_socket(&tg, cache, &s, &e) < 0)
+                s.state = SOCKET_ABSENT;
+            target_close(&tg);
+        }
+        /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
+        if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
+            watch_table_idle(t, pid, st.starttime, fp, age_ms(st.starttime), now);
             continue;
+        }
 
         struct attach_opts ao = o->attach;
         ao.pid = pid;
         struct attach_result res;
         attach_run(&ao, &res);
+        /* A runtime's socket is up a moment before it can take a profiler: while the process is
+         * young, that answer is looked at again next scan, not reported. */
+        if (res.outcome == ATTACH_NOT_READY && res.have_hresult &&
+            res.hresult == ATTACH_HR_NOT_YET_AVAILABLE && res.starttime == st.starttime &&
+            age_ms(st.starttime) < WATCH_YOUNG_MS) {
+            watch_table_idle(t, pid, st.starttime, fp, age_ms(st.starttime), now);
+            continue;
+        }
         /* The instance we attached to is the one we pinned; key the table by its start time. */
         uint64_t key = res.starttime ? res.starttime : st.starttime;
         bool is_new = watch_table_record(t, pid, key, res.outcome, util_now_ms());
         if (key != st.starttime)
-            watch_table_seen(t, pid, key);
+            watch_table_seen(t, pid, key, 0, now);
         if (is_new && o->on_result)
             o->on_result(&res, !watch_table_final(t, pid, key), o->userdata);
     }

@@ -19,10 +19,17 @@
 
 #include "attach.h"
 #include "err.h"
+#include "proc_parse.h"
 
 #define WATCH_RETRY_FIRST_MS 1000
 #define WATCH_RETRY_MAX_MS   30000
 #define WATCH_RETRY_ATTEMPTS 5
+/* A process with nothing to attach (not .NET, no socket yet, not selected) is looked at every
+ * scan during its first WATCH_YOUNG_MS (or as long after an execve), when a runtime creates its
+ * socket, then every WATCH_IDLE_LOOK_MS: a host that loads the runtime late is found within
+ * that, and a quiet pod costs one read of /proc/<pid>/stat per process and scan. */
+#define WATCH_YOUNG_MS     10000
+#define WATCH_IDLE_LOOK_MS 2000
 
 /* ---- the instance table (pure: time is passed in) ---- */
 
@@ -42,13 +49,27 @@ bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttim
 bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
                         enum attach_outcome outcome, int64_t now_ms);
 
+/* Records a look that found nothing to attach: the next is due at once while the process is
+ * young (age_ms, its time since start, below WATCH_YOUNG_MS), else WATCH_IDLE_LOOK_MS later.
+ * An instance with a recorded outcome keeps its retry backoff. */
+void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t age_ms, int64_t now_ms);
+
 /* Starts a scan generation; instances not seen (watch_table_seen) before the matching
- * watch_table_sweep() are dropped by it. Returns how many were dropped. */
+ * watch_table_sweep() are dropped by it. Returns how many were dropped. watch_table_seen also
+ * notices an execve: when exec_fp (watch_exec_fp, 0 = unknown) differs from the one recorded,
+ * the entry starts over as a young, due instance with no outcome. */
 void watch_table_begin(struct watch_table *t);
-void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime);
+void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t now_ms);
 size_t watch_table_sweep(struct watch_table *t);
 
+/* Instances with a recorded outcome; watch_table_entries counts the idle ones too. */
 size_t watch_table_size(const struct watch_table *t);
+size_t watch_table_entries(const struct watch_table *t);
+
+/* A fingerprint of the program image from /proc/<pid>/stat, 0 when the kernel hides it. */
+uint64_t watch_exec_fp(const struct proc_stat *st);
 
 /* Is an outcome final for an instance (no retry)? */
 bool watch_outcome_final(enum attach_outcome o);

@@ -72,11 +72,22 @@ else
 fi
 grep -q "watch: pid $B .*attached" "$WERR" && ok "watch-log-per-decision" || fail "watch-log-per-decision" "$(cat "$WERR")"
 
+# A shell that outlives its young phase (WATCH_YOUNG_MS, 10 s: looked at seldom since) and then
+# execs the app: same pid, same start time, a new program. The watcher notices the execve and
+# attaches the runtime that now runs there.
+start_target exec-later --pidns --uid 1000 --seconds 113 --pre "sleep 11" && X=$TARGET_PID
+if wait_attached "$X" && probe_report "$X" /tmp/probe-watch.json >/dev/null &&
+    [ "$(attached_count "$X")" = 1 ]; then
+    ok "watch-attaches-after-exec"
+else
+    fail "watch-attaches-after-exec" "$(cat "$WOUT") $(tail -5 "$WERR")"
+fi
+
 # SIGTERM: a clean stop well within a grace period; the killed instance was dropped from the
-# table (2 live instances tracked: the restarted app and the other one).
+# table (3 live instances tracked: the restarted app, the other one and the exec'd one).
 kill -TERM "$W"
 for _ in $(seq 30); do kill -0 "$W" 2>/dev/null || break; sleep 0.1; done
-if ! kill -0 "$W" 2>/dev/null && grep -q "watch: stopped (3 attached, 0 failed, 2 instances tracked)" "$WERR"; then
+if ! kill -0 "$W" 2>/dev/null && grep -q "watch: stopped (4 attached, 0 failed, 3 instances tracked)" "$WERR"; then
     ok "watch-sigterm"
 else
     fail "watch-sigterm" "$(tail -3 "$WERR")"
