@@ -86,6 +86,35 @@ static void note_profiler_env(const struct target *t, struct attach_result *res)
     }
 }
 
+/* Is the runtime configured to pause at startup until a ResumeRuntime?
+ * DefaultDiagnosticPortSuspend=1, or a DiagnosticPorts entry, whose default mode is suspend unless
+ * it says ",nosuspend". */
+static bool suspend_configured(const struct target *t)
+{
+    static const char *const prefixes[] = {"DOTNET_", "COMPlus_"};
+    for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
+        char name[64];
+        const char *v;
+        size_t vlen;
+        snprintf(name, sizeof(name), "%sDefaultDiagnosticPortSuspend", prefixes[i]);
+        if (target_getenv(t, name, &v, &vlen) && vlen == 1 && v[0] == '1')
+            return true;
+        snprintf(name, sizeof(name), "%sDiagnosticPorts", prefixes[i]);
+        if (!target_getenv(t, name, &v, &vlen))
+            continue;
+        /* "path[,connect|listen][,suspend|nosuspend];path..." */
+        const char *p = v, *end = v + vlen;
+        while (p < end) {
+            const char *semi = memchr(p, ';', (size_t)(end - p));
+            const char *pe = semi ? semi : end;
+            if (pe > p && !memmem(p, (size_t)(pe - p), ",nosuspend", 10))
+                return true;
+            p = semi ? semi + 1 : end;
+        }
+    }
+    return false;
+}
+
 /* DOTNET_EnableDiagnostics=0 (or the COMPlus_ spelling, or the .NET 8 _IPC switch) removes the
  * socket altogether; say so rather than "not .NET". */
 static const char *diagnostics_disabled_by(const struct target *t)
@@ -240,8 +269,7 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t,
     return fail(res, ATTACH_DELIVERY, last);
 }
 
-/* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended in a diagnostic port). */
-#define HR_NOT_YET_AVAILABLE 0x8013135Bu
+#define HR_NOT_YET_AVAILABLE ATTACH_HR_NOT_YET_AVAILABLE
 
 /*
  * A runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler;
@@ -462,10 +490,14 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if (res->outcome != ATTACH_OK) {
         const struct hresult_info *hi = hresult_lookup(hr);
         err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
-        if (hr == HR_NOT_YET_AVAILABLE && !o->startup)
+        if (hr == HR_NOT_YET_AVAILABLE && !o->startup && suspend_configured(t))
             err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
                         "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
                         "load the profiler as a startup profiler and resume the runtime");
+        else if (hr == HR_NOT_YET_AVAILABLE && !o->startup)
+            err_hint(e, "the runtime is still starting (its socket is up before the runtime "
+                        "can take a profiler, and no suspend is configured); attach again in a "
+                        "moment");
         else if (hr == 0x8013136Au && res->profiler_env[0])
             err_hint(e,
                      "%s is set in the target's environment: a profiler was loaded at "

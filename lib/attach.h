@@ -63,6 +63,9 @@ struct attach_opts {
     void *userdata;
 };
 
+/* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended at startup, or starting). */
+#define ATTACH_HR_NOT_YET_AVAILABLE 0x8013135Bu
+
 struct attach_result {
     enum attach_outcome outcome;
     pid_t pid;
@@ -77,9 +80,9 @@ struct attach_result {
     char runtime_version[64];
     char runtime_rid[64];
     char os_arch[32];
-    char target_rid[32];              /* the portable RID the profiler was chosen for */
-    const char *rid_source;           /* "--rid", "runtime", "maps+exe" */
-    char variant[32];                 /* bundle subdirectory used, "" for a single .so */
+    char target_rid[32];    /* the portable RID the profiler was chosen for */
+    const char *rid_source; /* "--rid", "runtime", "maps+exe" */
+    char variant[32];       /* bundle subdirectory used, "" for a single .so */
     char delivered_path[TARGET_PATH_MAX];
     char placement[512]; /* directories passed over, and why */
     bool mapped;         /* the delivered file shows in the target's maps */

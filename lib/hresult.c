@@ -88,10 +88,10 @@ static const struct hresult_info table[] = {
      "reports 0x80131379 instead).",
      "Check the profiler's log for what it waited on; retry with a larger attach timeout."},
     {0x8013135B, "CORPROF_E_NOT_YET_AVAILABLE", HRESULT_CLASS_NOT_READY,
-     "The runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend=1 or a suspend "
-     "port) and cannot take AttachProfiler yet.",
-     "Re-run with `--startup` (StartupProfiler, then ResumeRuntime), or resume the runtime and "
-     "attach again."},
+     "The runtime has not started yet: it is suspended at startup "
+     "(DOTNET_DefaultDiagnosticPortSuspend=1 or a suspend port), or still starting up.",
+     "If it is suspended, re-run with `--startup` (StartupProfiler, then ResumeRuntime); if it is "
+     "starting, attach again in a moment."},
     {0x80131363, "CORPROF_E_UNSUPPORTED_CALL_SEQUENCE", HRESULT_CLASS_LOAD,
      "The profiler called an Info API at a point where it is not allowed and returned that "
      "failure from InitializeForAttach.",
