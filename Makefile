@@ -29,7 +29,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PROF_SRCS := $(sort $(wildcard profiler/*.c))
 
-.PHONY: all test unit e2e target clean lint format-check deps help demo static fuzz bench
+.PHONY: all test unit e2e target clean lint format-check deps help demo static
 all: $(BUILD)/clrattach $(BUILD)/libclrprobe.so
 
 help:
@@ -39,12 +39,17 @@ help:
 	@echo "make SAN=1 test   the same under ASan+UBSan"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
 	@echo "make lint         banned calls and static checks"
+	@echo "make fuzz         run every libFuzzer target for FUZZ_SECONDS (docs/fuzzing.md)"
+	@echo "make fuzz-replay  replay the fuzz corpora and regressions without clang"
+	@echo "make bench        attach latency, memory, size and ps scaling (docs/benchmarks.md)"
 
 deps:
 	scripts/install-deps.sh
 
 include tests/k8s/k8s.mk
 include static.mk
+include fuzz/fuzz.mk
+include bench/bench.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,8 +84,9 @@ unit: $(UNIT_BINS) all
 e2e: all target
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl
-	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) tests/run-all.sh $(UNIT_BINS)
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl $(REPLAY_BINS) $(FUZZ_BINS)
+	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
+	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 tests/run-all.sh $(UNIT_BINS)
 
 demo: all target
 	BUILD=$(BUILD) scripts/demo.sh

@@ -1,9 +1,14 @@
 # Benchmarks (included by the top-level Makefile): `make bench` measures attach latency, peak
-# RSS, binary size and `clrattach ps` scaling; see docs/benchmarks.md. BENCH_ITERATIONS=2 is
-# enough for CI to check the script still runs; the published numbers use the default.
+# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS and watch mode; see
+# docs/benchmarks.md. `make test` runs bench/run.sh on 2 iterations to check it still runs; the
+# published numbers use these defaults.
 BENCH_ITERATIONS ?= 15
 BENCH_PS_COUNTS  ?= 10 1000 5000
+BENCH_EVENT_REPORTS ?= 10
+BENCH_WATCH_SECONDS ?= 60
 
 .PHONY: bench
-bench: all target
-	BUILD=$(BUILD) bench/run.sh --iterations $(BENCH_ITERATIONS) --ps-counts "$(BENCH_PS_COUNTS)"
+bench: all target $(K8S_DRIVER)
+	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) bench/run.sh --iterations $(BENCH_ITERATIONS) \
+	    --ps-counts "$(BENCH_PS_COUNTS)" --event-reports $(BENCH_EVENT_REPORTS) \
+	    --watch-seconds $(BENCH_WATCH_SECONDS)

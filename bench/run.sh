@@ -3,22 +3,31 @@
 # floor client, the managed DiagnosticsClient), binary size, and `clrattach ps` scaling with the
 # process count. A reproducible measurement, not a test: it fails only when a step cannot run.
 #
-# Usage: bench/run.sh [--iterations N] [--ps-counts "10 1000 5000"]
-# Needs root (mount and pid namespaces), dotnet, strace, and `make all target` done (make bench
-# does that). Prints a Markdown report on stdout and keeps it in $BUILD/bench/results.md.
+# Usage: bench/run.sh [--iterations N] [--ps-counts "10 1000 5000"] [--event-reports N]
+#                     [--watch-seconds S]
+# Needs root (mount and pid namespaces), dotnet, strace, and `make all target` plus the k8s test
+# driver built (make bench does that). Prints a Markdown report on stdout and keeps it in
+# $BUILD/bench/results.md.
 set -u
 ITER=10
 PS_COUNTS="10 1000 5000"
+EVENT_REPORTS=10
+WATCH_SECONDS=60
 while [ $# -gt 0 ]; do
     case $1 in
     --iterations) ITER=$2; shift ;;
     --ps-counts) PS_COUNTS=$2; shift ;;
-    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+    --event-reports) EVENT_REPORTS=$2; shift ;;
+    --watch-seconds) WATCH_SECONDS=$2; shift ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
-case $ITER in '' | *[!0-9]* | 0) echo "bench: --iterations takes a positive number" >&2; exit 2 ;; esac
+for v in "$ITER" "$EVENT_REPORTS" "$WATCH_SECONDS"; do
+    case $v in '' | *[!0-9]* | 0) echo "bench: counts and seconds take a positive number, not '$v'" >&2; exit 2 ;; esac
+done
+[ "$EVENT_REPORTS" -ge 2 ] || { echo "bench: --event-reports needs 2 or more (one cold, the rest warm)" >&2; exit 2; }
 
 # The e2e helpers start each target as the tests do: its own mount namespace, a private tmpfs
 # on /tmp, the checkout bind-mounted at /srv. They also kill every target on exit.
@@ -127,6 +136,107 @@ for c in $PS_COUNTS; do
     ps_one "$c"
 done
 
+# Event reporting over TLS to the test API server (tests/k8s/apiserver.py), through the same
+# library code clrattach reports with (the k8s test driver links lib/k8s_*). Each iteration is a
+# fresh process making EVENT_REPORTS reports of distinct outcomes (each a POST, the pod uid known
+# as from the downward API): the first is cold (CA bundle load, first TLS handshake), the rest
+# warm. The process's wall time and peak RSS are measured too.
+event_bench() {
+    local ev="$B/events" port="" i
+    rm -rf "$ev"
+    mkdir -p "$ev"
+    "$ROOT/tests/k8s/gen-certs.sh" "$ev/certs" >/dev/null 2>&1 || return 1
+    echo "token-bench" >"$ev/token"
+    python3 "$ROOT/tests/k8s/apiserver.py" --ca-dir "$ev/certs" --token-file "$ev/token" \
+        --port-file "$ev/port" 2>"$ev/server.log" &
+    local srv=$!
+    TARGET_PIDS+=("$srv")
+    for i in $(seq 100); do [ -s "$ev/port" ] && break; sleep 0.1; done
+    [ -s "$ev/port" ] || return 1
+    port=$(cat "$ev/port")
+    local keys=() k
+    for k in $(seq 1 "$EVENT_REPORTS"); do keys+=(--key "outcome-$k"); done
+    for i in $(seq 1 "$ITER"); do
+        curl -sS --fail --cacert "$ev/certs/ca.crt" -X POST "https://127.0.0.1:$port/_test/reset" \
+            >/dev/null || return 1
+        m=$(env -i PATH="$PATH" CLRATTACH_POD_NAME=orders-api-1 CLRATTACH_CONTAINER_NAME=app \
+            CLRATTACH_POD_UID=2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11 "$B/measure" "$K8S_DRIVER" \
+            --api-url "https://127.0.0.1:$port" --token-file "$ev/token" \
+            --ca-file "$ev/certs/ca.crt" --namespace shop --time-ns 1790000000000000000 \
+            --repeat "$EVENT_REPORTS" --step-ns 1000000000 "${keys[@]}" 3>&1 \
+            >"$ev/out.$i.json" 2>>"$ev/driver.err")
+        set -- $m
+        [ "${3:-1}" = 0 ] || { echo "bench: event report run $i failed" >&2; return 1; }
+        echo "$1 $2" >>"$ev/process.dat"
+        python3 - "$ev/out.$i.json" "$EVENT_REPORTS" >>"$ev/reports.dat" <<'PY' || return 1
+import json, sys
+runs = json.load(open(sys.argv[1]))["runs"]
+assert len(runs) == int(sys.argv[2]) and all(r["rc"] == 0 and not r["patched"] for r in runs)
+print(runs[0]["wall_us"], " ".join(str(r["wall_us"]) for r in runs[1:]))
+PY
+    done
+    kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    return 0
+}
+K8S_DRIVER=${K8S_DRIVER:-$ROOT/$BUILD/tests/k8s_driver}
+rm -f "$B/events"/*.dat 2>/dev/null
+if [ -x "$K8S_DRIVER" ]; then
+    event_bench || { echo "bench: event reporting bench failed; see $B/events" >&2; failed=$((failed + 1)); }
+else
+    echo "bench: $K8S_DRIVER not built (make bench builds it)" >&2
+    failed=$((failed + 1))
+fi
+
+# Watch mode: a watcher (default 250 ms scan interval, seccomp on, events off) and ITER targets
+# started one by one while it runs. Detection latency: from the target's diagnostic socket
+# coming into being (its ctime) to the watcher's result line for it. Idle cost: with every
+# target attached, the watcher's CPU time (utime + stime) over WATCH_SECONDS, scaled to an hour.
+watch_bench() {
+    local wd="$B/watch" i
+    rm -rf "$wd"
+    mkdir -p "$wd"
+    # Lines stamped with their arrival time (ns) as they leave the watcher.
+    "$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+        --match-cmdline "ClrTarget.dll --seconds 997" --ready-file "$wd/ready" \
+        --client-data out=/tmp/probe-bench.json --events off -o json 2>"$wd/watch.err" |
+        python3 -u -c '
+import sys, time
+for line in iter(sys.stdin.buffer.readline, b""):
+    sys.stdout.write("%d %s" % (time.time_ns(), line.decode()))
+    sys.stdout.flush()
+' >"$wd/stamped" &
+    for i in $(seq 50); do [ -e "$wd/ready" ] && break; sleep 0.1; done
+    local w
+    w=$(pgrep -f -n "match-cmdline ClrTarget.dll --seconds 997") || return 1
+    TARGET_PIDS+=("$w")
+    for i in $(seq 1 "$ITER"); do
+        start_target "bench-watch-$i" --pidns --seconds 997 || return 1
+        local pid=$TARGET_PID sock line=""
+        sock=$(ls /proc/$pid/root/tmp/dotnet-diagnostic-*-socket 2>/dev/null | head -1)
+        local ctime
+        ctime=$(stat -c %.9Z "$sock") || return 1
+        for _ in $(seq 100); do
+            line=$(grep "\"pid\":$pid," "$wd/stamped" | head -1)
+            [ -n "$line" ] && break
+            sleep 0.1
+        done
+        case $line in *'"outcome":"attached"'*) ;; *) echo "bench: watch did not attach $pid" >&2; return 1 ;; esac
+        python3 -c 'import sys; print((int(sys.argv[1]) - round(float(sys.argv[2]) * 1e9)) / 1e6)' \
+            "${line%% *}" "$ctime" >>"$wd/latency.dat"
+    done
+    local t0 t1 tick
+    tick=$(getconf CLK_TCK)
+    t0=$(awk '{print $14 + $15}' "/proc/$w/stat")
+    sleep "$WATCH_SECONDS"
+    t1=$(awk '{print $14 + $15}' "/proc/$w/stat")
+    echo "$WATCH_SECONDS $((t1 - t0)) $tick $ITER" >"$wd/idle.dat"
+    kill -TERM "$w"
+    wait 2>/dev/null
+    return 0
+}
+watch_bench || { echo "bench: watch bench failed; see $B/watch" >&2; failed=$((failed + 1)); }
+
 # Binary sizes: stripped copies, so debug info does not count.
 size_of() { [ -e "$1" ] && strip -o "$B/stripped" "$1" 2>/dev/null && stat -c %s "$B/stripped"; }
 SIZE_DYN=$(size_of "$CLRATTACH")
@@ -210,6 +320,47 @@ if len(fit) >= 2:
     ss_tot = sum((y - my) ** 2 for y in ys)
     r2 = 1 - sum((y - icpt - slope * x) ** 2 for x, y in fit) / ss_tot if ss_tot else 1.0
     print(f"\nSyscalls ≈ {icpt:.0f} + {slope:.2f} × processes (least squares, r² = {r2:.4f}).")
+
+def floats(path):
+    try:
+        return [[float(x) for x in l.split()] for l in open(path) if l.strip()]
+    except OSError:
+        return []
+
+def spread(v):
+    v = sorted(v)
+    return f"{statistics.median(v):.2f} | {v[0]:.2f}–{v[-1]:.2f}"
+
+rep = floats(f"{b}/events/reports.dat")
+proc = floats(f"{b}/events/process.dat")
+if rep:
+    print("\n| Event report over TLS (test API server) | samples | median ms | min–max ms |")
+    print("|---|---|---|---|")
+    cold = [r[0] / 1000 for r in rep]
+    warm = [x / 1000 for r in rep for x in r[1:]]
+    print(f"| cold: first report of a process | {len(cold)} | {spread(cold)} |")
+    print(f"| warm: later reports, same process | {len(warm)} | {spread(warm)} |")
+    if proc:
+        print(f"| whole process, {len(rep[0])} reports | {len(proc)} | {spread([p[0] for p in proc])} |")
+        print(f"\nPeak RSS of that process: median {statistics.median(p[1] for p in proc):.0f} KiB.")
+else:
+    print("\nEvent reporting: not measured (see the messages above).")
+
+lat = [x[0] for x in floats(f"{b}/watch/latency.dat")]
+idle = floats(f"{b}/watch/idle.dat")
+if lat:
+    print("\n| watch mode | value |")
+    print("|---|---|")
+    print(f"| detection latency, socket created → result line (ms), {len(lat)} targets "
+          f"| median {statistics.median(lat):.0f}, min–max {min(lat):.0f}–{max(lat):.0f} |")
+    if idle:
+        secs, ticks, hz, n = idle[0]
+        cpu_s = ticks / hz
+        print(f"| idle CPU with {n:.0f} attached targets, measured over {secs:.0f} s "
+              f"| {cpu_s:.2f} s → {cpu_s * 3600 / secs:.1f} CPU-s per hour "
+              f"({cpu_s * 100 / secs:.3f}% of one CPU) |")
+else:
+    print("\nWatch mode: not measured (see the messages above).")
 
 print("\n| binary (stripped) | bytes |")
 print("|---|---|")

@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
     build-essential pkg-config make git
     libcurl4-openssl-dev libjansson-dev libseccomp-dev libcmocka-dev
-    clang llvm musl-tools
+    clang llvm libclang-rt-dev musl-tools
     openssl curl python3 python3-yaml ca-certificates time
     gperf cmake dpkg-dev
     util-linux iproute2 procps psmisc file binutils

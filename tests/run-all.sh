@@ -18,6 +18,29 @@ for suite in tests/e2e/run.sh tests/k8s/run.sh tests/deploy/run.sh; do
     [ -x "$suite" ] && run "$suite"
 done
 
+# Fuzzing: every saved seed and crash replayed through the plain (and, with SAN=1, sanitized)
+# build of each harness, then a short libFuzzer run of each target. Hours-long runs are
+# `make fuzz FUZZ_SECONDS=...` (docs/fuzzing.md).
+if [ -n "${FUZZ_TARGETS:-}" ]; then
+    # shellcheck disable=SC2086 # a list of names
+    run fuzz/replay.sh "$REPLAY_DIR" $FUZZ_TARGETS
+    # shellcheck disable=SC2086
+    run env FUZZ_SECONDS="${TEST_FUZZ_SECONDS:-3}" fuzz/run.sh $FUZZ_TARGETS
+fi
+
+# The benchmark scripts still run, on a tiny iteration count; the figures are not checked
+# (docs/benchmarks.md holds the published run).
+if [ -n "${BENCH_SMOKE:-}" ]; then
+    if out=$(bench/run.sh --iterations 2 --ps-counts "10 100" --event-reports 2 \
+        --watch-seconds 3 2>&1); then
+        echo "ok bench-smoke: bench/run.sh ran on 2 iterations"
+    else
+        echo "FAIL bench-smoke: bench/run.sh failed"
+        printf '%s\n' "$out" | tail -15 | sed 's/^/    /'
+        rc=1
+    fi
+fi
+
 passed=$(grep -c '^ok ' "$log")
 failed=$(grep -c '^FAIL' "$log")
 echo "tests: $passed passed, $failed failed"
