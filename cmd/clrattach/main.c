@@ -51,6 +51,8 @@ struct reporting {
     const char *termination_log;
     int termination_fd;
     size_t termination_len; /* longest message written so far */
+    /* watch: repeats of one outcome update an Event series instead of adding Events */
+    struct k8s_series_cache *series;
 };
 
 struct common {
@@ -395,7 +397,18 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
         return 0;
     }
     struct k8s_report_outcome out;
-    int r = k8s_report_event(&rep->cfg, &rep->pod, &ev.spec, &out, &e);
+    int r;
+    if (rep->series) {
+        /* One series per outcome, profiler and HRESULT: a crash-looping app attached at every
+         * start, or every instance failing alike, is one Event with a count. */
+        char key[K8S_SERIES_KEY_MAX];
+        snprintf(key, sizeof(key), "%s|%s|%08x|%s", ev.spec.reason,
+                 attach_outcome_name(res->outcome), res->have_hresult ? res->hresult : 0u,
+                 profiler);
+        r = k8s_report_event_dedup(&rep->cfg, &rep->pod, &ev.spec, key, rep->series, &out, &e);
+    } else {
+        r = k8s_report_event(&rep->cfg, &rep->pod, &ev.spec, &out, &e);
+    }
     if (r < 0) {
         fprintf(stderr, "clrattach: %s: could not report the Event: %s\n",
                 rep->mode == EVENTS_REQUIRED ? "error" : "warning", e.msg);
@@ -403,8 +416,14 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
             fprintf(stderr, "clrattach: next step: %s\n", e.hint);
         return r;
     }
-    fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n", rep->pod.namespace_,
-            out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
+    if (out.patched)
+        fprintf(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)\n",
+                rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count,
+                out.attempts, out.attempts == 1 ? "" : "s");
+    else
+        fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n",
+                rep->pod.namespace_, out.event_name, ev.spec.reason, out.attempts,
+                out.attempts == 1 ? "" : "s");
     return 0;
 }
 
@@ -743,6 +762,11 @@ static int cmd_watch(int argc, char **argv)
         }
         a.rep.from_target = false;
     }
+    if (a.rep.enabled && !a.rep.dry_run && !(a.rep.series = k8s_series_cache_new())) {
+        release_job(&a);
+        fputs("clrattach: internal error: out of memory\n", stderr);
+        return 1;
+    }
     struct watch_ctx ctx = {.a = &a};
     struct watch_opts wo = {
         .proc_dirfd = a.procfd,
@@ -763,6 +787,7 @@ static int cmd_watch(int argc, char **argv)
     r = watch_run(&wo, &e);
     fprintf(stderr, "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked)\n",
             ctx.attached, ctx.failed, tracked);
+    k8s_series_cache_free(a.rep.series);
     release_job(&a);
     if (r < 0) {
         print_error("watch", &e);

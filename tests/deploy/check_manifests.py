@@ -261,7 +261,8 @@ def t_rbac():
     (dep,) = deployments(objs)
     got = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"]
            for r in rule["resources"] for v in rule["verbs"]}
-    want = {("events.k8s.io", "events", "create"), ("", "events", "create"), ("", "pods", "get")}
+    want = {("events.k8s.io", "events", "create"), ("", "events", "create"),
+            ("events.k8s.io", "events", "patch"), ("", "events", "patch"), ("", "pods", "get")}
     assert got == want, "Role grants %s" % sorted(got)
     assert not any("resourceNames" in r for r in role["rules"])
     assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",

@@ -123,6 +123,37 @@ assert r["name"] == "orders-eph" and r["namespace"] == "shop" and r["uid"], r
 '; then ok "event-ephemeral-uses-target-sa"; else fail "event-ephemeral-uses-target-sa" "exit $RC $(cat "$ERR")"; fi
 fi
 
+# Watch mode: two runtimes attached alike are one Event with a series of 2, not two Events;
+# each report goes to the API as it happens (the second as a merge PATCH of the first).
+ctl POST /_test/reset >/dev/null
+WOUT=$WORK/watch-ev.out WERR=$WORK/watch-ev.err
+env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" CLRATTACH_POD_NAME=orders-7d9c8b6f5-x2x7k \
+    CLRATTACH_POD_NAMESPACE=shop CLRATTACH_CONTAINER_NAME=app \
+    "$CLRATTACH" watch --api-url "$URL" --token-file "$WORK/token" --ca-file "$CA" \
+    --profiler "$PROBE" --clsid "$PROBE_CLSID" --match-cmdline "ClrTarget.dll --seconds 119" \
+    --ready-file "$WORK/watch-ev.ready" -o json >"$WOUT" 2>"$WERR" &
+W=$!
+disown "$W"
+TARGET_PIDS+=("$W")
+for _ in $(seq 50); do [ -e "$WORK/watch-ev.ready" ] && break; sleep 0.1; done
+start_target series-a --pidns --uid 1000 --seconds 119 && SA=$TARGET_PID
+start_target series-b --pidns --uid 1000 --seconds 119 && SB=$TARGET_PID
+for _ in $(seq 100); do
+    [ "$(grep -c '"outcome":"attached"' "$WOUT")" -ge 2 ] && grep -q "updated Event" "$WERR" && break
+    sleep 0.1
+done
+kill -TERM "$W"
+if events_check '
+assert len(ev) == 1, ev
+e = ev[0]
+assert e["reason"] == "ProfilerAttached", e
+assert e["series"]["count"] == 2 and e["series"]["lastObservedTime"], e
+' && grep -q "reported Event shop/" "$WERR" && grep -q "updated Event shop/.*seen 2 times" "$WERR"; then
+    ok "event-watch-series"
+else
+    fail "event-watch-series" "$(cat "$WOUT") $(cat "$WERR") $(cat "$WORK/events.json" 2>/dev/null)"
+fi
+
 # --events=required without any cluster configuration: stops before touching the target.
 OUT="$WORK/out.r" ERR="$WORK/err.r"
 env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" "$CLRATTACH" attach --pid "$NOTNET" --profiler "$PROBE" \
