@@ -418,12 +418,11 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
     }
     if (out.patched)
         fprintf(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)\n",
-                rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count,
-                out.attempts, out.attempts == 1 ? "" : "s");
-    else
-        fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n",
-                rep->pod.namespace_, out.event_name, ev.spec.reason, out.attempts,
+                rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count, out.attempts,
                 out.attempts == 1 ? "" : "s");
+    else
+        fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n", rep->pod.namespace_,
+                out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
     return 0;
 }
 
