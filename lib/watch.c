@@ -399,6 +399,8 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
     sigprocmask(SIG_SETMASK, &orig, NULL);
     if (o->ret_tracked)
         *o->ret_tracked = watch_table_size(t);
+    if (o->ret_known)
+        *o->ret_known = watch_table_entries(t);
     watch_table_free(t);
     return r;
 }

@@ -95,6 +95,7 @@ struct watch_opts {
     void *userdata;
     volatile sig_atomic_t *stop; /* set by the SIGTERM handler */
     size_t *ret_tracked;         /* if set: instances still tracked when the loop ended */
+    size_t *ret_known;           /* if set: table entries (idle processes too) at the end */
 };
 
 /* Runs until *stop (or max_scans). Returns 0 on a clean stop, or a negative errno when /proc

@@ -778,14 +778,17 @@ static int cmd_watch(int argc, char **argv)
         .stop = &stop_requested,
     };
     wo.attach.on_stage = on_stage_watch;
-    size_t tracked = 0;
+    size_t tracked = 0, known = 0;
     wo.ret_tracked = &tracked;
+    wo.ret_known = &known;
     struct cla_error e = {0};
     fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
             (unsigned long long)a.interval_ms);
     r = watch_run(&wo, &e);
-    fprintf(stderr, "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked)\n",
-            ctx.attached, ctx.failed, tracked);
+    fprintf(stderr,
+            "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked, "
+            "%zu processes known)\n",
+            ctx.attached, ctx.failed, tracked, known);
     k8s_series_cache_free(a.rep.series);
     release_job(&a);
     if (r < 0) {

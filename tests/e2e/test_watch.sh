@@ -87,7 +87,7 @@ fi
 # table (3 live instances tracked: the restarted app, the other one and the exec'd one).
 kill -TERM "$W"
 for _ in $(seq 30); do kill -0 "$W" 2>/dev/null || break; sleep 0.1; done
-if ! kill -0 "$W" 2>/dev/null && grep -q "watch: stopped (4 attached, 0 failed, 3 instances tracked)" "$WERR"; then
+if ! kill -0 "$W" 2>/dev/null && grep -q "watch: stopped (4 attached, 0 failed, 3 instances tracked, [0-9]* processes known)" "$WERR"; then
     ok "watch-sigterm"
 else
     fail "watch-sigterm" "$(tail -3 "$WERR")"
