@@ -72,14 +72,16 @@ one_attach() {
     local how=$1 n=$2 sock m
     start_target "bench-$how-$n" || return 1
     local pid=$TARGET_PID
-    if [ "$how" != clrattach ]; then
+    if [ "${how#clrattach}" = "$how" ]; then
         # Untimed set-up the other two leave to their caller: the .so in the target's view.
         cp "$PROBE" "/proc/$pid/root$SO_IN_TARGET" || return 1
     fi
     sock=$(ls /proc/$pid/root/tmp/dotnet-diagnostic-$pid-*-socket 2>/dev/null | head -1)
     case $how in
-    clrattach)
-        m=$("$B/measure" "$CLRATTACH" attach --pid "$pid" --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+    clrattach | clrattach-static)
+        local bin=$CLRATTACH
+        [ "$how" = clrattach-static ] && bin=$STATIC_BIN
+        m=$("$B/measure" "$bin" attach --pid "$pid" --profiler "$PROBE" --clsid "$PROBE_CLSID" \
             --client-data out=/tmp/x.json 3>&1 >>"$B/$how.out" 2>>"$B/$how.err") ;;
     floor)
         m=$("$B/measure" "$B/floor" "$sock" "$B/attach.frame" 3>&1 >>"$B/$how.out" 2>>"$B/$how.err") ;;
@@ -98,7 +100,11 @@ one_attach() {
     echo "$1 $2" >>"$B/$how.dat"
 }
 
+# The static build is what the image ships: no dynamic loader, no 30-odd shared libraries
+# (libcurl's dependencies) to map at every start.
+STATIC_BIN="$ROOT/build/static/clrattach"
 METHODS="clrattach floor"
+[ -x "$STATIC_BIN" ] && METHODS="clrattach clrattach-static floor"
 [ -n "$MANAGED" ] && METHODS="$METHODS managed"
 for how in $METHODS; do
     rm -f "$B/$how.dat" "$B/$how.out" "$B/$how.err"
@@ -284,6 +290,8 @@ for m in methods:
           f"| {rss:.0f} | {ratio} |")
 if "managed" in med and "clrattach" in med:
     print(f"\nmanaged / clrattach median: {med['managed'] / med['clrattach']:.1f}×")
+if "managed" in med and "clrattach-static" in med:
+    print(f"managed / clrattach-static median: {med['managed'] / med['clrattach-static']:.1f}×")
 
 print("\n| `clrattach ps`, processes in the namespace | .NET rows | median wall ms (3 runs) "
       "| µs per process | syscalls | syscalls per process |")
