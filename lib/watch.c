@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,11 +247,36 @@ uint64_t watch_exec_fp(const struct proc_stat *st)
     return any ? (h ? h : 1) : 0;
 }
 
-static bool cmdline_matches(const struct target *tg, const struct watch_selector *sel)
+/* Is the process in the mount namespace `own` (device and inode of ns/mnt)? Unknown counts as
+ * yes: a process whose namespace cannot be read is not selected as "another container". */
+static bool in_mntns(const struct target *tg, const struct stat *own)
+{
+    struct stat st;
+    if (fstatat(tg->procfd, "ns/mnt", &st, 0) < 0)
+        return true;
+    return st.st_dev == own->st_dev && st.st_ino == own->st_ino;
+}
+
+/* Does /proc/<pid>/cgroup hold the selector's string? Read through the pinned proc dirfd. */
+static bool cgroup_matches(const struct target *tg, const char *want)
+{
+    _cleanup_free_ char *buf = NULL;
+    size_t len;
+    if (target_read_file(tg, "cgroup", PROC_CGROUP_MAX, &buf, &len, NULL) < 0)
+        return false;
+    return memmem(buf, len, want, strlen(want)) != NULL;
+}
+
+static bool selector_matches(const struct target *tg, const struct watch_selector *sel,
+                             const struct stat *own_mntns)
 {
     if (sel->have_uid && tg->status.uid[1] != sel->uid)
         return false;
     if (sel->cmdline && !strstr(tg->cmdline, sel->cmdline))
+        return false;
+    if (sel->other_mntns && in_mntns(tg, own_mntns))
+        return false;
+    if (sel->cgroup && !cgroup_matches(tg, sel->cgroup))
         return false;
     return true;
 }
@@ -284,7 +310,8 @@ static int64_t age_ms(uint64_t starttime)
 }
 
 /* One pass over /proc. Attaches to every due, matching instance with a socket. */
-static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self)
+static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self,
+                const struct stat *own_mntns)
 {
     int fd = openat(o->proc_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -321,7 +348,7 @@ static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self)
         bool match = false;
         struct discover_socket s = {.state = SOCKET_ABSENT};
         if (target_open(o->proc_dirfd, pid, &tg, &e) == 0) {
-            match = tg.stat.starttime == st.starttime && cmdline_matches(&tg, &o->sel);
+            match = tg.stat.starttime == st.starttime && selector_matches(&tg, &o->sel, own_mntns);
             if (match && cache && discover_find_socket(&tg, cache, &s, &e) < 0)
                 s.state = SOCKET_ABSENT;
             target_close(&tg);
@@ -382,9 +409,21 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
     sigaddset(&block, SIGINT);
     sigprocmask(SIG_BLOCK, &block, &orig);
     pid_t self = getpid();
+    /* Our own mount namespace, for --other-containers: read once, before any target. */
+    struct stat own_mntns = {0};
+    if (o->sel.other_mntns) {
+        char path[48];
+        snprintf(path, sizeof(path), "%d/ns/mnt", (int)self);
+        if (fstatat(o->proc_dirfd, path, &own_mntns, 0) < 0) {
+            int er = -errno;
+            sigprocmask(SIG_SETMASK, &orig, NULL);
+            watch_table_free(t);
+            return err_setsys(e, er, "watch: our own mount namespace (%s)", path);
+        }
+    }
     int r = 0;
     for (int64_t n = 0; !*o->stop && (o->max_scans == 0 || n < o->max_scans); n++) {
-        r = scan(o, t, self);
+        r = scan(o, t, self, &own_mntns);
         if (r < 0) {
             err_setsys(e, r, "watch: scan /proc");
             break;

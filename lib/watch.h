@@ -80,7 +80,9 @@ struct watch_selector {
     const char *comm;    /* exact /proc comm (15 bytes max), NULL = any */
     const char *cmdline; /* substring of the command line, NULL = any */
     bool have_uid;
-    uid_t uid; /* effective uid of the process */
+    uid_t uid;          /* effective uid of the process */
+    const char *cgroup; /* substring of /proc/<pid>/cgroup (a container ID), NULL = any */
+    bool other_mntns;   /* only processes outside our own mount namespace (container) */
 };
 
 struct watch_opts {

@@ -130,6 +130,10 @@ static const char usage_watch[] =
     "  --match-comm NAME      the process name (/proc comm, e.g. 'dotnet' or the app host)\n"
     "  --match-cmdline STR    a substring of the command line (e.g. 'Orders.Api.dll')\n"
     "  --uid N                the process's effective uid\n"
+    "  --match-cgroup STR     a substring of /proc/<pid>/cgroup: the app container's ID, or\n"
+    "                         its cgroup path, selects that container's processes\n"
+    "  --other-containers     only processes in another mount namespace than clrattach's\n"
+    "                         (skips every process of the helper's own container)\n"
     "\n"
     "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
     "  --interval MS          time between scans (default 250)\n"
@@ -435,7 +439,8 @@ struct attach_cli {
     bool startup;
     struct reporting rep;
     /* watch only */
-    const char *match_comm, *match_cmdline, *uid_s, *ready_file;
+    const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
+    bool other_containers;
     uint64_t interval_ms;
     /* derived */
     struct ipc_guid clsid;
@@ -469,6 +474,8 @@ static const struct option attach_options[] = {
     {"uid", required_argument, NULL, 1103},
     {"ready-file", required_argument, NULL, 1104},
     {"interval", required_argument, NULL, 1105},
+    {"match-cgroup", required_argument, NULL, 1106},
+    {"other-containers", no_argument, NULL, 1107},
     {"output", required_argument, NULL, 'o'},
     {"seccomp", required_argument, NULL, 'S'},
     {"proc", required_argument, NULL, 'P'},
@@ -482,7 +489,7 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
     const char *cmd = a->cmd;
     int c, r;
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
-        bool watch_only = c >= 1101 && c <= 1105;
+        bool watch_only = c >= 1101 && c <= 1107;
         if ((watch_only && !watch) || (watch && (c == 'p' || c == 'U')))
             return usage_error(cmd, "option '%s' is not for '%s'", argv[optind - 1], cmd);
         switch (c) {
@@ -524,6 +531,8 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
         case 1102: a->match_cmdline = optarg; break;
         case 1103: a->uid_s = optarg; break;
         case 1104: a->ready_file = optarg; break;
+        case 1106: a->match_cgroup = optarg; break;
+        case 1107: a->other_containers = true; break;
         case 1105:
             if (parse_uint(optarg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
                 return usage_error(cmd, "--interval takes 10..60000 ms, not '%s'", optarg);
@@ -735,7 +744,12 @@ static int cmd_watch(int argc, char **argv)
     int r = parse_attach_cli(argc, argv, true, &a);
     if (r >= 0)
         return r;
-    struct watch_selector sel = {.comm = a.match_comm, .cmdline = a.match_cmdline};
+    struct watch_selector sel = {.comm = a.match_comm,
+                                 .cmdline = a.match_cmdline,
+                                 .cgroup = a.match_cgroup,
+                                 .other_mntns = a.other_containers};
+    if (a.match_cgroup && !a.match_cgroup[0])
+        return usage_error("watch", "--match-cgroup takes a non-empty string");
     if (a.uid_s) {
         uint64_t uid;
         if (parse_uint(a.uid_s, UINT32_MAX - 1, &uid) < 0)
