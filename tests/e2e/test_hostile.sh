@@ -350,6 +350,7 @@ fi
 # syscalls the seccomp filter forbids, so these runs alone use --seccomp=off.
 VG=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
     --track-fds=no)
+VG_CLRATTACH=$(vg_clrattach) || { echo "FAIL valgrind-build: the plain build for valgrind did not build"; exit 1; }
 vg_case() {
     local name=$1 mode=$2
     shift 2
@@ -358,7 +359,7 @@ vg_case() {
         return
     fi
     OUT="$WORK/$name.out" ERR="$WORK/$name.err"
-    "${VG[@]}" "$CLRATTACH" attach --seccomp=off --pid "$TARGET_PID" --profiler "$PROBE" \
+    "${VG[@]}" "$VG_CLRATTACH" attach --seccomp=off --pid "$TARGET_PID" --profiler "$PROBE" \
         --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S >"$OUT" 2>"$ERR"
     RC=$?
     if [ $RC -eq 9 ] && ! grep -q "==[0-9]*==" "$ERR"; then

@@ -10,11 +10,12 @@ command -v valgrind >/dev/null || { echo "FAIL valgrind-missing: install valgrin
 
 VG=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
     --track-fds=no)
+VG_CLRATTACH=$(vg_clrattach) || { echo "FAIL valgrind-build: the plain build for valgrind did not build"; exit 1; }
 
 if start_target vg-app --pidns --uid 1000; then
     P=$TARGET_PID
     OUT="$WORK/vg.out" ERR="$WORK/vg.err"
-    "${VG[@]}" "$CLRATTACH" attach --seccomp=off --pid "$P" --profiler "$PROBE" \
+    "${VG[@]}" "$VG_CLRATTACH" attach --seccomp=off --pid "$P" --profiler "$PROBE" \
         --clsid "$PROBE_CLSID" --client-data out=/tmp/vg.json -o json >"$OUT" 2>"$ERR"
     RC=$?
     if [ $RC -eq 0 ] && [ "$(json_get "$OUT" outcome)" = attached ] && ! grep -q "==[0-9]*==" "$ERR"; then
@@ -22,12 +23,12 @@ if start_target vg-app --pidns --uid 1000; then
     else
         fail "valgrind-attach" "exit $RC: $(head -40 "$ERR")"
     fi
-    "${VG[@]}" "$CLRATTACH" attach --seccomp=off --pid "$P" --profiler "$PROBE" \
+    "${VG[@]}" "$VG_CLRATTACH" attach --seccomp=off --pid "$P" --profiler "$PROBE" \
         --clsid "$PROBE_CLSID" --dry-run-events --pod vg-pod >"$OUT" 2>"$ERR"
     RC=$?
     [ $RC -eq 3 ] && ! grep -q "==[0-9]*==" "$ERR" && ok "valgrind-already-active-dry-run" ||
         fail "valgrind-already-active-dry-run" "exit $RC: $(head -40 "$ERR")"
-    "${VG[@]}" "$CLRATTACH" ps --seccomp=off -o json >"$OUT" 2>"$ERR"
+    "${VG[@]}" "$VG_CLRATTACH" ps --seccomp=off -o json >"$OUT" 2>"$ERR"
     RC=$?
     [ $RC -eq 0 ] && grep -q "\"pid\":$P," "$OUT" && ! grep -q "==[0-9]*==" "$ERR" &&
         ok "valgrind-ps" || fail "valgrind-ps" "exit $RC: $(head -40 "$ERR")"
@@ -48,7 +49,7 @@ NOTNET=$!
 disown "$NOTNET"
 TARGET_PIDS+=("$NOTNET")
 OUT="$WORK/vg.out" ERR="$WORK/vg.err"
-"${VG[@]}" "$CLRATTACH" attach --seccomp=off --pid "$NOTNET" --profiler "$PROBE" \
+"${VG[@]}" "$VG_CLRATTACH" attach --seccomp=off --pid "$NOTNET" --profiler "$PROBE" \
     --clsid "$PROBE_CLSID" --api-url "https://127.0.0.1:$(cat "$WORK/port")" \
     --token-file "$WORK/token" --ca-file "$WORK/certs/ca.crt" --pod vg-pod --namespace shop \
     --events=required >"$OUT" 2>"$ERR"
@@ -58,7 +59,7 @@ RC=$?
 
 # Watch soak: many short-lived .NET apps and a churn of non-.NET processes.
 WERR="$WORK/vgwatch.err"
-"${VG[@]}" "$CLRATTACH" watch --seccomp=off --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+"${VG[@]}" "$VG_CLRATTACH" watch --seccomp=off --profiler "$PROBE" --clsid "$PROBE_CLSID" \
     --match-cmdline "ClrTarget.dll --seconds 5" --interval 100 --events off -o json >"$WORK/vgwatch.out" 2>"$WERR" &
 W=$!
 disown "$W"
