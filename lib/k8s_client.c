@@ -96,7 +96,7 @@ static int setup_handle(struct session *s, struct cla_error *e)
 {
     CURL *c = s->curl;
     const struct k8s_config *cfg = s->cfg;
-    /* Only the CA file is trusted (CAPATH cleared: a static binary has no system bundle, and
+    /* Only the CA file is trusted (CAPATH cleared: a static binary has no distro CA bundle, and
      * the cluster CA is the one that signed the apiserver), only https, no redirects, no proxy
      * from the environment: the bearer token must reach the apiserver and nothing else. */
     bool ok = curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_path) == CURLE_OK &&

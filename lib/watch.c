@@ -86,12 +86,15 @@ static struct instance *find(const struct watch_table *t, pid_t pid, uint64_t st
     return found ? &t->v[i] : NULL;
 }
 
-/* The instance, created (seen in this generation, nothing recorded) when absent; NULL when out
- * of memory. */
-static struct instance *find_or_add(struct watch_table *t, pid_t pid, uint64_t starttime)
+/* The instance, created (seen in this generation, nothing recorded) when absent, which
+ * *ret_created tells when not NULL; NULL when out of memory. */
+static struct instance *find_or_add(struct watch_table *t, pid_t pid, uint64_t starttime,
+                                    bool *ret_created)
 {
     bool found;
     size_t i = locate(t, pid, starttime, &found);
+    if (ret_created)
+        *ret_created = !found;
     if (found)
         return &t->v[i];
     if (t->n == t->alloc) {
@@ -139,7 +142,7 @@ bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttim
 bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
                         enum attach_outcome outcome, int64_t now_ms)
 {
-    struct instance *in = find_or_add(t, pid, starttime);
+    struct instance *in = find_or_add(t, pid, starttime, NULL);
     if (!in)
         return false;
     bool is_new = !in->has_outcome || in->last != outcome;
@@ -157,11 +160,11 @@ bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
 void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
                       int64_t age_ms, int64_t now_ms)
 {
-    bool found = find(t, pid, starttime) != NULL;
-    struct instance *in = find_or_add(t, pid, starttime);
+    bool created;
+    struct instance *in = find_or_add(t, pid, starttime, &created);
     if (!in)
         return; /* out of memory: looked at again next scan, as without a table */
-    if (!found) {
+    if (created) {
         in->exec_fp = exec_fp;
         in->young_until_ms = now_ms + (age_ms < WATCH_YOUNG_MS ? WATCH_YOUNG_MS - age_ms : 0);
     }
@@ -366,10 +369,12 @@ static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self,
         /* A runtime's socket is up a moment before it can take a profiler: while the process is
          * young, that answer is looked at again next scan, not reported. */
         if (res.outcome == ATTACH_NOT_READY && res.have_hresult &&
-            res.hresult == ATTACH_HR_NOT_YET_AVAILABLE && res.starttime == st.starttime &&
-            age_ms(st.starttime) < WATCH_YOUNG_MS) {
-            watch_table_idle(t, pid, st.starttime, fp, age_ms(st.starttime), now);
-            continue;
+            res.hresult == ATTACH_HR_NOT_YET_AVAILABLE && res.starttime == st.starttime) {
+            int64_t age = age_ms(st.starttime);
+            if (age < WATCH_YOUNG_MS) {
+                watch_table_idle(t, pid, st.starttime, fp, age, now);
+                continue;
+            }
         }
         /* The instance we attached to is the one we pinned; key the table by its start time. */
         uint64_t key = res.starttime ? res.starttime : st.starttime;
