@@ -50,6 +50,7 @@ include tests/k8s/k8s.mk
 include static.mk
 include fuzz/fuzz.mk
 include bench/bench.mk
+include tests/vendorprof/vendorprof.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
