@@ -65,6 +65,49 @@ static void test_fixture_glibc_so(void **state)
     assert_string_equal(i.interp, "");
 }
 
+/* A profiler-shaped library: the entry point found through DT_GNU_HASH as dlsym() finds it, its
+ * helper in DT_NEEDED, and RUNPATH kept as written ($ORIGIN is the loader's to expand). */
+static void test_fixture_entry_gnu_hash(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    parse_file("entry-gnu.so", &i);
+    assert_true(i.exports_class_factory);
+    assert_int_equal(i.n_needed, 2);
+    assert_string_equal(elfinfo_needed(&i, 0), "libfxhelper.so");
+    assert_string_equal(elfinfo_needed(&i, 1), "libc.so.6");
+    assert_null(elfinfo_needed(&i, 2));
+    assert_string_equal(i.runpath, "$ORIGIN/lib");
+    assert_false(i.runpath_is_rpath);
+}
+
+static void test_fixture_entry_sysv_hash(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    parse_file("entry-sysv.so", &i);
+    assert_true(i.exports_class_factory);
+    assert_string_equal(i.runpath, "/opt/vendor/lib");
+    assert_true(i.runpath_is_rpath);
+}
+
+/* Importing the name, or not having it at all, is not exporting it. */
+static void test_fixture_no_entry(void **state)
+{
+    struct elf_info i;
+    (void)state;
+
+    parse_file("importer.so", &i);
+    assert_false(i.exports_class_factory);
+    parse_file("glibc-x64.so", &i);
+    assert_false(i.exports_class_factory);
+    assert_string_equal(i.runpath, "");
+    assert_int_equal(i.n_needed, 1);
+    assert_string_equal(elfinfo_needed(&i, 0), "libc.so.6");
+}
+
 static void test_fixture_musl_so(void **state)
 {
     struct elf_info i;
@@ -502,7 +545,8 @@ static void test_repeated_segments(void **state)
 
 static const char *const all_fixtures[] = {
     "glibc-x64.so",   "musl-x64.so",     "glibc-x64-pie", "musl-x64-pie",
-    "glibc-x64-exec", "musl-x64-static", "lying-shdr.so",
+    "glibc-x64-exec", "musl-x64-static", "lying-shdr.so", "entry-gnu.so",
+    "entry-sysv.so",  "importer.so",
 };
 
 static void check_result(int r, const char *name, size_t n)
@@ -588,6 +632,9 @@ int main(void)
         cmocka_unit_test(test_built_libc_votes),
         cmocka_unit_test(test_built_pie_flag),
         cmocka_unit_test(test_not_elf),
+        cmocka_unit_test(test_fixture_entry_gnu_hash),
+        cmocka_unit_test(test_fixture_entry_sysv_hash),
+        cmocka_unit_test(test_fixture_no_entry),
         cmocka_unit_test(test_malformed_headers),
         cmocka_unit_test(test_dynamic_without_null),
         cmocka_unit_test(test_too_many_needed),
