@@ -68,13 +68,13 @@
 
 /* Profiler build choice (lib/rid.c, lib/elfinfo.c). The ELF reader runs on the target's own
  * executable, so its loops and strings are capped well above anything a linker produces. */
-#define RID_MAX             64   /* "ubuntu.22.04-x64"; the longest real RIDs are ~25 bytes */
-#define ELF_MAX_PHDRS       256  /* the kernel stops at 64 KiB of headers; real files have ~13 */
-#define ELF_MAX_DYN_ENTRIES 1024 /* dynamic entries before DT_NULL; real files have ~40 */
-#define ELF_MAX_NEEDED      64   /* DT_NEEDED entries; the dotnet host has 6 */
-#define ELF_INTERP_MAX      255  /* bytes of PT_INTERP without the NUL */
-#define ELF_NEEDED_BYTES    4096 /* DT_NEEDED names kept, NULs included; real SONAMEs are short */
-#define ELF_RUNPATH_MAX     1023 /* bytes of DT_RUNPATH/DT_RPATH kept */
+#define RID_MAX             64    /* "ubuntu.22.04-x64"; the longest real RIDs are ~25 bytes */
+#define ELF_MAX_PHDRS       256   /* the kernel stops at 64 KiB of headers; real files have ~13 */
+#define ELF_MAX_DYN_ENTRIES 1024  /* dynamic entries before DT_NULL; real files have ~40 */
+#define ELF_MAX_NEEDED      64    /* DT_NEEDED entries; the dotnet host has 6 */
+#define ELF_INTERP_MAX      255   /* bytes of PT_INTERP without the NUL */
+#define ELF_NEEDED_BYTES    4096  /* DT_NEEDED names kept, NULs included; real SONAMEs are short */
+#define ELF_RUNPATH_MAX     1023  /* bytes of DT_RUNPATH/DT_RPATH kept */
 #define ELF_MAX_HASH_STEPS  65536 /* symbols compared in one hash-chain walk (dlsym's lookup) */
 
 /* Bytes of a file a caller reads for elfinfo. Linkers may put PT_DYNAMIC near the end of the

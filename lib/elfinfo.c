@@ -131,8 +131,7 @@ struct dyn_tags {
     uint64_t needed[ELF_MAX_NEEDED];
     size_t n_needed;
     uint64_t strtab, strsz, symtab, syment, hash, gnu_hash, runpath, rpath;
-    bool have_strtab, have_strsz, have_symtab, have_hash, have_gnu_hash, have_runpath,
-        have_rpath;
+    bool have_strtab, have_strsz, have_symtab, have_hash, have_gnu_hash, have_runpath, have_rpath;
 };
 
 static int collect_dynamic(const struct elf_buf *b, const struct phdr *dyn, struct dyn_tags *t,
@@ -250,7 +249,8 @@ static int lookup_gnu(const struct symtab *st, uint64_t table, const char *name)
     if (nbuckets == 0 || bloom_size == 0 || (bloom_size & (bloom_size - 1)) != 0)
         return -EPROTO;
     unsigned wbits = b->is_64 ? 64 : 32, wbytes = wbits / 8;
-    uint64_t bloom = base + 16, word_off = bloom + (uint64_t)((h / wbits) & (bloom_size - 1)) * wbytes;
+    uint64_t bloom = base + 16,
+             word_off = bloom + (uint64_t)((h / wbits) & (bloom_size - 1)) * wbytes;
     if (!in_bounds(b, word_off, wbytes))
         return -EPROTO;
     uint64_t word = rd(b, word_off, wbytes);
@@ -316,8 +316,8 @@ static int lookup_sysv(const struct symtab *st, uint64_t table, const char *name
 /* Walks the dynamic section: DT_NEEDED names vote on the libc and are kept with the run path,
  * DT_FLAGS_1 tells a PIE, the symbol hash tables tell whether DllGetClassObject is exported. */
 static int parse_dynamic(const struct elf_buf *b, const struct phdr *dyn, const struct phdr *loads,
-                         size_t n_loads, struct elf_info *info, enum rid_libc *libc,
-                         bool *conflict, bool *is_pie, struct cla_error *e)
+                         size_t n_loads, struct elf_info *info, enum rid_libc *libc, bool *conflict,
+                         bool *is_pie, struct cla_error *e)
 {
     struct dyn_tags t = {0};
     uint64_t str_off = 0;
