@@ -36,6 +36,14 @@
 /* The profiler we copy. */
 #define PROFILER_MAX_SIZE (256 * 1024 * 1024)
 
+/* A profiler directory (vendor profilers: the library, its plugins, configs), from disk or a tar
+ * stream on stdin: relative names, files, depth; all its bytes together stay within
+ * PROFILER_MAX_SIZE. */
+#define PROFDIR_PATH_MAX  512         /* bytes of one relative name */
+#define PROFDIR_FILES_MAX 512         /* files and directories; CLRIE ships 3, Datadog ~60 */
+#define PROFDIR_DEPTH_MAX 8           /* directory levels below the profiler directory */
+#define TAR_PAX_MAX       (64 * 1024) /* bytes of one pax extended header */
+
 /* Host-side scans. */
 #define PROC_SCAN_MAX_PIDS 4194304 /* pid_max ceiling on Linux */
 
@@ -76,6 +84,10 @@
 #define ELF_NEEDED_BYTES    4096  /* DT_NEEDED names kept, NULs included; real SONAMEs are short */
 #define ELF_RUNPATH_MAX     1023  /* bytes of DT_RUNPATH/DT_RPATH kept */
 #define ELF_MAX_HASH_STEPS  65536 /* symbols compared in one hash-chain walk (dlsym's lookup) */
+
+/* The loader search list of lib/ldsearch.c: directories and the bytes holding them. */
+#define LDSEARCH_MAX_DIRS 64
+#define LDSEARCH_BUF      8192
 
 /* Bytes of a file a caller reads for elfinfo. Linkers may put PT_DYNAMIC near the end of the
  * ELF image (libcoreclr.so: 7 MiB, dynamic section at 6.6 MiB), so a short prefix is not enough;
