@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "profdir_read.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* Opens a link's target for reading only if it resolves beneath the tree's root (`rootfd`):
+ * RESOLVE_BENEATH refuses absolute targets and ".." that would leave it. */
+static int open_link_target(int rootfd, const char *rel)
+{
+    struct open_how how = {
+        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+    };
+    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+    return fd < 0 ? -errno : fd;
+}
+
+static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, size_t *ret_len,
+                     bool *ret_exec, struct cla_error *e)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "'%s/%s'", shown, rel);
+    if (!S_ISREG(st.st_mode))
+        return err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, rel);
+    char *buf;
+    size_t len;
+    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
+    if (r == -E2BIG)
+        return err_set(e, -E2BIG, "'%s/%s' is over %d bytes", shown, rel, PROFILER_MAX_SIZE);
+    if (r < 0)
+        return err_setsys(e, r, "read '%s/%s'", shown, rel);
+    *ret = (uint8_t *)buf;
+    *ret_len = len;
+    *ret_exec = (st.st_mode & 0111) != 0;
+    return 0;
+}
+
+/* Walks one directory level; `rel` is its path below the root ("" for the root). */
+static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsigned depth,
+                struct profdir *pd, struct cla_error *e)
+{
+    if (depth > PROFDIR_DEPTH_MAX)
+        return err_set(e, -E2BIG, "'%s/%s' is more than %d directories deep", shown, rel,
+                       PROFDIR_DEPTH_MAX);
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int r = -errno;
+        if (fd >= 0)
+            close(fd);
+        return err_setsys(e, r, "'%s/%s'", shown, rel);
+    }
+    int r = 0;
+    struct dirent *de;
+    while (r >= 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char path[PROFDIR_PATH_MAX + 1];
+        int w = snprintf(path, sizeof(path), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (w < 0 || (size_t)w >= sizeof(path)) {
+            r = err_set(e, -E2BIG, "a name in '%s' is longer than %d bytes", shown,
+                        PROFDIR_PATH_MAX);
+            break;
+        }
+        for (const char *p = de->d_name; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+                r = err_set(e, -EINVAL, "a name in '%s/%s' holds the control byte 0x%02x", shown,
+                            rel, (unsigned char)*p);
+                break;
+            }
+        if (r < 0)
+            break;
+        struct stat st;
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = err_setsys(e, -errno, "'%s/%s'", shown, path);
+            break;
+        }
+        uint8_t *data = NULL;
+        size_t len = 0;
+        bool exec = false;
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) {
+                r = err_setsys(e, -errno, "'%s/%s'", shown, path);
+                break;
+            }
+            r = profdir_add(pd, path, true, true, NULL, 0, e);
+            if (r >= 0)
+                r = walk(rootfd, sub, shown, path, depth + 1, pd, e);
+            close(sub);
+            continue;
+        }
+        int ffd;
+        if (S_ISREG(st.st_mode)) {
+            ffd = openat(dirfd, de->d_name,
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+            if (ffd < 0) {
+                r = err_setsys(e, -errno, "'%s/%s'", shown, path);
+                break;
+            }
+        } else if (S_ISLNK(st.st_mode)) {
+            ffd = open_link_target(rootfd, path);
+            if (ffd < 0) {
+                r = err_set(e, -EINVAL,
+                            "'%s/%s' is a symbolic link that does not lead to a file inside "
+                            "the directory (%s)",
+                            shown, path, strerror(-ffd));
+                err_hint(e, "copy the file it points to into the directory, or remove the link");
+                break;
+            }
+        } else {
+            r = err_set(e, -EINVAL,
+                        "'%s/%s' is not a regular file or directory: a profiler directory "
+                        "holds only those",
+                        shown, path);
+            break;
+        }
+        r = read_file(ffd, shown, path, &data, &len, &exec, e);
+        close(ffd);
+        if (r >= 0)
+            r = profdir_add(pd, path, false, exec, data, len, e);
+    }
+    closedir(d);
+    return r;
+}
+
+int profdir_read(int dirfd, const char *shown, struct profdir *ret, struct cla_error *e)
+{
+    struct profdir pd = {0};
+    int r = walk(dirfd, dirfd, shown, "", 0, &pd, e);
+    if (r >= 0)
+        r = profdir_seal(&pd, e);
+    if (r < 0) {
+        profdir_free(&pd);
+        return r;
+    }
+    *ret = pd;
+    return 0;
+}

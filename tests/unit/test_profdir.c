@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Profiler directories (lib/profdir.c, lib/profdir_read.c): reading a vendor-shaped tree from
+ * disk, links inside and outside it, FIFOs and devices refused without blocking, the entry
+ * chosen by DllGetClassObject or --entry, the digest stable and equal for the same tree read
+ * from disk or from a tar stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "profdir.h"
+#include "profdir_read.h"
+#include "util.h"
+
+#define FIX "tests/fixtures/elf/"
+
+static char root[64];
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if (system(cmd) != 0)
+        fail_msg("command failed: %s", cmd);
+}
+
+/* A vendor-shaped tree: the entry, a helper in lib/, a config, a link to the entry. */
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(root, sizeof(root), "/tmp/clrattach-profdir-XXXXXX");
+    assert_non_null(mkdtemp(root));
+    sh("mkdir -p %s/v/lib && cp " FIX "entry-gnu.so %s/v/libvendor.so && cp " FIX
+       "glibc-x64.so %s/v/lib/libfxhelper.so && printf 'conf-v1\\n' >%s/v/vendor.conf && "
+       "ln -s libvendor.so %s/v/libvendor.so.1 && chmod 755 %s/v/libvendor.so",
+       root, root, root, root, root, root);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sh("rm -rf %s", root);
+    return 0;
+}
+
+static int read_tree(const char *sub, struct profdir *pd, struct cla_error *e)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s", root, sub);
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    return profdir_read(fd, path, pd, e);
+}
+
+static const struct profdir_file *file(const struct profdir *pd, const char *path)
+{
+    for (size_t i = 0; i < pd->n; i++)
+        if (strcmp(pd->files[i].path, path) == 0)
+            return &pd->files[i];
+    return NULL;
+}
+
+static void test_vendor_tree(void **state)
+{
+    (void)state;
+    struct profdir pd;
+    struct cla_error e = {0};
+    assert_int_equal(read_tree("v", &pd, &e), 0);
+    assert_int_equal(pd.n, 5); /* lib/, lib/libfxhelper.so, libvendor.so, .so.1, vendor.conf */
+    const struct profdir_file *f = file(&pd, "libvendor.so.1");
+    assert_non_null(f);
+    assert_false(f->is_dir);
+    assert_string_equal(f->sha256, file(&pd, "libvendor.so")->sha256); /* a link is a copy */
+    assert_true(file(&pd, "lib")->is_dir);
+    assert_true(file(&pd, "libvendor.so")->executable);
+    assert_false(file(&pd, "vendor.conf")->executable);
+    assert_null(file(&pd, "vendor.conf")->elf);
+    assert_non_null(file(&pd, "lib/libfxhelper.so")->elf);
+
+    /* The entry and its link both export DllGetClassObject: ambiguous until --entry says. */
+    assert_int_equal(profdir_choose_entry(&pd, NULL, "v", &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "libvendor.so, libvendor.so.1"));
+    assert_non_null(strstr(e.hint, "--entry"));
+    assert_int_equal(profdir_choose_entry(&pd, "libvendor.so", "v", &e), 0);
+    assert_string_equal(pd.files[pd.entry].path, "libvendor.so");
+    char name[128];
+    assert_int_equal(profdir_dir_name(&pd, name, sizeof(name)), 0);
+    assert_int_equal(strncmp(name, "libvendor-", 10), 0);
+    assert_int_equal(strlen(name), 10 + 16);
+
+    /* The helper is not a profiler; a name not in the tree is named as such. */
+    assert_int_equal(profdir_choose_entry(&pd, "libfxhelper.so", "v", &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "does not export DllGetClassObject"));
+    assert_int_equal(profdir_choose_entry(&pd, "nope.so", "v", &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "no such file"));
+    profdir_free(&pd);
+
+    /* Without the link the only exporter is chosen by itself. */
+    sh("rm %s/v/libvendor.so.1", root);
+    assert_int_equal(read_tree("v", &pd, &e), 0);
+    assert_int_equal(profdir_choose_entry(&pd, NULL, "v", &e), 0);
+    assert_string_equal(pd.files[pd.entry].path, "libvendor.so");
+    char digest[65];
+    memcpy(digest, pd.digest, sizeof(digest));
+    profdir_free(&pd);
+
+    /* The same tree as a tar stream: the same digest. A changed byte: another one. */
+    sh("tar -C %s/v -cf %s/v.tar .", root, root);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/v.tar", root);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *buf;
+    size_t len;
+    assert_int_equal(util_read_all(fd, 1 << 20, &buf, &len), 0);
+    close(fd);
+    assert_int_equal(profdir_from_tar((uint8_t *)buf, len, &pd, &e), 0);
+    assert_string_equal(pd.digest, digest);
+    profdir_free(&pd);
+    free(buf);
+    sh("printf 'conf-v2\\n' >%s/v/vendor.conf", root);
+    assert_int_equal(read_tree("v", &pd, &e), 0);
+    assert_string_not_equal(pd.digest, digest);
+    profdir_free(&pd);
+    sh("ln -s libvendor.so %s/v/libvendor.so.1", root);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    struct profdir pd;
+    struct cla_error e = {0};
+    /* A link leaving the tree, a FIFO (must not block), a dangling link, a link to a dir. */
+    sh("mkdir -p %s/out && cp -r %s/v %s/out/a && ln -s /etc/passwd %s/out/a/passwd", root, root,
+       root, root);
+    assert_int_equal(read_tree("out/a", &pd, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "symbolic link"));
+    sh("cp -r %s/v %s/out/b && ln -s ../../v/vendor.conf %s/out/b/up.conf", root, root, root);
+    assert_int_equal(read_tree("out/b", &pd, &e), -EINVAL);
+    sh("cp -r %s/v %s/out/c && mkfifo %s/out/c/fifo.so", root, root, root);
+    alarm(10); /* a blocking open would hang here: let SIGALRM fail the test instead */
+    assert_int_equal(read_tree("out/c", &pd, &e), -EINVAL);
+    alarm(0);
+    assert_non_null(strstr(e.msg, "not a regular file or directory"));
+    sh("cp -r %s/v %s/out/d && ln -s lib %s/out/d/libdir", root, root, root);
+    assert_int_equal(read_tree("out/d", &pd, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "not a regular file"));
+    /* An empty directory, and one with no profiler in it. */
+    sh("mkdir -p %s/out/empty/sub %s/out/noprof && cp " FIX "glibc-x64.so %s/out/noprof/", root,
+       root, root);
+    assert_int_equal(read_tree("out/empty", &pd, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "no file"));
+    assert_int_equal(read_tree("out/noprof", &pd, &e), 0);
+    assert_int_equal(profdir_choose_entry(&pd, NULL, "noprof", &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "no library in noprof exports DllGetClassObject"));
+    profdir_free(&pd);
+    /* Too deep. */
+    sh("mkdir -p %s/out/deep/1/2/3/4/5/6/7/8/9/10 && touch %s/out/deep/1/2/3/4/5/6/7/8/9/10/f",
+       root, root);
+    assert_int_equal(read_tree("out/deep", &pd, &e), -E2BIG);
+    assert_non_null(strstr(e.msg, "deep"));
+}
+
+static void test_model_caps(void **state)
+{
+    (void)state;
+    struct profdir pd = {0};
+    struct cla_error e = {0};
+    assert_int_equal(profdir_add(&pd, "a/b", false, false, (uint8_t *)strdup("x"), 1, &e), 0);
+    assert_int_equal(profdir_add(&pd, "a/b", false, false, (uint8_t *)strdup("y"), 1, &e), -EEXIST);
+    assert_int_equal(profdir_add(&pd, "a/b/c", false, false, (uint8_t *)strdup("z"), 1, &e),
+                     -EEXIST);
+    assert_non_null(strstr(e.msg, "both a file and a directory"));
+    assert_int_equal(profdir_add(&pd, "big", false, false, malloc(1), PROFILER_MAX_SIZE, &e),
+                     -E2BIG);
+    profdir_free(&pd);
+    for (int i = 0; i < PROFDIR_FILES_MAX + 1; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "f%d", i);
+        int r = profdir_add(&pd, name, false, false, (uint8_t *)strdup("x"), 1, &e);
+        if (i < PROFDIR_FILES_MAX)
+            assert_int_equal(r, 0);
+        else
+            assert_int_equal(r, -E2BIG);
+    }
+    profdir_free(&pd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_vendor_tree),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_model_caps),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
