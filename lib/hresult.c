@@ -35,10 +35,11 @@ static const struct hresult_info table[] = {
      "The profiler does not support being created this way; check it is a CoreCLR profiler "
      "meant for attach."},
     {0x80004002, "E_NOINTERFACE", HRESULT_CLASS_LOAD,
-     "The profiler's class factory returned no object, or the object does not answer "
-     "QueryInterface for ICorProfilerCallback2.",
-     "Fix the profiler's CreateInstance/QueryInterface to accept IID_ICorProfilerCallback2 and "
-     "later; check the IID byte order."},
+     "The library's class factory gave no ICorProfilerCallback2 object: most often the library "
+     "is not the CLR profiler itself but a plugin or helper that ships beside it.",
+     "Point --profiler (or --entry) at the profiler's own library, the one its vendor documents "
+     "as CORECLR_PROFILER_PATH; if it is the profiler, its CreateInstance/QueryInterface must "
+     "accept IID_ICorProfilerCallback2 and later."},
     {0x80004005, "E_FAIL", HRESULT_CLASS_LOAD,
      "Generic failure: the profiler path reached the runtime empty, or the profiler's factory or "
      "InitializeForAttach returned E_FAIL.",
@@ -50,8 +51,10 @@ static const struct hresult_info table[] = {
      "Debug the profiler's attach path; PAL_OUTPUTDEBUGSTRING=1 in the target's environment "
      "makes the runtime log the failing step."},
     {0x80040111, "CLASS_E_CLASSNOTAVAILABLE", HRESULT_CLASS_LOAD,
-     "The profiler's DllGetClassObject rejected the CLSID sent in the attach request.",
-     "Send the CLSID the profiler was built with (see its documentation or source)."},
+     "The library's DllGetClassObject rejected the CLSID sent in the attach request: a wrong "
+     "--clsid, or a plugin library that exports the same entry point as the profiler.",
+     "Send the CLSID the profiler's vendor documents as CORECLR_PROFILER, to the profiler's own "
+     "library."},
     {0x8007000E, "E_OUTOFMEMORY", HRESULT_CLASS_OTHER,
      "An allocation failed inside the target during attach (runtime or profiler), e.g. a "
      "container close to its memory limit.",
@@ -73,10 +76,10 @@ static const struct hresult_info table[] = {
      "Read clrattach's mount and ELF/libc checks; use `--target-dir` on an exec mount, `--rid` "
      "for musl; restart the target with LD_DEBUG=files (glibc)."},
     {0x8007007F, "ERROR_PROC_NOT_FOUND", HRESULT_CLASS_LOAD,
-     "The profiler library loaded but does not export DllGetClassObject (hidden visibility, C++ "
-     "name mangling, or not a profiler).",
-     "Check `nm -D --defined-only <so>`; export DllGetClassObject with C linkage and default "
-     "visibility."},
+     "The library loaded but does not export DllGetClassObject: not a CLR profiler (a plugin or "
+     "helper library), or built with hidden visibility or C++ name mangling.",
+     "Point --profiler (or --entry) at the profiler's own library; `nm -D --defined-only <so>` "
+     "shows what a library exports."},
     {0x8007045A, "ERROR_DLL_INIT_FAILED", HRESULT_CLASS_LOAD,
      "The profiler exports DllMain, which the runtime's PAL calls after dlopen(); it returned "
      "FALSE and the library was unloaded.",
