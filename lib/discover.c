@@ -61,6 +61,8 @@ const char *discover_file_type_name(unsigned file_type)
 
 struct cache_dir {
     uint64_t root_dev, root_ino, mntns;
+    uid_t uid; /* listed as this user (creds.h): another user may see the directory otherwise */
+    gid_t gid;
     char tmpdir[TARGET_PATH_MAX];
     int dir_errno;
     struct discover_entry *entries;
@@ -162,7 +164,8 @@ int discover_find_socket(struct target *t, struct discover_cache *cache,
         for (size_t i = 0; i < cache->n; i++) {
             struct cache_dir *c = &cache->dirs[i];
             if (c->root_dev == rst.st_dev && c->root_ino == rst.st_ino && c->mntns == t->mntns &&
-                t->mntns != 0 && strcmp(c->tmpdir, t->tmpdir) == 0) {
+                t->mntns != 0 && c->uid == t->status.uid[1] && c->gid == t->status.gid[1] &&
+                strcmp(c->tmpdir, t->tmpdir) == 0) {
                 d = c;
                 break;
             }
@@ -172,6 +175,8 @@ int discover_find_socket(struct target *t, struct discover_cache *cache,
         local.root_dev = rst.st_dev;
         local.root_ino = rst.st_ino;
         local.mntns = t->mntns;
+        local.uid = t->status.uid[1];
+        local.gid = t->status.gid[1];
         memcpy(local.tmpdir, t->tmpdir, sizeof(local.tmpdir));
         if ((r = list_dir(t->rootfd, t->tmpdir, &local, e)) < 0) {
             free(local.entries);
