@@ -15,7 +15,7 @@ RUN_LIMIT_S=20
 
 # The host's root-only socket: mode 0600, owned by root. It records every connection and the
 # bytes sent on it, so "nobody connected" can be proved.
-ROOT_SOCK=/run/clrattach-test-rootonly.sock
+ROOT_SOCK=/run/clrattach-test-rootonly-$$.sock
 ROOT_LOG="$WORK/rootonly.log"
 python3 "$ROOT/tests/tools/recording_server.py" "$ROOT_SOCK" "$ROOT_LOG" >"$WORK/rootonly.out" 2>&1 &
 ROOT_SRV=$!
@@ -75,19 +75,23 @@ $wrap env -i PATH=/usr/bin:/bin HOME=/tmp python3 $args"
     wait_ready "$TARGET_LOG" "$upid" children
 }
 
+# Other processes on the machine may scan for .NET processes too: only connections made by
+# the clrattach under test count.
+SELF_EXE=$(readlink -f "$CLRATTACH")
 root_sock_untouched() {
     local name=$1
     sleep 0.3
-    if [ -s "$ROOT_LOG" ]; then
-        fail "$name" "the root-only socket was reached: $(tr '\n' ' ' <"$ROOT_LOG")"
+    if grep -qF "exe=$SELF_EXE" "$ROOT_LOG"; then
+        fail "$name" "the root-only socket was reached: $(grep -F "exe=$SELF_EXE" "$ROOT_LOG" | tr '\n' ' ')"
     else
         ok "$name"
     fi
+    : >"$ROOT_LOG"
 }
 
 # The listener must really answer a root client, or an empty log would prove nothing.
 if python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.send(b"x")' \
-    "$ROOT_SOCK" && sleep 1.3 && grep -q "bytes 1" "$ROOT_LOG"; then
+    "$ROOT_SOCK" && sleep 1.3 && grep -q "bytes 1 exe=.*python" "$ROOT_LOG"; then
     ok "rootonly-listener-records"
 else
     fail "rootonly-listener-records" "the listener at $ROOT_SOCK records nothing: $(cat "$ROOT_LOG" "$WORK/rootonly.out")"

@@ -4,15 +4,27 @@
 
 Usage: recording_server.py SOCKET_PATH LOG_FILE
 Binds SOCKET_PATH with mode 0600 (owned by the user running it: root), and for every accepted
-connection appends "connection" and then "bytes N" (what the client sent within a second) to
-LOG_FILE (created empty at start). Prints "ready" once listening. tests/e2e/test_hostile_creds.sh
+connection appends "connection uid=U exe=PATH" (the peer, from SO_PEERCRED) and then
+"bytes N exe=PATH" (what it sent within a second) to LOG_FILE (created empty at start). Prints
+"ready" once listening. The peer's executable tells our clrattach from any other process on the
+machine that scans for .NET processes. tests/e2e/test_hostile_creds.sh
 bind-mounts it over a target's diagnostic socket name: an empty log proves clrattach never
 connected to it with rights the target lacks.
 """
 
 import os
 import socket
+import struct
 import sys
+
+
+def peer(conn):
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    try:
+        exe = os.readlink("/proc/%d/exe" % pid)
+    except OSError:
+        exe = "?"
+    return uid, exe
 
 
 def main():
@@ -33,8 +45,9 @@ def main():
     print("ready", flush=True)
     while True:
         conn, _ = s.accept()
+        uid, exe = peer(conn)
         with open(log_path, "a") as f:
-            f.write("connection\n")
+            f.write("connection uid=%d exe=%s\n" % (uid, exe))
         conn.settimeout(1.0)
         n = 0
         try:
@@ -46,7 +59,7 @@ def main():
         except OSError:
             pass
         with open(log_path, "a") as f:
-            f.write("bytes %d\n" % n)
+            f.write("bytes %d exe=%s\n" % (n, exe))
         conn.close()
 
 
