@@ -103,8 +103,7 @@ fi
 BM_LOG="$WORK/bindmount.log"
 setpriv --reuid=1000 --regid=1000 --clear-groups \
     unshare --user --map-root-user --mount --propagation private \
-    sh -c "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec python3 '$ROOT/tests/tools/bindmount_target.py' '$ROOT_SOCK'" \
-    >"$BM_LOG" 2>&1 &
+    python3 "$ROOT/tests/tools/bindmount_target.py" "$ROOT_SOCK" >"$BM_LOG" 2>&1 &
 BM=$!
 disown "$BM"
 TARGET_PIDS+=("$BM")
