@@ -180,7 +180,10 @@ static int socket_error(struct target *t, const struct discover_socket *s,
                      "links inside a target",
                      t->tmpdir);
         else if (s->dir_errno == EACCES)
-            err_hint(e, "run clrattach as the app's uid %u, or as root",
+            /* Listed as the target's user already (creds.h): more rights would not help. */
+            err_hint(e,
+                     "clrattach lists it as the app's own user (uid %u), who may not read it; "
+                     "give the app a TMPDIR it can read",
                      (unsigned)t->status.uid[1]);
         return fail(res,
                     s->dir_errno == ENOENT   ? ATTACH_NOT_DOTNET

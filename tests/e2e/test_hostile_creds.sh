@@ -58,7 +58,7 @@ wait_ready() {
 
 # spawn_fake NAME PRE WRAP [SCRIPT_ARGS...]: the fake runtime (good mode unless SCRIPT_ARGS say
 # otherwise) in its own mount and PID namespace with a private tmpfs /tmp. PRE runs as root in
-# that namespace first; WRAP (a setpriv command, or "") runs the fake.
+# that namespace first; WRAP (a setpriv command, or "") runs the fake; FAKE_ENV adds variables.
 spawn_fake() {
     local name=$1 pre=$2 wrap=$3
     shift 3
@@ -66,7 +66,7 @@ spawn_fake() {
     [ $# -gt 0 ] && args="$*"
     TARGET_LOG="$WORK/$name.log"
     local inner="${NS_PROLOGUE}mount -t tmpfs -o mode=1777 tmpfs /tmp && ${pre:+$pre && }exec \
-$wrap env -i PATH=/usr/bin:/bin HOME=/tmp python3 $args"
+$wrap env -i PATH=/usr/bin:/bin HOME=/tmp ${FAKE_ENV:-} python3 $args"
     unshare --mount --propagation private --pid --fork --mount-proc sh -c "$inner" \
         >"$TARGET_LOG" 2>&1 &
     local upid=$!
@@ -246,6 +246,23 @@ if spawn_fake undumpable "" "setpriv --reuid=1000 --regid=1000 --clear-groups" "
     fi
 else
     fail "undumpable" "the fake runtime did not start"
+fi
+
+# A TMPDIR its own user may write but not list (0333): clrattach lists it as that user, so the
+# advice is about the directory, not about running clrattach with more rights.
+if FAKE_ENV=TMPDIR=/tmp/w spawn_fake unlistable "mkdir -m 0333 /tmp/w && chown 1000:1000 /tmp/w" \
+    "setpriv --reuid=1000 --regid=1000 --clear-groups"; then
+    P=$TARGET_PID
+    bclr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S
+    if [ $RC -ne 5 ]; then
+        fail "unlistable-tmpdir-words" "exit $RC, want 5: $(cat "$ERR")"
+    elif ! grep -q "may not read it" "$ERR" || grep -q "or as root" "$ERR"; then
+        fail "unlistable-tmpdir-words" "wrong words: $(cat "$ERR")"
+    else
+        ok "unlistable-tmpdir-words"
+    fi
+else
+    fail "unlistable-tmpdir-words" "the fake runtime did not start"
 fi
 
 rm -f "$ROOT_SOCK"
