@@ -2,7 +2,8 @@
 /*
  * /proc/<pid>/status: Uid, Gid and NSpid lines. The kernel writes the file, but the Name: line
  * comes first and is the target's choice (the kernel escapes a newline in it, a parser of a
- * forged file must still not be led astray or out of bounds).
+ * forged file must still not be led astray or out of bounds). CapEff and Groups decide what
+ * clrattach may do while acting for the process: the group list stays within its cap.
  */
 #include "fuzz.h"
 #include "proc_parse.h"
@@ -18,6 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(st.nspid > 0 && st.nspid_levels >= 1 && st.nspid_levels <= 32);
         else
             FUZZ_CHECK(st.nspid_levels == 0);
+        FUZZ_CHECK(st.ngroups <= PROC_GROUPS_MAX);
+        FUZZ_CHECK(!st.groups_truncated || st.ngroups == PROC_GROUPS_MAX);
+        FUZZ_CHECK(st.have_cap_eff || st.cap_eff == 0);
     } else {
         FUZZ_CHECK(e.code < 0);
         FUZZ_CHECK(fuzz_no_controls(e.msg, strnlen(e.msg, sizeof(e.msg))));

@@ -180,7 +180,10 @@ static int socket_error(struct target *t, const struct discover_socket *s,
                      "links inside a target",
                      t->tmpdir);
         else if (s->dir_errno == EACCES)
-            err_hint(e, "run clrattach as the app's uid %u, or as root",
+            /* Listed as the target's user already (creds.h): more rights would not help. */
+            err_hint(e,
+                     "clrattach lists it as the app's own user (uid %u), who may not read it; "
+                     "give the app a TMPDIR it can read",
                      (unsigned)t->status.uid[1]);
         return fail(res,
                     s->dir_errno == ENOENT   ? ATTACH_NOT_DOTNET
@@ -194,6 +197,28 @@ static int socket_error(struct target *t, const struct discover_socket *s,
         return fail(res, ATTACH_PROTOCOL, -ENOTSOCK);
     default: return 0;
     }
+}
+
+/* EACCES on connect: name the socket's real owner (its inode, held O_PATH), not the target's
+ * uid. A socket the target's own user cannot use was put there by someone else, for instance
+ * bind-mounted over the name to make us talk to it. */
+static void socket_owner_error(int sockfd, const struct target *t, const char *name, uid_t uid,
+                               struct cla_error *e)
+{
+    struct stat st;
+    if (fstat(sockfd, &st) < 0) {
+        err_hint(e, "run clrattach as uid %u or as root", (unsigned)uid);
+        return;
+    }
+    err_set(e, -EACCES, "permission denied on the socket '%s%s': it belongs to uid %u (mode 0%o)",
+            t->tmpdir, name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    if (st.st_uid != uid)
+        err_hint(e,
+                 "the target runs as uid %u and cannot use this socket itself; clrattach "
+                 "connects only as the target's user, so it refuses",
+                 (unsigned)uid);
+    else
+        err_hint(e, "the socket's mode keeps its own user out; restart the app");
 }
 
 static void fill_runtime(struct attach_result *res, const struct ipc_process_info *pi)
@@ -369,6 +394,11 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                         "clrattach lacks, or a security module (Yama ptrace_scope, AppArmor, "
                         "SELinux) forbids it; give clrattach CAP_SYS_PTRACE in the target's user "
                         "namespace");
+        else if (geteuid() == res->uid)
+            /* Its own user may read a process's environ unless the process is not dumpable:
+             * then the kernel wants CAP_SYS_PTRACE whatever the uid. */
+            err_hint(e, "the process is not dumpable (prctl PR_SET_DUMPABLE 0, or a "
+                        "setuid/file-capability program); root with CAP_SYS_PTRACE can read it");
         else
             err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
         return fail(res, ATTACH_PERMISSION, -t->environ_errno);
@@ -384,10 +414,13 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
             (void)proc_parse_mountinfo(mi, mlen, &mounts, &n_mounts, &me);
     }
 
-    /* The socket is 0600 and owned by the runtime's effective uid: act as that user. */
-    if ((r = creds_check(res->uid, res->gid, e)) < 0)
+    /* Every access to the target's files and socket is made as its user, with its groups and
+     * only its own filesystem capabilities (creds.h). */
+    struct creds_target ct;
+    creds_target_of(t->procfd, &t->status, &ct);
+    if ((r = creds_check(&ct, e)) < 0)
         return fail(res, ATTACH_PERMISSION, r);
-    if ((r = creds_become(res->uid, res->gid, cs, e)) < 0)
+    if ((r = creds_become(&ct, cs, e)) < 0)
         return fail(res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
@@ -416,8 +449,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, ATTACH_PROTOCOL, r);
     }
     if (r == -EACCES) {
-        err_hint(e, "the socket belongs to uid %u; run clrattach as that uid or as root",
-                 (unsigned)res->uid);
+        socket_owner_error(sockfd, t, s.name, res->uid, e);
         return fail(res, ATTACH_PERMISSION, r);
     }
     if (r < 0 && r != -EREMOTEIO)
@@ -523,11 +555,7 @@ int attach_run(const struct attach_opts *o, struct attach_result *ret)
     int r = run(o, res, &t, &cs, &ps);
     profset_free(&ps);
 
-    struct cla_error ce = {0};
-    if (creds_restore(&cs, &ce) < 0 && r >= 0) {
-        res->error = ce;
-        r = fail(res, ATTACH_INTERNAL, ce.code);
-    }
+    creds_restore(&cs);
     if (t.procfd >= 0)
         target_close(&t);
     res->duration_ms = util_now_ms() - start;

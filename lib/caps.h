@@ -28,6 +28,7 @@
 #define PROC_MOUNTS_MAX       10000 /* mountinfo lines */
 #define TARGET_PATH_MAX_MOUNT 1024  /* a mount point we can reason about */
 #define PROC_CGROUP_MAX       16384
+#define PROC_GROUPS_MAX       256 /* supplementary groups kept from a status Groups line */
 
 /* A target's TMPDIR value and paths inside a target root. */
 #define TARGET_PATH_MAX        4096

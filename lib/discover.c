@@ -61,6 +61,13 @@ const char *discover_file_type_name(unsigned file_type)
 
 struct cache_dir {
     uint64_t root_dev, root_ino, mntns;
+    /* Listed as this user, with these groups and capabilities (creds.h): a process with other
+     * credentials may see the directory otherwise, and gets a listing of its own. */
+    uid_t uid;
+    gid_t gid;
+    uint64_t cap_eff;
+    gid_t groups[PROC_GROUPS_MAX];
+    size_t ngroups;
     char tmpdir[TARGET_PATH_MAX];
     int dir_errno;
     struct discover_entry *entries;
@@ -147,6 +154,13 @@ out:
     return r;
 }
 
+static bool same_creds(const struct cache_dir *c, const struct proc_status *st)
+{
+    return c->uid == st->uid[1] && c->gid == st->gid[1] && c->cap_eff == st->cap_eff &&
+           c->ngroups == st->ngroups &&
+           memcmp(c->groups, st->groups, st->ngroups * sizeof(c->groups[0])) == 0;
+}
+
 int discover_find_socket(struct target *t, struct discover_cache *cache,
                          struct discover_socket *ret, struct cla_error *e)
 {
@@ -162,7 +176,7 @@ int discover_find_socket(struct target *t, struct discover_cache *cache,
         for (size_t i = 0; i < cache->n; i++) {
             struct cache_dir *c = &cache->dirs[i];
             if (c->root_dev == rst.st_dev && c->root_ino == rst.st_ino && c->mntns == t->mntns &&
-                t->mntns != 0 && strcmp(c->tmpdir, t->tmpdir) == 0) {
+                t->mntns != 0 && same_creds(c, &t->status) && strcmp(c->tmpdir, t->tmpdir) == 0) {
                 d = c;
                 break;
             }
@@ -172,6 +186,11 @@ int discover_find_socket(struct target *t, struct discover_cache *cache,
         local.root_dev = rst.st_dev;
         local.root_ino = rst.st_ino;
         local.mntns = t->mntns;
+        local.uid = t->status.uid[1];
+        local.gid = t->status.gid[1];
+        local.cap_eff = t->status.cap_eff;
+        local.ngroups = t->status.ngroups;
+        memcpy(local.groups, t->status.groups, t->status.ngroups * sizeof(local.groups[0]));
         memcpy(local.tmpdir, t->tmpdir, sizeof(local.tmpdir));
         if ((r = list_dir(t->rootfd, t->tmpdir, &local, e)) < 0) {
             free(local.entries);

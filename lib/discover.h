@@ -55,8 +55,9 @@ enum socket_state discover_choose(const struct discover_entry *entries, size_t n
 
 struct discover_cache;
 
-/* A cache of TMPDIR listings keyed by (root inode, mount namespace, TMPDIR), so that `ps` lists
- * each container's /tmp once however many processes share it. */
+/* A cache of TMPDIR listings keyed by (root inode, mount namespace, TMPDIR, the process's
+ * credentials: uid, gid, groups, capabilities), so that `ps` lists each container's /tmp once
+ * per user however many processes share it. */
 struct discover_cache *discover_cache_new(void);
 void discover_cache_free(struct discover_cache *c);
 

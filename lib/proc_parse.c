@@ -90,6 +90,51 @@ static int parse_ids(const char *p, const char *end, uint64_t *out, int max, uin
     return n;
 }
 
+/* "CapEff:\t000001ffffffffff": the kernel prints exactly 16 hex digits. */
+static int parse_cap_hex(const char *p, const char *end, uint64_t *ret)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (end - p != 16)
+        return -EPROTO;
+    uint64_t v = 0;
+    for (; p < end; p++) {
+        unsigned d;
+        if (*p >= '0' && *p <= '9')
+            d = (unsigned)(*p - '0');
+        else if (*p >= 'a' && *p <= 'f')
+            d = (unsigned)(*p - 'a' + 10);
+        else
+            return -EPROTO;
+        v = v << 4 | d;
+    }
+    *ret = v;
+    return 0;
+}
+
+/* "Groups:\t4 27 1000 " (space separated, a trailing space, empty for none). Keeps the first
+ * PROC_GROUPS_MAX; past that only notes that there were more. */
+static int parse_groups(const char *p, const char *end, struct proc_status *st)
+{
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p == end)
+            break;
+        const char *f = p;
+        while (p < end && *p != ' ' && *p != '\t')
+            p++;
+        uint64_t v;
+        if (util_parse_u64(f, (size_t)(p - f), UINT32_MAX - 1, &v) < 0)
+            return -EPROTO;
+        if (st->ngroups == PROC_GROUPS_MAX)
+            st->groups_truncated = true;
+        else
+            st->groups[st->ngroups++] = (gid_t)v;
+    }
+    return 0;
+}
+
 int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_status,
                       struct cla_error *e)
 {
@@ -125,6 +170,16 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
                 st.nspid = (pid_t)ids[n - 1];
                 st.nspid_levels = n;
                 st.have_nspid = true;
+            } else if (klen == 6 && memcmp(p, "CapEff", 6) == 0) {
+                if (parse_cap_hex(colon + 1, le, &st.cap_eff) < 0)
+                    return err_set(e, -EPROTO, "proc: status CapEff line malformed");
+                st.have_cap_eff = true;
+            } else if (klen == 6 && memcmp(p, "Groups", 6) == 0) {
+                /* A forged file could repeat the line: the last one counts, alone. */
+                st.ngroups = 0;
+                st.groups_truncated = false;
+                if (parse_groups(colon + 1, le, &st) < 0)
+                    return err_set(e, -EPROTO, "proc: status Groups line malformed");
             }
         }
         if (!nl)

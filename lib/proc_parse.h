@@ -37,9 +37,18 @@ struct proc_status {
     uid_t uid[4];     /* real, effective, saved, filesystem */
     gid_t gid[4];
     bool have_nspid; /* kernels before 4.1 have no NSpid line */
+    /* CapEff: effective capabilities, meaningful in the process's own user namespace. 0 when
+     * the line is missing: acting for it then keeps no capability of ours. */
+    uint64_t cap_eff;
+    bool have_cap_eff;
+    /* Groups: the supplementary groups, the first PROC_GROUPS_MAX of them; a longer list
+     * sets groups_truncated (acting with fewer groups never grants more than it has). */
+    gid_t groups[PROC_GROUPS_MAX];
+    size_t ngroups;
+    bool groups_truncated;
 };
 
-/* Parses /proc/<pid>/status for Uid, Gid and NSpid. Uid and Gid are required.
+/* Parses /proc/<pid>/status for Uid, Gid, NSpid, CapEff and Groups. Uid and Gid are required.
  * Returns 0 or -EPROTO. */
 int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_status,
                       struct cla_error *e);

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "creds.h"
 #include "discover.h"
 #include "ipc_conn.h"
 #include "target.h"
@@ -58,8 +60,17 @@ static void query_runtime(struct target *t, const struct discover_socket *s, int
         en->state = "stale";
         snprintf(en->detail, sizeof(en->detail), "nothing listens on the socket");
     } else if (r == -EACCES) {
+        /* The socket's real owner, from its inode: a socket bind-mounted over the name by the
+         * target belongs to someone else, and the target's user cannot connect either. */
+        struct stat st;
         en->state = "no_access";
-        snprintf(en->detail, sizeof(en->detail), "socket belongs to uid %u", (unsigned)en->uid);
+        if (fstat(sfd, &st) == 0)
+            snprintf(en->detail, sizeof(en->detail),
+                     "permission denied: the socket belongs to uid %u (mode 0%o), the process "
+                     "runs as uid %u",
+                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)en->uid);
+        else
+            snprintf(en->detail, sizeof(en->detail), "permission denied on the socket");
     } else {
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
     }
@@ -81,9 +92,15 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
     memcpy(en->command_line, t.cmdline, sizeof(en->command_line));
     snprintf(en->tmpdir, sizeof(en->tmpdir), "%.255s", t.tmpdir);
 
+    /* As for attach: the listing and the connection are made as the process's user, with its
+     * groups and only its own filesystem capabilities, never with ours (creds.h). */
+    struct creds_target ct;
+    struct creds_saved cs = {0};
     struct discover_socket s;
     int listed = 1;
-    if (discover_find_socket(&t, cache, &s, &e) < 0) {
+    creds_target_of(t.procfd, &t.status, &ct);
+    if (creds_check(&ct, &e) < 0 || creds_become(&ct, &cs, &e) < 0 ||
+        discover_find_socket(&t, cache, &s, &e) < 0) {
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
         listed = diagnostics_off(&t) ? 1 : 0;
@@ -108,6 +125,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
         goto out;
     query_runtime(&t, &s, timeout_ms, en);
 out:
+    creds_restore(&cs);
     target_close(&t);
     return listed;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "creds.h"
 #include "discover.h"
 #include "proc_parse.h"
 #include "target.h"
@@ -352,8 +353,16 @@ static int scan(const struct watch_opts *o, struct watch_table *t, pid_t self,
         struct discover_socket s = {.state = SOCKET_ABSENT};
         if (target_open(o->proc_dirfd, pid, &tg, &e) == 0) {
             match = tg.stat.starttime == st.starttime && selector_matches(&tg, &o->sel, own_mntns);
-            if (match && cache && discover_find_socket(&tg, cache, &s, &e) < 0)
-                s.state = SOCKET_ABSENT;
+            /* The look for its socket is an access to the target: made as its user (creds.h). */
+            if (match && cache) {
+                struct creds_target ct;
+                struct creds_saved cs = {0};
+                creds_target_of(tg.procfd, &tg.status, &ct);
+                if (creds_check(&ct, &e) < 0 || creds_become(&ct, &cs, &e) < 0 ||
+                    discover_find_socket(&tg, cache, &s, &e) < 0)
+                    s.state = SOCKET_ABSENT;
+                creds_restore(&cs);
+            }
             target_close(&tg);
         }
         /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */

@@ -840,6 +840,15 @@ static int cmd_ps(int argc, char **argv)
         print_error("internal error", &e);
         return 1;
     }
+    /* Acting as each process's user and reading its /proc takes these; the listing and the
+     * connection then run with only those of them the process itself holds (creds.h). */
+    if (co.seccomp != SANDBOX_MODE_OFF &&
+        sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
+                              CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH),
+                          &e) < 0) {
+        print_error("capabilities", &e);
+        return 1;
+    }
     if ((r = enter_sandbox(&co)) != 0)
         return r;
     struct ps_entry *list = NULL;

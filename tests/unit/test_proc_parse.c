@@ -125,6 +125,65 @@ static void test_status_malformed(void **state)
     assert_false(st.have_nspid);
 }
 
+static void test_status_caps_groups(void **state)
+{
+    (void)state;
+    struct proc_status st;
+    struct cla_error e = {0};
+    const char *ok = "Name:\tx\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+                     "Groups:\t4 27 3000 4294967294 \nCapInh:\t0000000000000000\n"
+                     "CapPrm:\t000001ffffffffff\nCapEff:\t000001fffeffffff\n";
+    assert_int_equal(proc_parse_status(ok, strlen(ok), &st, &e), 0);
+    assert_true(st.have_cap_eff);
+    assert_true(st.cap_eff == 0x000001fffeffffffULL);
+    assert_int_equal(st.ngroups, 4);
+    assert_int_equal(st.groups[0], 4);
+    assert_int_equal(st.groups[2], 3000);
+    assert_int_equal(st.groups[3], 4294967294u);
+    assert_false(st.groups_truncated);
+
+    /* The fixture's empty "Groups:\t " line; no CapEff line means no capability. */
+    size_t len;
+    char *b = slurp("tests/fixtures/proc/status.container", &len);
+    assert_int_equal(proc_parse_status(b, len, &st, &e), 0);
+    assert_int_equal(st.ngroups, 0);
+    assert_false(st.have_cap_eff);
+    assert_true(st.cap_eff == 0);
+
+    /* More groups than the cap: the first PROC_GROUPS_MAX are kept, the rest noted. */
+    char big[8192];
+    size_t n = (size_t)snprintf(big, sizeof(big), "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t");
+    for (int g = 0; g < PROC_GROUPS_MAX + 3; g++)
+        n += (size_t)snprintf(big + n, sizeof(big) - n, "%d ", 100 + g);
+    n += (size_t)snprintf(big + n, sizeof(big) - n, "\n");
+    assert_int_equal(proc_parse_status(big, n, &st, &e), 0);
+    assert_int_equal(st.ngroups, PROC_GROUPS_MAX);
+    assert_int_equal(st.groups[PROC_GROUPS_MAX - 1], 100 + PROC_GROUPS_MAX - 1);
+    assert_true(st.groups_truncated);
+
+    /* A repeated line replaces the earlier one rather than adding to it. */
+    const char *twice = "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t5 6\nGroups:\t7\n";
+    assert_int_equal(proc_parse_status(twice, strlen(twice), &st, &e), 0);
+    assert_int_equal(st.ngroups, 1);
+    assert_int_equal(st.groups[0], 7);
+
+    const char *bad[] = {
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t1ff\n",                /* short */
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t000001fffeffffffff\n", /* long */
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t000001FFFEFFFFFF\n",   /* case */
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t00000-fffeffffff\n",
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nCapEff:\t\n",
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t4 x\n",
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t4294967295\n",
+        "Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t-1\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e.code = 0;
+        assert_int_equal(proc_parse_status(bad[i], strlen(bad[i]), &st, &e), -EPROTO);
+        assert_int_equal(e.code, -EPROTO);
+    }
+}
+
 static void test_environ(void **state)
 {
     (void)state;
@@ -305,6 +364,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stat_fixtures),   cmocka_unit_test(test_stat_malformed),
         cmocka_unit_test(test_status_fixtures), cmocka_unit_test(test_status_malformed),
+        cmocka_unit_test(test_status_caps_groups),
         cmocka_unit_test(test_environ),         cmocka_unit_test(test_tmpdir),
         cmocka_unit_test(test_socket_names),    cmocka_unit_test(test_cmdline_render),
         cmocka_unit_test(test_mountinfo),       cmocka_unit_test(test_mountinfo_malformed),
