@@ -356,7 +356,7 @@ static int prepare_reporting(struct reporting *rep)
         }
         /* auto: not in a cluster, or not configured; say so once and go on. */
         if (r != -ENOENT || rep->opts.api_url)
-            fprintf(stderr, "clrattach: warning: Events off: %s\n", e.msg);
+            say(stderr, "clrattach: warning: Events off: %s", e.msg);
         return 0;
     }
     if (!rep->pod.namespace_[0])
@@ -442,12 +442,12 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
         return r;
     }
     if (out.patched)
-        fprintf(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)\n",
-                rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count, out.attempts,
-                out.attempts == 1 ? "" : "s");
+        say(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)",
+            rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count, out.attempts,
+            out.attempts == 1 ? "" : "s");
     else
-        fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n", rep->pod.namespace_,
-                out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
+        say(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)", rep->pod.namespace_,
+            out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
     return 0;
 }
 
