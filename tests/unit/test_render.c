@@ -42,17 +42,23 @@ static void test_c1(void **state)
 {
     (void)state;
     /* A raw byte 0x9B starts no UTF-8 sequence: escaped as a byte. */
-    TEXT("x\x9b" "31m", "x\\x9b31m");
+    TEXT("x\x9b"
+         "31m",
+         "x\\x9b31m");
     TEXT("\x80\x9f", "\\x80\\x9f");
     /* U+009B (CSI) and U+0080..U+009F well-formed in UTF-8: escaped as code points. */
-    TEXT("x\xC2\x9B" "31m", "x\\u{009b}31m");
+    TEXT("x\xC2\x9B"
+         "31m",
+         "x\\u{009b}31m");
     TEXT("\xC2\x80\xC2\x85\xC2\x9F", "\\u{0080}\\u{0085}\\u{009f}");
 }
 
 static void test_bidi(void **state)
 {
     (void)state;
-    TEXT("a\xE2\x80\xAE" "b", "a\\u{202e}b");
+    TEXT("a\xE2\x80\xAE"
+         "b",
+         "a\\u{202e}b");
     TEXT("\xE2\x80\xAA\xE2\x80\xAB\xE2\x80\xAC\xE2\x80\xAD",
          "\\u{202a}\\u{202b}\\u{202c}\\u{202d}");
     TEXT("\xE2\x81\xA6\xE2\x81\xA7\xE2\x81\xA8\xE2\x81\xA9",
@@ -65,8 +71,11 @@ static void test_bidi(void **state)
 static void test_invisible_and_separators(void **state)
 {
     (void)state;
-    TEXT("a\xE2\x80\x8B" "b", "a\\u{200b}b");
-    TEXT("\xE2\x80\x8C\xE2\x80\x8D\xE2\x81\xA0\xEF\xBB\xBF", "\\u{200c}\\u{200d}\\u{2060}\\u{feff}");
+    TEXT("a\xE2\x80\x8B"
+         "b",
+         "a\\u{200b}b");
+    TEXT("\xE2\x80\x8C\xE2\x80\x8D\xE2\x81\xA0\xEF\xBB\xBF",
+         "\\u{200c}\\u{200d}\\u{2060}\\u{feff}");
     TEXT("\xE2\x81\xA4\xE2\x81\xAA\xE2\x81\xAF", "\\u{2064}\\u{206a}\\u{206f}");
     TEXT("\xE2\x80\xA8\xE2\x80\xA9", "\\u{2028}\\u{2029}");
 }
@@ -106,10 +115,16 @@ static void test_cut(void **state)
     assert_int_equal(render_text("12345678", 8, out, sizeof(out)), 7);
     assert_string_equal(out, "1234...");
     /* An escape is never split: "\x1b" does not fit before the mark, so it is left out. */
-    assert_int_equal(render_text("12\x1b" "45678", 8, out, sizeof(out)), 5);
+    assert_int_equal(render_text("12\x1b"
+                                 "45678",
+                                 8, out, sizeof(out)),
+                     5);
     assert_string_equal(out, "12...");
     /* Nor a UTF-8 character. */
-    assert_int_equal(render_text("123\xE2\x82\xAC" "5678", 10, out, sizeof(out)), 6);
+    assert_int_equal(render_text("123\xE2\x82\xAC"
+                                 "5678",
+                                 10, out, sizeof(out)),
+                     6);
     assert_string_equal(out, "123...");
     /* Tiny buffers: terminated, as much of the mark as fits. */
     assert_int_equal(render_text("abc", 3, out, 1), 0);
@@ -135,7 +150,9 @@ static void test_cmdline(void **state)
     static const char esc[] = "a\x1b[31m\0b\n\0\0";
     render_cmdline(esc, sizeof(esc) - 1, out, sizeof(out));
     assert_string_equal(out, "a\\x1b[31m b\\x0a");
-    static const char c1[] = "a\xC2\x9B" "31m\0\xE2\x80\xAE" "exe\x9b";
+    static const char c1[] = "a\xC2\x9B"
+                             "31m\0\xE2\x80\xAE"
+                             "exe\x9b";
     render_cmdline(c1, sizeof(c1) - 1, out, sizeof(out));
     assert_string_equal(out, "a\\u{009b}31m \\u{202e}exe\\x9b");
     static const char lng[] = "0123456789012345678901234567890123456789"
