@@ -105,8 +105,12 @@ char *result_ps_json(const struct ps_entry *p)
     if (!o)
         return NULL;
     json_object_set_new(o, "pid", json_integer(p->pid));
-    json_object_set_new(o, "ns_pid", json_integer(p->nspid));
-    json_object_set_new(o, "uid", json_integer(p->uid));
+    /* A refused process could not be inspected: no namespace pid or uid to give (0 would read
+     * as root). */
+    if (p->nspid) {
+        json_object_set_new(o, "ns_pid", json_integer(p->nspid));
+        json_object_set_new(o, "uid", json_integer(p->uid));
+    }
     set_str(o, "comm", p->comm);
     set_str(o, "command_line", p->command_line);
     set_str(o, "tmpdir", p->tmpdir);
