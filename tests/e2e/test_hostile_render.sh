@@ -245,7 +245,7 @@ attach "$NOTNET" -o json --dry-run-events --events auto --pod app-0 --namespace 
 # tmpdir_case NAME TMPDIR PRE PATTERN
 tmpdir_case() {
     local name=$1 dir=$2 pre=$3 pattern=$4
-    if ! start_fake "$name" good --pre "$pre" --env "TMPDIR=$dir"; then
+    if ! start_fake "$name" good --pre "$pre" --env "TMPDIR=$dir" --arg "$name-marker"; then
         fail "$name" "fake runtime did not start"
         return
     fi
@@ -286,6 +286,25 @@ tmpdir_case() {
             { grep -a "^$p " "$OUT" | grep -qE "refused .*$pattern" ||
                 fail "$name-ps" "ps text: $(grep -a "^$p " "$OUT" | cat -v)"; }
     fi
+    # watch cannot tell whether such a process runs .NET (its socket would be under the refused
+    # TMPDIR): it must never deliver there, and what it prints stays clean.
+    if [ -n "${WATCH_TOO:-}" ]; then
+        N=$((N + 1))
+        OUT="$WORK/out.$N" ERR="$WORK/err.$N"
+        before=$(snapshot "$p")
+        timeout --preserve-status -k 5 -s TERM 2 "$CLRATTACH" watch --profiler "$PROBE" \
+            --clsid "$PROBE_CLSID" --match-cmdline "$name-marker" --interval 100 --events off \
+            --timeout $TIMEOUT_S >"$OUT" 2>"$ERR"
+        RC=$?
+        after=$(snapshot "$p")
+        if [ $RC -ne 0 ]; then
+            fail "$name-watch" "exit $RC: $(cat -v "$ERR")"
+        elif [ "$before" != "$after" ]; then
+            fail "$name-watch" "the target's filesystem changed under watch"
+        elif clean "$name-watch" "$OUT" "$ERR"; then
+            ok "$name-watch (nothing delivered)"
+        fi
+    fi
     kill -KILL "$p" 2>/dev/null
 }
 tmpdir_case tmpdir-c1-raw "/tmp/c$C1RAW" "mkdir -m 1777 '/tmp/c$C1RAW'" \
@@ -298,7 +317,7 @@ tmpdir_case tmpdir-zero-width "/tmp/z$ZWSP" "mkdir -m 1777 '/tmp/z$ZWSP'" \
     "holds an invisible character U\\+200B at byte 6"
 tmpdir_case tmpdir-not-utf8 $'/tmp/n\xff\xfe' $'mkdir -m 1777 \'/tmp/n\xff\xfe\'' \
     "TMPDIR '/tmp/n\\\\xff\\\\xfe' is not valid UTF-8 at byte 6"
-tmpdir_case tmpdir-dotdot /tmp/a/../b "mkdir -m 1777 /tmp/a /tmp/b" \
+WATCH_TOO=1 tmpdir_case tmpdir-dotdot /tmp/a/../b "mkdir -m 1777 /tmp/a /tmp/b" \
     "TMPDIR '/tmp/a/\\.\\./b' has a '\\.\\.' component"
 
 finish e2e-hostile-render
