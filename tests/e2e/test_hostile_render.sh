@@ -320,4 +320,13 @@ tmpdir_case tmpdir-not-utf8 $'/tmp/n\xff\xfe' $'mkdir -m 1777 \'/tmp/n\xff\xfe\'
 WATCH_TOO=1 tmpdir_case tmpdir-dotdot /tmp/a/../b "mkdir -m 1777 /tmp/a /tmp/b" \
     "TMPDIR '/tmp/a/\\.\\./b' has a '\\.\\.' component"
 
+# The operator's own --target-dir is held to the same classes: a usage error (2) before any
+# target is read, quoted rendered.
+attach 1 --target-dir "/tmp/x${RLO}"
+if [ $RC -ne 2 ] || ! grep -qF "'/tmp/x\u{202e}' holds a bidi control" "$ERR"; then
+    fail "target-dir-usage" "exit $RC, want 2: $(cat -v "$ERR")"
+elif clean "target-dir-usage" "$OUT" "$ERR"; then
+    ok "target-dir-usage"
+fi
+
 finish e2e-hostile-render
