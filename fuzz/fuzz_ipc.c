@@ -7,6 +7,7 @@
  */
 #include "fuzz.h"
 #include "ipc.h"
+#include "render.h"
 
 static void fuzz_guid(const uint8_t *data, size_t size)
 {
@@ -33,12 +34,23 @@ static void fuzz_guid(const uint8_t *data, size_t size)
     }
 }
 
-/* A decoded ProcessInfo string: NUL-terminated by construction, and ipc.c promises to replace
- * control characters so target text never reaches a terminal raw. */
+/* A decoded ProcessInfo string: NUL-terminated by construction, valid UTF-8 (ipc.c refuses
+ * unpaired surrogates), and clean once rendered the way attach and ps show it. */
 static void check_str(const char *s)
 {
-    if (s)
-        FUZZ_CHECK(fuzz_no_controls(s, strlen(s)));
+    if (!s)
+        return;
+    size_t n = strlen(s);
+    char shown[256];
+    size_t m = render_text(s, n, shown, sizeof(shown));
+    FUZZ_CHECK(m < sizeof(shown) && fuzz_rendered_clean(shown, m));
+    /* Nothing but escapes is added: a string without any escaped class comes out whole. */
+    size_t at;
+    uint32_t cp;
+    if (render_find(s, n, &at, &cp) == RENDER_SAFE && !memchr(s, '\\', n) && n < sizeof(shown))
+        FUZZ_CHECK(m == n && memcmp(shown, s, n) == 0);
+    else
+        FUZZ_CHECK(render_find(s, n, &at, &cp) != RENDER_INVALID);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

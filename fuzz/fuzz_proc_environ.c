@@ -2,8 +2,9 @@
 /*
  * /proc/<pid>/environ: NUL-separated, entirely the target's (and cut short when the target
  * rewrote its own stack). proc_environ_get must stay inside the buffer, and the TMPDIR rule must
- * give an absolute, '/'-terminated, control-free path, or an error whose text is control-free
- * too (the message quotes the value and is printed to a terminal).
+ * give an absolute, '/'-terminated path without "." or ".." components and without anything
+ * render.h escapes (so it prints as it is), or a -EPROTO error whose text is clean too (the
+ * message quotes the value and is printed to a terminal).
  */
 #include <errno.h>
 
@@ -30,10 +31,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t n = strnlen(out, sizeof(out));
         FUZZ_CHECK(n > 0 && n < sizeof(out));
         FUZZ_CHECK(out[0] == '/' && out[n - 1] == '/');
-        FUZZ_CHECK(fuzz_no_controls(out, n));
+        FUZZ_CHECK(fuzz_rendered_clean(out, n));
+        FUZZ_CHECK(!strstr(out, "/./") && !strstr(out, "/../"));
     } else {
-        FUZZ_CHECK(r == -EINVAL || r == -ENAMETOOLONG);
-        FUZZ_CHECK(fuzz_no_controls(e.msg, strnlen(e.msg, sizeof(e.msg))));
+        FUZZ_CHECK(r == -EPROTO || r == -ENAMETOOLONG);
+        FUZZ_CHECK(fuzz_rendered_clean(e.msg, strnlen(e.msg, sizeof(e.msg))));
     }
 
     /* A small output buffer exercises the length check at its edge. */

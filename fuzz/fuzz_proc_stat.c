@@ -2,10 +2,12 @@
 /*
  * /proc/<pid>/stat of a target: the comm field is the target's own choice (prctl PR_SET_NAME),
  * with spaces, ')' and control bytes. Checks the parser's promises: comm within its buffer and
- * scrubbed of controls, and error messages free of control bytes (they are printed).
+ * kept raw (no NUL inside), its rendering clean, and error messages free of control bytes (they
+ * are printed).
  */
 #include "fuzz.h"
 #include "proc_parse.h"
+#include "render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -14,8 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (proc_parse_stat((const char *)data, size, &st, &e) == 0) {
         size_t n = strnlen(st.comm, sizeof(st.comm));
         FUZZ_CHECK(n < sizeof(st.comm));
-        /* An embedded NUL ends the string early; what is before it must be clean. */
-        FUZZ_CHECK(fuzz_no_controls(st.comm, n));
+        /* Raw, as the target set it; shown only rendered (target.c). */
+        char shown[64];
+        size_t m = render_text(st.comm, n, shown, sizeof(shown));
+        FUZZ_CHECK(m < sizeof(shown) && fuzz_rendered_clean(shown, m));
         FUZZ_CHECK(st.ppid >= 0);
     } else {
         FUZZ_CHECK(e.code < 0);

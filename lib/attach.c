@@ -18,6 +18,7 @@
 #include "placement.h"
 #include "profset.h"
 #include "proc_parse.h"
+#include "render.h"
 #include "target.h"
 #include "util.h"
 
@@ -48,17 +49,25 @@ int attach_outcome_exit_code(enum attach_outcome o)
     return (unsigned)o < ARRAY_SIZE(outcomes) ? outcomes[o].exit_code : 1;
 }
 
-/* Maps an errno from inspecting or reaching the target to an outcome. */
+/* Maps an errno from inspecting or reaching the target to an outcome. Whatever is malformed
+ * here (-EPROTO, -EINVAL from a path the target chose) is the target's data breaking a rule,
+ * never the operator's usage: the operator's inputs are checked before the target is read. */
 static enum attach_outcome outcome_of_errno(int r)
 {
     switch (-r) {
     case ESRCH: return ATTACH_NOT_FOUND;
     case EACCES:
     case EPERM: return ATTACH_PERMISSION;
-    case EINVAL: return ATTACH_USAGE;
     case ENOMEM: return ATTACH_INTERNAL;
     default: return ATTACH_PROTOCOL;
     }
+}
+
+/* A target string (a path, a name) as a person may read it: rendered (render.h). */
+static const char *shown(const char *raw, char *buf, size_t size)
+{
+    render_text(raw, strlen(raw), buf, size);
+    return buf;
 }
 
 static int fail(struct attach_result *res, enum attach_outcome o, int code)
@@ -146,6 +155,8 @@ static int socket_error(struct target *t, const struct discover_socket *s,
 {
     struct cla_error *e = &res->error;
     const char *off = diagnostics_disabled_by(t);
+    char tmpdir[256];
+    shown(t->tmpdir, tmpdir, sizeof(tmpdir));
     switch (s->state) {
     case SOCKET_ABSENT:
         if (off) {
@@ -161,24 +172,24 @@ static int socket_error(struct target *t, const struct discover_socket *s,
             err_set(e, -ENAMETOOLONG,
                     "pid %d: its TMPDIR '%s' is too long: the runtime's socket path would exceed "
                     "the %zu bytes of sun_path, so the runtime bound a truncated name or none",
-                    (int)t->pid, t->tmpdir, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+                    (int)t->pid, tmpdir, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
             err_hint(e, "restart the app with a shorter TMPDIR (at most about 60 bytes)");
         } else {
             err_set(e, -ENOENT,
                     "pid %d (%s) has no diagnostic socket 'dotnet-diagnostic-%d-*-socket' in %s "
                     "as it sees it: not a .NET process, or its runtime has not started",
-                    (int)t->pid, t->stat.comm, (int)t->status.nspid, t->tmpdir);
+                    (int)t->pid, t->comm, (int)t->status.nspid, tmpdir);
             err_hint(e, "list .NET processes with 'clrattach ps'");
         }
         return fail(res, ATTACH_NOT_DOTNET, -ENOENT);
     case SOCKET_DIR_ERROR:
-        err_set(e, -s->dir_errno, "cannot open the target's TMPDIR %s in its root: %s", t->tmpdir,
+        err_set(e, -s->dir_errno, "cannot open the target's TMPDIR %s in its root: %s", tmpdir,
                 strerror(s->dir_errno));
         if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR)
             err_hint(e,
                      "a symlink is on the path to %s inside the target; clrattach follows no "
                      "links inside a target",
-                     t->tmpdir);
+                     tmpdir);
         else if (s->dir_errno == EACCES)
             /* Listed as the target's user already (creds.h): more rights would not help. */
             err_hint(e,
@@ -191,7 +202,7 @@ static int socket_error(struct target *t, const struct discover_socket *s,
                                              : ATTACH_PROTOCOL,
                     -s->dir_errno);
     case SOCKET_NOT_SOCKET:
-        err_set(e, -ENOTSOCK, "'%s%s' in the target is not a socket", t->tmpdir, s->name);
+        err_set(e, -ENOTSOCK, "'%s%s' in the target is not a socket", tmpdir, s->name);
         err_hint(e, "the target's diagnostic socket was replaced by another kind of file; "
                     "refusing to use it");
         return fail(res, ATTACH_PROTOCOL, -ENOTSOCK);
@@ -221,15 +232,19 @@ static void socket_owner_error(int sockfd, const struct target *t, const char *n
         err_hint(e, "the socket's mode keeps its own user out; restart the app");
 }
 
+/* The runtime's own strings are the target's text: kept rendered only. A RID that needed
+ * escaping is no RID rid_parse() accepts, so parsing the rendered one loses nothing. */
 static void fill_runtime(struct attach_result *res, const struct ipc_process_info *pi)
 {
     res->have_runtime = true;
-    snprintf(res->runtime_version, sizeof(res->runtime_version), "%s",
-             pi->clr_product_version ? pi->clr_product_version : "");
-    snprintf(res->runtime_rid, sizeof(res->runtime_rid), "%s",
-             pi->runtime_identifier ? pi->runtime_identifier : "");
-    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", pi->os ? pi->os : "",
-             pi->arch ? pi->arch : "");
+    const char *v = pi->clr_product_version ? pi->clr_product_version : "";
+    const char *rid = pi->runtime_identifier ? pi->runtime_identifier : "";
+    char os[sizeof(res->os_arch) / 2], arch[sizeof(res->os_arch) / 2];
+    render_text(v, strlen(v), res->runtime_version, sizeof(res->runtime_version));
+    render_text(rid, strlen(rid), res->runtime_rid, sizeof(res->runtime_rid));
+    shown(pi->os ? pi->os : "", os, sizeof(os));
+    shown(pi->arch ? pi->arch : "", arch, sizeof(arch));
+    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", os, arch);
 }
 
 static enum attach_outcome outcome_of_hresult(uint32_t hr)
@@ -273,8 +288,10 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t,
             }
             snprintf(cand[i].rejected, sizeof(cand[i].rejected), "%.159s", de.msg);
         }
+        char dir[160];
         int w = snprintf(res->placement + used, sizeof(res->placement) - used, "%s%s (%s): %s",
-                         used ? "; " : "", cand[i].dir, cand[i].source, cand[i].rejected);
+                         used ? "; " : "", shown(cand[i].dir, dir, sizeof(dir)), cand[i].source,
+                         cand[i].rejected);
         if (w > 0)
             used = (size_t)w >= sizeof(res->placement) - used ? sizeof(res->placement) - 1
                                                               : used + (size_t)w;
@@ -378,6 +395,12 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if ((r = profset_load(o->profiler_path, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
 
+    if (o->pid <= 0) {
+        err_set(e, -EINVAL, "pid %d is not a process id", (int)o->pid);
+        return fail(res, ATTACH_USAGE, -EINVAL);
+    }
+    /* A TMPDIR clrattach refuses ends here as the target's fault (-EPROTO), before anything is
+     * written into the target. */
     if ((r = target_open(o->proc_dirfd, o->pid, t, e)) < 0)
         return fail(res, outcome_of_errno(r), r);
     res->nspid = t->status.nspid;
@@ -385,7 +408,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     res->gid = t->status.gid[1];
     res->starttime = t->stat.starttime;
     memcpy(res->command_line, t->cmdline, sizeof(res->command_line));
-    memcpy(res->tmpdir, t->tmpdir, sizeof(res->tmpdir));
+    shown(t->tmpdir, res->tmpdir, sizeof(res->tmpdir));
     if (!t->environ) {
         err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)o->pid,
                 strerror(t->environ_errno));
@@ -433,7 +456,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, outcome_of_errno(r), r);
     if ((r = socket_error(t, &s, res)) < 0)
         return r;
-    memcpy(res->socket_name, s.name, sizeof(res->socket_name));
+    shown(s.name, res->socket_name, sizeof(res->socket_name));
     _cleanup_close_ int sockfd = discover_open_socket(t, &s, e);
     if (sockfd < 0)
         return fail(res, outcome_of_errno(sockfd), sockfd);
@@ -444,7 +467,9 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     uint32_t hr = 0;
     r = ipc_conn_process_info(sockfd, util_now_ms() + o->timeout_ms, &pi, &hr, e);
     if (r == -ECONNREFUSED) {
-        err_set(e, r, "the socket '%s%s' is stale: nothing listens on it", t->tmpdir, s.name);
+        char tmpdir[256];
+        err_set(e, r, "the socket '%s%s' is stale: nothing listens on it",
+                shown(t->tmpdir, tmpdir, sizeof(tmpdir)), s.name);
         err_hint(e, "the process that created it is gone; check the pid with 'clrattach ps'");
         return fail(res, ATTACH_PROTOCOL, r);
     }
@@ -471,7 +496,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     struct deliver_result dres;
     if ((r = deliver_somewhere(o, t, build, mounts, n_mounts, &dres, res)) < 0)
         return r;
-    memcpy(res->delivered_path, dres.path, sizeof(res->delivered_path));
+    shown(dres.path, res->delivered_path, sizeof(res->delivered_path));
     memcpy(res->sha256, dres.sha256, sizeof(res->sha256));
     res->reused = dres.reused;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "caps.h"
+#include "render.h"
 #include "rootfs.h"
 #include "util.h"
 
@@ -94,6 +95,13 @@ void discover_cache_free(struct discover_cache *c)
     free(c);
 }
 
+/* A path in the target as a person may read it (render.h). */
+static const char *shown(const char *raw, char *buf, size_t size)
+{
+    render_text(raw, strlen(raw), buf, size);
+    return buf;
+}
+
 /* Lists dotnet-diagnostic-* entries of the target's TMPDIR. A missing or unreachable directory
  * is an answer (dir_errno), not a failure. */
 static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
@@ -104,11 +112,12 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         d->dir_errno = -fd;
         return 0;
     }
+    char sh[256];
     DIR *dir = fdopendir(fd);
     if (!dir) {
         int r = -errno;
         close(fd);
-        return err_setsys(e, r, "fdopendir '%s'", tmpdir);
+        return err_setsys(e, r, "fdopendir '%s'", shown(tmpdir, sh, sizeof(sh)));
     }
     size_t alloc = 0, seen = 0;
     struct dirent *de;
@@ -117,8 +126,8 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
     while ((de = readdir(dir))) {
         /* A hostile target can fill its /tmp with millions of entries to stall us. */
         if (++seen > TARGET_DIR_ENTRIES_MAX) {
-            r = err_set(e, -E2BIG, "'%s' in the target holds more than %d entries", tmpdir,
-                        TARGET_DIR_ENTRIES_MAX);
+            r = err_set(e, -E2BIG, "'%s' in the target holds more than %d entries",
+                        shown(tmpdir, sh, sizeof(sh)), TARGET_DIR_ENTRIES_MAX);
             goto out;
         }
         size_t len = strlen(de->d_name);
@@ -148,7 +157,7 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         en->file_type = st.st_mode & S_IFMT;
     }
     if (errno)
-        r = err_setsys(e, -errno, "readdir '%s'", tmpdir);
+        r = err_setsys(e, -errno, "readdir '%s'", shown(tmpdir, sh, sizeof(sh)));
 out:
     closedir(dir);
     return r;
@@ -240,10 +249,11 @@ int discover_open_socket(struct target *t, const struct discover_socket *s, stru
     if (fd < 0)
         return fd;
     struct stat st;
+    char sh[256];
     if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "stat '%s'", path);
+        return err_setsys(e, -errno, "stat '%s'", shown(path, sh, sizeof(sh)));
     if (!S_ISSOCK(st.st_mode))
-        return err_set(e, -ENOTSOCK, "'%s' in the target is not a socket (mode 0%o)", path,
-                       (unsigned)st.st_mode);
+        return err_set(e, -ENOTSOCK, "'%s' in the target is not a socket (mode 0%o)",
+                       shown(path, sh, sizeof(sh)), (unsigned)st.st_mode);
     return util_take_fd(&fd);
 }

@@ -330,7 +330,9 @@ static size_t put_utf8(char *out, uint32_t cp)
  * Reads an IPC string into a new UTF-8 buffer. A count of 0 is the protocol's null string and
  * gives "". The last unit must be the NUL (the runtime itself enforces this on requests); an
  * embedded NUL or an unpaired surrogate is malformed: a hostile target could otherwise smuggle
- * text past what a person sees in our output. Control characters are replaced by '?'.
+ * text past what a person sees in our output. Everything else is kept as the runtime sent it
+ * (valid UTF-8, no NUL): controls, bidi and invisible characters are rendered visibly where the
+ * strings are shown (render.h), not lost here.
  */
 static int take_string(struct reader *r, char **ret)
 {
@@ -367,10 +369,6 @@ static int take_string(struct reader *r, char **ret)
         } else if (cu >= 0xDC00 && cu <= 0xDFFF) {
             goto bad;
         }
-        /* C0/C1 controls and DEL never belong in these strings; printed raw they would let a
-         * target drive the terminal of whoever reads our output (escape sequences). */
-        if (cu < 0x20 || (cu >= 0x7F && cu <= 0x9F))
-            cu = '?';
         o += put_utf8(out + o, cu);
     }
     out[o] = '\0';

@@ -45,8 +45,9 @@ struct ipc_header {
     uint16_t reserved;
 };
 
-/* What ProcessInfo, ProcessInfo2 and ProcessInfo3 replies carry; strings are UTF-8, owned by the
- * struct (free with ipc_process_info_free). Fields a version lacks stay NULL. */
+/* What ProcessInfo, ProcessInfo2 and ProcessInfo3 replies carry; strings are valid UTF-8 without
+ * NULs, owned by the struct (free with ipc_process_info_free), and the target's own text: render
+ * them (render.h) before showing them. Fields a version lacks stay NULL. */
 struct ipc_process_info {
     int version; /* 1, 2 or 3: which command answered */
     uint64_t pid;

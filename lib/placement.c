@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "render.h"
+
 static const char *const defaults[] = {"/tmp/", "/var/tmp/", "/dev/shm/"};
 
 static size_t add(struct placement *out, size_t k, const char *dir, const char *source,
@@ -25,12 +27,17 @@ static size_t add(struct placement *out, size_t k, const char *dir, const char *
             return k;
     if (mounts && n) {
         const struct proc_mount *m = proc_mount_for_path(mounts, n, p.dir);
+        /* The target's mount table: its octal escapes are decoded, so a mount point or type may
+         * hold anything; quoted rendered. */
+        char fstype[40], mp[96];
+        if (m) {
+            render_text(m->fstype, strlen(m->fstype), fstype, sizeof(fstype));
+            render_text(m->mount_point, strlen(m->mount_point), mp, sizeof(mp));
+        }
         if (m && m->noexec)
-            snprintf(p.rejected, sizeof(p.rejected), "mounted noexec (%s on %.100s)", m->fstype,
-                     m->mount_point);
+            snprintf(p.rejected, sizeof(p.rejected), "mounted noexec (%s on %s)", fstype, mp);
         else if (m && m->read_only)
-            snprintf(p.rejected, sizeof(p.rejected), "mounted read-only (%s on %.100s)", m->fstype,
-                     m->mount_point);
+            snprintf(p.rejected, sizeof(p.rejected), "mounted read-only (%s on %s)", fstype, mp);
     }
     out[k] = p;
     return k + 1;

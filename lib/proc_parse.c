@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "render.h"
 #include "util.h"
 
 int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e)
@@ -25,11 +26,11 @@ int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, str
     size_t comm_len = (size_t)(close - open - 1);
     if (comm_len >= sizeof(st.comm))
         return err_set(e, -EPROTO, "proc: stat comm of %zu bytes", comm_len);
+    /* A process names itself (prctl PR_SET_NAME): comm is kept as it is, for exact matching,
+     * and rendered where it is shown (render.h). The kernel never puts a NUL in it. */
+    if (memchr(open + 1, '\0', comm_len))
+        return err_set(e, -EPROTO, "proc: stat comm holds a NUL byte");
     memcpy(st.comm, open + 1, comm_len);
-    /* A process names itself (prctl PR_SET_NAME): no control byte reaches our output. */
-    for (size_t i = 0; i < comm_len; i++)
-        if ((unsigned char)st.comm[i] < 0x20 || (unsigned char)st.comm[i] == 0x7F)
-            st.comm[i] = '?';
 
     /* Fields after ") ": 3 state, 4 ppid, ..., 22 starttime (required); then, when present,
      * up to 50 env_start (kernels before 3.5 end earlier). */
@@ -213,74 +214,6 @@ int proc_environ_get(const char *buf, size_t len, const char *name, const char *
     return found;
 }
 
-/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0 when the bytes there do not start one. */
-static size_t utf8_valid_len(const unsigned char *s, size_t avail)
-{
-    unsigned char c = s[0];
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xBF; /* the allowed range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong below U+0800 */
-        else if (c == 0xED)
-            hi = 0x9F; /* U+D800..U+DFFF are surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong below U+10000 */
-        else if (c == 0xF4)
-            hi = 0x8F; /* above U+10FFFF */
-    } else {
-        return 0; /* a continuation byte, C0/C1 (overlong), or F5..FF */
-    }
-    if (avail < n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t k = 2; k < n; k++)
-        if ((s[k] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
-void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size)
-{
-    if (size == 0)
-        return;
-    size_t o = 0;
-    /* A trailing NUL ends the last argument; it is not a separator. */
-    while (len > 0 && buf[len - 1] == '\0')
-        len--;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        char ch = c == 0 ? ' ' : (c < 0x20 || c == 0x7F) ? '?' : (char)c;
-        if (o + 1 >= size)
-            break;
-        out[o++] = ch;
-    }
-    if (o + 1 >= size && o < len && size > 4) {
-        memcpy(out + size - 4, "...", 3);
-        o = size - 1;
-    }
-    out[o] = '\0';
-    /* Invalid UTF-8 could hide text in a terminal, and C1 controls steer it: replace them. */
-    for (size_t i = 0; i < o;) {
-        size_t n = utf8_valid_len((const unsigned char *)out + i, o - i);
-        if (n == 0) {
-            out[i++] = '?';
-            continue;
-        }
-        if (n == 2 && (unsigned char)out[i] == 0xC2 && (unsigned char)out[i + 1] < 0xA0) {
-            out[i] = out[i + 1] = '?';
-        }
-        i += n;
-    }
-}
-
 int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_t *ret_key)
 {
     static const char pre[] = "dotnet-diagnostic-", suf[] = "-socket";
@@ -305,6 +238,26 @@ int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_
     return 1;
 }
 
+/* Is there a "." or ".." component in the absolute path v[0..len)? Returns the one found
+ * (".", "..") or NULL. */
+static const char *dot_component(const char *v, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && v[i] == '/')
+            i++;
+        size_t start = i;
+        while (i < len && v[i] != '/')
+            i++;
+        size_t n = i - start;
+        if (n == 1 && v[start] == '.')
+            return ".";
+        if (n == 2 && v[start] == '.' && v[start + 1] == '.')
+            return "..";
+    }
+    return NULL;
+}
+
 int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t size,
                              struct cla_error *e)
 {
@@ -314,19 +267,34 @@ int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t 
         v = "/tmp/";
         vlen = 5;
     }
-    /* The runtime would use such a TMPDIR as it is, but it would reach our messages and a
-     * terminal: a control byte in it is refused, before any of it is quoted. */
-    for (size_t i = 0; i < vlen; i++)
-        if ((unsigned char)v[i] < 0x20 || (unsigned char)v[i] == 0x7F)
-            return err_set(e, -EINVAL, "target TMPDIR holds a control character (byte %zu)", i);
+    /* The runtime would use such a TMPDIR as it is, but it is the target's text: it reaches our
+     * messages, paths we print and paths we write under. Anything a terminal would act upon or
+     * hide (render.h), and any "." or ".." (a path that says one place and resolves to another),
+     * is refused here, before any of it is used; the value is quoted rendered. */
+    char shown[160];
+    size_t at;
+    uint32_t cp;
+    enum render_class c = render_find(v, vlen, &at, &cp);
+    if (c != RENDER_SAFE) {
+        render_text(v, vlen, shown, sizeof(shown));
+        if (c == RENDER_INVALID)
+            return err_set(e, -EPROTO, "the target's TMPDIR '%s' is not valid UTF-8 at byte %zu",
+                           shown, at);
+        return err_set(e, -EPROTO, "the target's TMPDIR '%s' holds %s U+%04X at byte %zu", shown,
+                       render_class_name(c), (unsigned)cp, at);
+    }
     if (v[0] != '/') {
-        char shown[64];
-        proc_cmdline_render(v, vlen, shown, sizeof(shown)); /* no invalid UTF-8 or C1 */
-        return err_set(e, -EINVAL, "target TMPDIR '%s' is not an absolute path", shown);
+        render_text(v, vlen, shown, sizeof(shown));
+        return err_set(e, -EPROTO, "the target's TMPDIR '%s' is not an absolute path", shown);
+    }
+    const char *dot = dot_component(v, vlen);
+    if (dot) {
+        render_text(v, vlen, shown, sizeof(shown));
+        return err_set(e, -EPROTO, "the target's TMPDIR '%s' has a '%s' component", shown, dot);
     }
     bool slash = v[vlen - 1] == '/';
     if (vlen + (slash ? 0 : 1) + 1 > size)
-        return err_set(e, -ENAMETOOLONG, "target TMPDIR of %zu bytes is too long", vlen);
+        return err_set(e, -ENAMETOOLONG, "the target's TMPDIR of %zu bytes is too long", vlen);
     memcpy(out, v, vlen);
     if (!slash)
         out[vlen++] = '/';

@@ -28,7 +28,8 @@ struct proc_stat {
 };
 
 /* Parses /proc/<pid>/stat. comm may hold spaces and ')' so fields are counted from the LAST ')'
- * (as the runtime itself does); control bytes in comm become '?'. Returns 0 or -EPROTO. */
+ * (as the runtime itself does). comm is kept raw (the process chose it: render it before showing
+ * it, see render.h); a NUL in it is malformed. Returns 0 or -EPROTO. */
 int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e);
 
 struct proc_status {
@@ -59,18 +60,15 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
 int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
                      size_t *ret_len);
 
-/* Renders a NUL-separated command line as one line: arguments joined by spaces; control bytes
- * (C0 and C1) and invalid UTF-8 (overlong, surrogates, past U+10FFFF) as '?'; cut at `size - 1`
- * bytes with "..." when longer. Always terminates. */
-void proc_cmdline_render(const char *buf, size_t len, char *out, size_t size);
-
 /* Parses "dotnet-diagnostic-<pid>-<key>-socket". Returns 1 with pid and key, 0 when the name is
  * not exactly of that form (a dsrouter socket, another file, leading zeros, overflow). */
 int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_t *ret_key);
 
 /* The runtime's TMPDIR rule (PAL GetTempPathA): the value when set and non-empty, with one '/'
- * appended unless it ends in one; else "/tmp/". Writes into out. Returns 0, -ENAMETOOLONG, or
- * -EINVAL for a relative path or one with a control byte. */
+ * appended unless it ends in one; else "/tmp/". Writes into out. The target's value is refused
+ * with -EPROTO and a message naming the rule it breaks (quoting it rendered) when it is not
+ * absolute, has a "." or ".." component, is not valid UTF-8, or holds any character render.h
+ * escapes (control, C1, bidi, invisible, separator); -ENAMETOOLONG when it does not fit. */
 int proc_tmpdir_from_environ(const char *env, size_t env_len, char *out, size_t size,
                              struct cla_error *e);
 

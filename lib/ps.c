@@ -13,6 +13,7 @@
 #include "creds.h"
 #include "discover.h"
 #include "ipc_conn.h"
+#include "render.h"
 #include "target.h"
 #include "util.h"
 
@@ -50,11 +51,13 @@ static void query_runtime(struct target *t, const struct discover_socket *s, int
     uint32_t hr = 0;
     int r = ipc_conn_process_info(sfd, util_now_ms() + timeout_ms, &pi, &hr, &e);
     if (r == 0) {
-        snprintf(en->runtime_version, sizeof(en->runtime_version), "%s",
-                 pi.clr_product_version ? pi.clr_product_version : "");
-        snprintf(en->runtime_rid, sizeof(en->runtime_rid), "%s",
-                 pi.runtime_identifier ? pi.runtime_identifier : "");
-        snprintf(en->arch, sizeof(en->arch), "%s", pi.arch ? pi.arch : "");
+        /* The runtime's strings are the target's text: rendered (render.h). */
+        const char *v = pi.clr_product_version ? pi.clr_product_version : "";
+        const char *rid = pi.runtime_identifier ? pi.runtime_identifier : "";
+        const char *arch = pi.arch ? pi.arch : "";
+        render_text(v, strlen(v), en->runtime_version, sizeof(en->runtime_version));
+        render_text(rid, strlen(rid), en->runtime_rid, sizeof(en->runtime_rid));
+        render_text(arch, strlen(arch), en->arch, sizeof(en->arch));
         ipc_process_info_free(&pi);
     } else if (r == -ECONNREFUSED) {
         en->state = "stale";
@@ -82,15 +85,25 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
 {
     struct target t;
     struct cla_error e = {0};
-    if (target_open(proc_dirfd, pid, &t, &e) < 0)
+    int r = target_open(proc_dirfd, pid, &t, &e);
+    if (r == -EPROTO) {
+        /* Its /proc data breaks a rule (a TMPDIR clrattach refuses): listed, with the reason,
+         * since an attach would be refused too; whether it runs .NET cannot be told. */
+        memset(en, 0, sizeof(*en));
+        en->pid = pid;
+        en->state = "refused";
+        render_message(e.msg, strlen(e.msg), en->detail, sizeof(en->detail));
+        return 1;
+    }
+    if (r < 0)
         return 0; /* exited, or not ours to inspect */
     memset(en, 0, sizeof(*en));
     en->pid = pid;
     en->nspid = t.status.nspid;
     en->uid = t.status.uid[1];
-    memcpy(en->comm, t.stat.comm, sizeof(en->comm));
+    memcpy(en->comm, t.comm, sizeof(en->comm));
     memcpy(en->command_line, t.cmdline, sizeof(en->command_line));
-    snprintf(en->tmpdir, sizeof(en->tmpdir), "%.255s", t.tmpdir);
+    render_text(t.tmpdir, strlen(t.tmpdir), en->tmpdir, sizeof(en->tmpdir));
 
     /* As for attach: the listing and the connection are made as the process's user, with its
      * groups and only its own filesystem capabilities, never with ours (creds.h). */
@@ -120,7 +133,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
     case SOCKET_FOUND: en->state = "ready"; break;
     case SOCKET_FOUND_UNKEYED: en->state = "unkeyed"; break;
     }
-    snprintf(en->socket_name, sizeof(en->socket_name), "%s", s.name);
+    render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
     if (s.state == SOCKET_NOT_SOCKET || !query)
         goto out;
     query_runtime(&t, &s, timeout_ms, en);

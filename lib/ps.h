@@ -16,11 +16,12 @@ struct ps_entry {
     pid_t pid;
     pid_t nspid;
     uid_t uid;
-    char comm[64];
+    char comm[64]; /* target strings below are rendered (render.h) */
     char command_line[512];
     char tmpdir[256];
     char socket_name[96];
-    const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled */
+    const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled |
+                          refused (its /proc data breaks a rule: detail says which) */
     char runtime_version[64];
     char runtime_rid[64];
     char arch[16];

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hresult.h"
+#include "render.h"
 
 static const char *basename_of(const char *p)
 {
@@ -43,7 +44,10 @@ void report_event_from_result(const struct attach_result *r, const char *profile
                  hr, r->error.msg, r->error.hint[0] ? ". Next step: " : "", r->error.hint);
     }
     ret->spec.action = "AttachProfiler";
-    k8s_utf8_copy(text, sizeof(ret->note) - 1, ret->note);
+    /* The note quotes target text (paths, messages): whatever was not rendered where it was
+     * read is rendered here (already-rendered text passes unchanged), and the cut is made on a
+     * character boundary, marked. */
+    render_message(text, strlen(text), ret->note, sizeof(ret->note));
     ret->spec.note = ret->note;
     ret->spec.reporting_instance = NULL;
     ret->spec.event_time = *when;
@@ -64,5 +68,5 @@ size_t report_termination_message(const struct attach_result *r, const char *jso
              attach_outcome_name(r->outcome), attach_outcome_exit_code(r->outcome), (int)r->pid, hr,
              r->delivered_path[0] ? r->delivered_path : "-",
              r->outcome == ATTACH_OK ? "-" : r->error.msg);
-    return k8s_utf8_copy(text, REPORT_TERMINATION_LOG_MAX, out);
+    return render_message(text, strlen(text), out, REPORT_TERMINATION_LOG_MAX + 1);
 }

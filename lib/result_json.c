@@ -3,21 +3,26 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "hresult.h"
+#include "render.h"
 
 static void set_str(json_t *o, const char *k, const char *v)
 {
-    /* json_string() rejects invalid UTF-8; a target-controlled string must not make us lose
-     * the whole result, so such a value is stored with its bytes replaced. */
-    json_t *s = json_string(v);
-    if (!s) {
-        char buf[1024];
-        size_t i = 0;
-        for (; i < sizeof(buf) - 1 && v[i]; i++)
-            buf[i] = (unsigned char)v[i] < 0x80 ? v[i] : '?';
-        buf[i] = '\0';
-        s = json_string(buf);
+    /* Target strings arrive rendered (render.h); this pass is the last line of defence for one
+     * that did not: jansson would copy a C1, bidi or invisible character as it is (and refuse
+     * invalid UTF-8, losing the whole result), and `jq -r` would hand it to a terminal. Text
+     * that is already rendered passes unchanged. */
+    size_t len = strlen(v);
+    size_t size = RENDER_SIZE_MAX(len);
+    char *buf = malloc(size);
+    json_t *s = NULL;
+    if (buf) {
+        size_t n = render_message(v, len, buf, size);
+        s = json_stringn(buf, n);
+        free(buf);
     }
     json_object_set_new(o, k, s ? s : json_null());
 }
@@ -100,8 +105,12 @@ char *result_ps_json(const struct ps_entry *p)
     if (!o)
         return NULL;
     json_object_set_new(o, "pid", json_integer(p->pid));
-    json_object_set_new(o, "ns_pid", json_integer(p->nspid));
-    json_object_set_new(o, "uid", json_integer(p->uid));
+    /* A refused process could not be inspected: no namespace pid or uid to give (0 would read
+     * as root). */
+    if (p->nspid) {
+        json_object_set_new(o, "ns_pid", json_integer(p->nspid));
+        json_object_set_new(o, "uid", json_integer(p->uid));
+    }
     set_str(o, "comm", p->comm);
     set_str(o, "command_line", p->command_line);
     set_str(o, "tmpdir", p->tmpdir);

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "render.h"
 #include "util.h"
 
 #ifndef SYS_pidfd_open
@@ -87,13 +88,14 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
             t.status.nspid_levels = 1;
         }
     }
+    render_text(t.stat.comm, strlen(t.stat.comm), t.comm, sizeof(t.comm));
     {
         _cleanup_free_ char *buf = NULL;
         size_t len;
         if (read_procfile(t.procfd, "cmdline", PROC_CMDLINE_MAX, &buf, &len) == 0)
-            proc_cmdline_render(buf, len, t.cmdline, sizeof(t.cmdline));
+            render_cmdline(buf, len, t.cmdline, sizeof(t.cmdline));
         else
-            snprintf(t.cmdline, sizeof(t.cmdline), "[%s]", t.stat.comm);
+            snprintf(t.cmdline, sizeof(t.cmdline), "[%s]", t.comm);
     }
     /* environ needs ptrace-read access to the target; without it TMPDIR stays unknown and the
      * caller reports that, rather than guessing /tmp. */
@@ -110,10 +112,17 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
         snprintf(t.tmpdir, sizeof(t.tmpdir), "/tmp/");
     } else if ((r = proc_tmpdir_from_environ(t.environ, t.environ_len, t.tmpdir, sizeof(t.tmpdir),
                                              e)) < 0) {
-        /* The target's own environment is unusable: its data, not our usage, is at fault. */
+        /* The target's own environment is unusable: its data, not our usage, is at fault. The
+         * runtime's socket lives in that TMPDIR, so no --target-dir can stand in for it. */
         r = -EPROTO;
-        if (e)
+        if (e) {
             e->code = r;
+            err_prefix(e, "pid %d (%s)", (int)pid, t.comm);
+            err_hint(e, "the app's environment sets TMPDIR to a value clrattach refuses (its "
+                        "diagnostic socket is there); restart the app with a plain absolute TMPDIR "
+                        "such as /tmp (valid UTF-8, no '.' or '..' component, no control, bidi or "
+                        "invisible character)");
+        }
         goto fail;
     }
     {

@@ -28,14 +28,18 @@ struct target {
     char *environ; /* NULL when not readable (permission) */
     size_t environ_len;
     int environ_errno;            /* why environ is NULL */
-    char tmpdir[TARGET_PATH_MAX]; /* as the target sees it, ending in '/' */
-    char cmdline[512];            /* rendered for people */
+    char tmpdir[TARGET_PATH_MAX]; /* as the target sees it, ending in '/'; checked by
+                                     proc_tmpdir_from_environ, raw: render it to show it */
+    char comm[64];                /* stat.comm rendered for people (stat.comm is raw) */
+    char cmdline[512];            /* rendered for people (render_cmdline) */
     uint64_t mntns;               /* inode of its mount namespace, 0 when unknown */
 };
 
 /* Pins `pid` under the /proc directory `proc_dirfd` and reads stat, status, environ, cmdline.
  * Returns 0; -ESRCH when there is no such process (or it exits meanwhile); -EACCES/-EPERM when
- * we may not inspect it; -EPROTO for unparsable /proc files. `ret` must be released with
+ * we may not inspect it; -EPROTO for unparsable /proc files and for a TMPDIR in its environment
+ * that clrattach refuses (the message names the rule, the hint the way out). `ret` must be
+ * released with
  * target_close() on success only. */
 int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error *e);
 

@@ -22,8 +22,9 @@
 #include "k8s_client.h"
 #include "k8s_config.h"
 #include "k8s_target_sa.h"
-#include "report.h"
 #include "ps.h"
+#include "render.h"
+#include "report.h"
 #include "result_json.h"
 #include "sandbox.h"
 #include "target.h"
@@ -165,11 +166,31 @@ static int usage_error(const char *cmd, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+/*
+ * Prints one line (the newline is added). Every result and error line passes through the
+ * renderer as the last line of defence (render.h): a target string that a call site forgot to
+ * render still cannot reach the terminal or a log raw, while our own text, text that is already
+ * rendered, and our own UTF-8 ('…', '→') come out unchanged.
+ */
+static void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(FILE *f, const char *fmt, ...)
+{
+    char line[4096], shown[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    render_message(line, strnlen(line, sizeof(line)), shown, sizeof(shown));
+    fprintf(f, "%s\n", shown);
+}
+
 static void print_error(const char *what, const struct cla_error *e)
 {
-    fprintf(stderr, "clrattach: %s: %s\n", what, e->msg[0] ? e->msg : "failed");
+    say(stderr, "clrattach: %s: %s", what, e->msg[0] ? e->msg : "failed");
     if (e->hint[0])
-        fprintf(stderr, "clrattach: next step: %s\n", e->hint);
+        say(stderr, "clrattach: next step: %s", e->hint);
 }
 
 static int parse_common(int c, const char *arg, struct common *co, const char *cmd)
@@ -252,14 +273,14 @@ static int on_stage(enum attach_stage stage, void *userdata, struct cla_error *e
 static void print_attach_text(const struct attach_result *r)
 {
     if (r->outcome == ATTACH_OK) {
-        printf("attached: pid %d (namespace pid %d, uid %u)\n", (int)r->pid, (int)r->nspid,
-               (unsigned)r->uid);
+        say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
+            (unsigned)r->uid);
         if (r->runtime_rid[0])
-            printf("  runtime:  %s %s\n", r->runtime_version, r->runtime_rid);
-        printf("  profiler: %s (in the target's view%s)\n", r->delivered_path,
-               r->reused ? ", reused" : "");
-        printf("  sha256:   %s\n", r->sha256);
-        printf("  took:     %lld ms\n", (long long)r->duration_ms);
+            say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
+        say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
+            r->reused ? ", reused" : "");
+        say(stdout, "  sha256:   %s", r->sha256);
+        say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
         return;
     }
     print_error(attach_outcome_name(r->outcome), &r->error);
@@ -335,7 +356,7 @@ static int prepare_reporting(struct reporting *rep)
         }
         /* auto: not in a cluster, or not configured; say so once and go on. */
         if (r != -ENOENT || rep->opts.api_url)
-            fprintf(stderr, "clrattach: warning: Events off: %s\n", e.msg);
+            say(stderr, "clrattach: warning: Events off: %s", e.msg);
         return 0;
     }
     if (!rep->pod.namespace_[0])
@@ -414,19 +435,19 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
         r = k8s_report_event(&rep->cfg, &rep->pod, &ev.spec, &out, &e);
     }
     if (r < 0) {
-        fprintf(stderr, "clrattach: %s: could not report the Event: %s\n",
-                rep->mode == EVENTS_REQUIRED ? "error" : "warning", e.msg);
+        say(stderr, "clrattach: %s: could not report the Event: %s",
+            rep->mode == EVENTS_REQUIRED ? "error" : "warning", e.msg);
         if (e.hint[0])
-            fprintf(stderr, "clrattach: next step: %s\n", e.hint);
+            say(stderr, "clrattach: next step: %s", e.hint);
         return r;
     }
     if (out.patched)
-        fprintf(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)\n",
-                rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count, out.attempts,
-                out.attempts == 1 ? "" : "s");
+        say(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)",
+            rep->pod.namespace_, out.event_name, ev.spec.reason, out.series_count, out.attempts,
+            out.attempts == 1 ? "" : "s");
     else
-        fprintf(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)\n", rep->pod.namespace_,
-                out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
+        say(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)", rep->pod.namespace_,
+            out.event_name, ev.spec.reason, out.attempts, out.attempts == 1 ? "" : "s");
     return 0;
 }
 
@@ -557,6 +578,19 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
     if (a->target_dir && a->target_dir[0] != '/')
         return usage_error(cmd, "--target-dir '%s' must be absolute (as the target sees it)",
                            a->target_dir);
+    if (a->target_dir) {
+        /* The path is sent to the runtime as UTF-16 and printed: refused now, not after the
+         * profiler is in the target. */
+        size_t at;
+        uint32_t cp;
+        enum render_class rc = render_find(a->target_dir, strlen(a->target_dir), &at, &cp);
+        if (rc != RENDER_SAFE) {
+            char sh[256];
+            render_text(a->target_dir, strlen(a->target_dir), sh, sizeof(sh));
+            return usage_error(cmd, "--target-dir '%s' holds %s at byte %zu", sh,
+                               render_class_name(rc), at);
+        }
+    }
     if (a->match_comm && strlen(a->match_comm) > 15)
         return usage_error(cmd,
                            "--match-comm '%s' is longer than the kernel's 15-byte comm; "
@@ -712,9 +746,8 @@ struct watch_ctx {
 static void on_watch_result(const struct attach_result *r, bool retry, void *userdata)
 {
     struct watch_ctx *w = userdata;
-    fprintf(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s\n", (int)r->pid,
-            (int)r->nspid, r->command_line, attach_outcome_name(r->outcome),
-            retry ? ", will retry" : "");
+    say(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s", (int)r->pid, (int)r->nspid,
+        r->command_line, attach_outcome_name(r->outcome), retry ? ", will retry" : "");
     if (r->outcome == ATTACH_OK)
         w->attached++;
     else if (!retry && r->outcome != ATTACH_ALREADY_ACTIVE)
@@ -868,9 +901,11 @@ static int cmd_ps(int argc, char **argv)
                 printf("%s\n", js);
             continue;
         }
-        printf("%-8d %-8d %-6u %-12s %-10s %-16s %s\n", (int)p->pid, (int)p->nspid,
-               (unsigned)p->uid, p->state, p->runtime_version[0] ? p->runtime_version : "-",
-               p->runtime_rid[0] ? p->runtime_rid : "-", p->command_line);
+        /* A refused process has no command line to show: the reason stands in for it. */
+        say(stdout, "%-8d %-8d %-6u %-12s %-10s %-16s %s", (int)p->pid, (int)p->nspid,
+            (unsigned)p->uid, p->state, p->runtime_version[0] ? p->runtime_version : "-",
+            p->runtime_rid[0] ? p->runtime_rid : "-",
+            p->command_line[0] ? p->command_line : p->detail);
     }
     free(list);
     return 0;

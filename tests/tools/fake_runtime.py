@@ -21,6 +21,13 @@ Modes:
   exit-on-attach         valid ProcessInfo replies; exits when AttachProfiler arrives
   ansi                   like good, but every ProcessInfo string carries terminal escape
                          sequences and control characters (valid UTF-16: no decoder rejects them)
+
+Options (any mode):
+  --link-to PATH         the target of symlink-socket
+  --pi-extra TEXT        appended to every ProcessInfo string; Python escapes are decoded
+                         (--pi-extra '\\u009b\\u202e' sends a C1 CSI and a bidi override)
+  --comm HEX             sets the process name (/proc/self/comm) to these raw bytes
+Further arguments are ignored: they only shape /proc/<pid>/cmdline, hostile input as well.
 """
 
 import os
@@ -68,9 +75,9 @@ def ipc_string(s):
 EVIL = "\x1b]0;owned\x07\x1b[2J\x1b[31m\rFAKE\x08"
 
 
-def process_info_payload(version, pid, evil=False):
+def process_info_payload(version, pid, evil=False, extra=""):
     """ProcessInfo (1), ProcessInfo2 (2) or ProcessInfo3 (3, reply version 1 with a RID)."""
-    x = EVIL if evil else ""
+    x = (EVIL if evil else "") + extra
     p = b""
     if version == 3:
         p += struct.pack("<I", 1)
@@ -110,7 +117,7 @@ def read_request(conn):
 held = []
 
 
-def serve(conn, mode, nspid, log):
+def serve(conn, mode, nspid, log, extra=""):
     if mode == "silent":
         conn.recv(4096)
         held.append(conn)
@@ -140,7 +147,8 @@ def serve(conn, mode, nspid, log):
     log.flush()
     if cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
-        conn.sendall(frame(SET_SERVER, SERVER_OK, process_info_payload(version, nspid, mode == "ansi")))
+        conn.sendall(frame(SET_SERVER, SERVER_OK,
+                           process_info_payload(version, nspid, mode == "ansi", extra)))
     elif cset == SET_PROFILER and cid == PROFILER_ATTACH:
         if mode == "exit-on-attach":
             # Pid 1 of its namespace ignores its own SIGKILL: leave with _exit instead.
@@ -161,7 +169,12 @@ def main():
     mode = args[0]
     # Further arguments are ignored: they only shape /proc/<pid>/cmdline, which is hostile
     # input for clrattach too.
-    link_to = args[args.index("--link-to") + 1] if "--link-to" in args[:-1] else None
+    def opt(name):
+        return args[args.index(name) + 1] if name in args[:-1] else None
+    link_to = opt("--link-to")
+    extra = opt("--pi-extra") or ""
+    extra = extra.encode("utf-8", "surrogateescape").decode("unicode_escape")
+    comm = opt("--comm")
     nspid, starttime = self_identity()
     tmpdir = os.environ.get("TMPDIR", "/tmp")
     path = os.path.join(tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
@@ -206,6 +219,9 @@ def main():
         # comm is target-controlled as well (prctl PR_SET_NAME); 15 bytes at most.
         with open("/proc/self/comm", "w") as f:
             f.write("\x1b[2J\x1b]0;x\x07")
+    if comm:
+        with open("/proc/self/comm", "wb") as f:
+            f.write(bytes.fromhex(comm))
 
     print("ready %d %s" % (nspid, path), flush=True)
     if listener is None or mode == "no-accept":
@@ -213,7 +229,7 @@ def main():
             time.sleep(3600)
     while True:
         conn, _ = listener.accept()
-        threading.Thread(target=serve, args=(conn, mode, nspid, log), daemon=True).start()
+        threading.Thread(target=serve, args=(conn, mode, nspid, log, extra), daemon=True).start()
 
 
 if __name__ == "__main__":

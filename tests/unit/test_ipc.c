@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ipc.h"
+#include "render.h"
 
 static const uint8_t magic[14] = "DOTNET_IPC_V1";
 
@@ -276,7 +277,7 @@ static void test_decode_process_info_malformed(void **state)
     assert_int_equal(ipc_decode_process_info(4, p.b, p.n, &pi, &e), -EINVAL);
 }
 
-static void test_decode_process_info_controls_replaced(void **state)
+static void test_decode_process_info_controls_kept(void **state)
 {
     (void)state;
     struct pb p;
@@ -285,8 +286,12 @@ static void test_decode_process_info_controls_replaced(void **state)
     pb_info(&p, 1, 0);
     p.b[28] = 0x1B; /* ESC as the first unit of the command line */
     p.b[30] = 0x9B; /* C1 CSI */
+    /* Decoded faithfully (valid UTF-8); shown only through the renderer, visibly. */
     assert_int_equal(ipc_decode_process_info(1, p.b, p.n, &pi, &e), 0);
-    assert_memory_equal(pi.command_line, "??tnet app.dll", 14);
+    assert_string_equal(pi.command_line, "\x1b\xC2\x9Btnet app.dll");
+    char shown[64];
+    render_text(pi.command_line, strlen(pi.command_line), shown, sizeof(shown));
+    assert_string_equal(shown, "\\x1b\\u{009b}tnet app.dll");
     ipc_process_info_free(&pi);
 }
 
@@ -303,7 +308,7 @@ int main(void)
         cmocka_unit_test(test_decode_status),
         cmocka_unit_test(test_decode_process_info_versions),
         cmocka_unit_test(test_decode_process_info_malformed),
-        cmocka_unit_test(test_decode_process_info_controls_replaced),
+        cmocka_unit_test(test_decode_process_info_controls_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -122,10 +123,95 @@ static void test_exit_detected(void **state)
     close(proc);
 }
 
+/* Execs `sleep` with envp; returns once the exec happened (the CLOEXEC pipe closes then), so
+ * that /proc/<pid>/environ is the new one. */
+static pid_t spawn_with_env(char *const envp[])
+{
+    int fds[2];
+    assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+    pid_t p = fork();
+    if (p == 0) {
+        execle("/bin/sleep", "sleep", "60", (char *)NULL, envp);
+        _exit(127);
+    }
+    close(fds[1]);
+    char c;
+    assert_int_equal(read(fds[0], &c, 1), 0);
+    close(fds[0]);
+    return p;
+}
+
+static void test_tmpdir_refused(void **state)
+{
+    (void)state;
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    static const struct {
+        const char *env, *msg;
+    } cases[] = {
+        {"TMPDIR=/tmp/a/../b", "the target's TMPDIR '/tmp/a/../b' has a '..' component"},
+        {"TMPDIR=/tmp/\xff", "the target's TMPDIR '/tmp/\\xff' is not valid UTF-8 at byte 5"},
+        {"TMPDIR=/tmp/\xe2\x80\xae", "the target's TMPDIR '/tmp/\\u{202e}' holds a bidi control "
+                                     "U+202E at byte 5"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *envp[] = {(char *)cases[i].env, NULL};
+        pid_t p = spawn_with_env(envp);
+        struct target t;
+        struct cla_error e = {0};
+        /* The target's data breaking a rule: a protocol error, never EINVAL (usage). */
+        assert_int_equal(target_open(proc, p, &t, &e), -EPROTO);
+        assert_int_equal(e.code, -EPROTO);
+        char want[256];
+        snprintf(want, sizeof(want), "pid %d (sleep): %s", (int)p, cases[i].msg);
+        assert_string_equal(e.msg, want);
+        assert_non_null(strstr(e.hint, "restart the app with a plain absolute TMPDIR"));
+        kill(p, SIGKILL);
+        waitpid(p, NULL, 0);
+    }
+    close(proc);
+}
+
+static void test_comm_rendered(void **state)
+{
+    (void)state;
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    pid_t p = fork();
+    if (p == 0) {
+        /* A raw C1 CSI and a bidi override as the process name. */
+        prctl(PR_SET_NAME, "x\x9b\xe2\x80\xae");
+        pause();
+        _exit(0);
+    }
+    /* Wait until the child has renamed itself. */
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)p);
+    for (int i = 0; i < 200 && comm[0] != 'x'; i++) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof(comm), f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        if (comm[0] != 'x')
+            usleep(10000);
+    }
+    struct target t;
+    struct cla_error e = {0};
+    assert_int_equal(target_open(proc, p, &t, &e), 0);
+    assert_string_equal(t.stat.comm, "x\x9b\xe2\x80\xae"); /* raw, for --match-comm */
+    assert_string_equal(t.comm, "x\\x9b\\u{202e}");        /* for people */
+    target_close(&t);
+    kill(p, SIGKILL);
+    waitpid(p, NULL, 0);
+    close(proc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_detected),
+        cmocka_unit_test(test_tmpdir_refused),
+        cmocka_unit_test(test_comm_rendered),
         cmocka_unit_test(test_pid_reuse_detected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
