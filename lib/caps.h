@@ -30,8 +30,9 @@
 #define PROC_CGROUP_MAX       16384
 
 /* A target's TMPDIR value and paths inside a target root. */
-#define TARGET_PATH_MAX        4096
-#define TARGET_DIR_ENTRIES_MAX 100000 /* directory entries scanned for sockets */
+#define TARGET_PATH_MAX         4096
+#define TARGET_DIR_ENTRIES_MAX  100000 /* directory entries scanned for sockets */
+#define TARGET_OPEN_RETRIES_MAX 64     /* openat2 EAGAIN/EINTR retries of one lookup */
 
 /* The profiler we copy. */
 #define PROFILER_MAX_SIZE (256 * 1024 * 1024)
