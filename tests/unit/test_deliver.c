@@ -444,14 +444,14 @@ static void test_tmp_swapped_by_racer(void **state)
     int refused = 0, published = 0;
     for (int round = 0; round < 10; round++) {
         struct deliver_opts o = opts("/tmp/", big, sizeof(big));
-        struct deliver_result r;
+        struct deliver_result r = {0};
         struct cla_error e = {0};
         volatile int rc = 0;
         BOUNDED(10, rc = deliver_profiler(rootfd, &o, &r, &e));
         char p[5000];
-        snprintf(p, sizeof(p), "%s/root%s", base, r.path);
         struct stat st;
         if (rc == 0) {
+            snprintf(p, sizeof(p), "%s/root%s", base, r.path);
             /* Published: it must be our file, regular, with our bytes. */
             assert_int_equal(lstat(p, &st), 0);
             assert_true(S_ISREG(st.st_mode));
