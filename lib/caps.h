@@ -31,8 +31,9 @@
 #define PROC_GROUPS_MAX       256 /* supplementary groups kept from a status Groups line */
 
 /* A target's TMPDIR value and paths inside a target root. */
-#define TARGET_PATH_MAX        4096
-#define TARGET_DIR_ENTRIES_MAX 100000 /* directory entries scanned for sockets */
+#define TARGET_PATH_MAX         4096
+#define TARGET_DIR_ENTRIES_MAX  100000 /* directory entries scanned for sockets */
+#define TARGET_OPEN_RETRIES_MAX 64     /* openat2 EAGAIN/EINTR retries of one lookup */
 
 /* The profiler we copy. */
 #define PROFILER_MAX_SIZE (256 * 1024 * 1024)

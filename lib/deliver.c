@@ -84,19 +84,29 @@ static int check_identical(int fd, const struct deliver_opts *o, const char *hex
     return 0;
 }
 
-/* Looks for an existing file under the final name: 1 = identical (reuse), 0 = absent. */
+/* Looks for an existing file under the final name: 1 = identical (reuse), 0 = absent. Anything
+ * but a regular file there (a FIFO, a pty, a device, a directory, a socket) is refused by
+ * rootfs_open() before it is opened, so it can neither block us nor become our terminal. */
 static int probe_existing(int dirfd, const struct deliver_opts *o, const char *hex,
                           const char *name, struct cla_error *e)
 {
     struct cla_error sub = {0};
-    _cleanup_close_ int fd = rootfs_open(dirfd, name, O_RDONLY, 0, &sub);
+    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_REG, O_RDONLY, 0, &sub);
     if (fd == -ENOENT)
         return 0;
-    if (fd < 0) {
+    int r;
+    if (fd == -ENXIO || fd == -EISDIR) {
+        /* Named for the message only: the refusal above already decided. */
+        struct stat st;
+        bool seen = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode);
+        r = err_set(e, -EEXIST, "'%s%s' exists and is not a regular file: it is a %s", o->dir, name,
+                    seen ? util_file_type_name(st.st_mode) : "file of another type");
+    } else if (fd < 0) {
         *e = sub;
         return err_prefix(e, "existing '%s%s'", o->dir, name);
+    } else {
+        r = check_identical(fd, o, hex, name, e);
     }
-    int r = check_identical(fd, o, hex, name, e);
     if (r < 0) {
         err_hint(e, "clrattach never overwrites a file a process may have mapped; remove it if "
                     "no process uses it, or deliver elsewhere with --target-dir");
@@ -105,51 +115,135 @@ static int probe_existing(int dirfd, const struct deliver_opts *o, const char *h
     return 1;
 }
 
-static int write_tmp(int dirfd, const struct deliver_opts *o, const char *hex, const char *tmp,
-                     struct stat *ret_st, struct cla_error *e)
+static struct deliver_test_hooks hooks;
+
+void deliver_set_test_hooks(const struct deliver_test_hooks *h)
 {
-    /* 0444: nobody, the target included, should rewrite a library that may be mapped. */
-    _cleanup_close_ int fd = rootfs_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0444, e);
-    if (fd < 0)
-        return err_prefix(e, "create in '%s'", o->dir);
+    struct deliver_test_hooks none = {0};
+    hooks = h ? *h : none;
+}
+
+/* Is `name` in `dirfd` the inode `ours`? Pinned with O_PATH, so whatever is there is neither
+ * opened nor followed. */
+static bool is_ours(int dirfd, const char *name, const struct stat *ours)
+{
+    struct cla_error ignored = {0};
+    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_ANY, O_PATH, 0, &ignored);
     struct stat st;
-    if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "stat '%s'", tmp);
-    if (st.st_uid != o->uid && fchown(fd, o->uid, (gid_t)-1) < 0)
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ours->st_dev && st.st_ino == ours->st_ino;
+}
+
+/* Removes `name` only while it is our inode. Linux has no unlink by fd: a rename in the window
+ * between the check and unlinkat() can still make us remove what the target itself put under
+ * OUR random name, which costs it only that file. */
+static void remove_if_ours(int dirfd, const char *name, const struct stat *ours)
+{
+    if (is_ours(dirfd, name, ours))
+        (void)unlinkat(dirfd, name, 0);
+}
+
+static int replaced(const struct deliver_opts *o, const char *tmp, struct cla_error *e)
+{
+    err_set(e, -EIO, "the target replaced '%s%s' while we wrote it", o->dir, tmp);
+    return err_hint(e,
+                    "a process in the target renames files in '%s': deliver elsewhere with "
+                    "--target-dir",
+                    o->dir);
+}
+
+/*
+ * Writes the profiler into the new temporary file and verifies it, all through `fd`, the one it
+ * was created with: its name is never looked up again, as the target may rename anything over it
+ * at any time. `st` is the file as created. Checks: the same inode, still named (a rename over
+ * it drops its last link), regular, owned by the target's user, our size, our hash read back
+ * through this fd.
+ */
+static int fill_tmp(int fd, const struct stat *st, const struct deliver_opts *o, const char *hex,
+                    const char *tmp, struct cla_error *e)
+{
+    if (st->st_uid != o->uid && fchown(fd, o->uid, (gid_t)-1) < 0)
         return err_setsys(e, -errno, "chown '%s%s' to uid %u", o->dir, tmp, (unsigned)o->uid);
     int r = util_write_all(fd, o->data, o->len);
     if (r < 0)
         return err_setsys(e, r, "write '%s%s'", o->dir, tmp);
     if (fsync(fd) < 0)
         return err_setsys(e, -errno, "fsync '%s%s'", o->dir, tmp);
-    /* Read back through a fresh read-only descriptor of the same inode. */
-    _cleanup_close_ int rfd = rootfs_open(dirfd, tmp, O_RDONLY, 0, e);
-    if (rfd < 0)
-        return err_prefix(e, "reopen");
-    struct stat rst;
-    if (fstat(rfd, &rst) < 0 || rst.st_ino != st.st_ino || rst.st_dev != st.st_dev)
-        return err_set(e, -EIO, "'%s%s' was replaced while we wrote it", o->dir, tmp);
+    struct stat now;
+    if (fstat(fd, &now) < 0)
+        return err_setsys(e, -errno, "stat '%s%s'", o->dir, tmp);
+    if (now.st_nlink == 0)
+        return replaced(o, tmp, e);
+    if (!S_ISREG(now.st_mode) || now.st_dev != st->st_dev || now.st_ino != st->st_ino ||
+        now.st_uid != o->uid || now.st_size != (off_t)o->len)
+        return err_set(e, -EIO, "'%s%s' is not what we wrote (uid %u, %lld bytes)", o->dir, tmp,
+                       (unsigned)now.st_uid, (long long)now.st_size);
     char have[65];
-    int64_t size = deliver_hash_fd(rfd, have);
+    int64_t size = deliver_hash_fd(fd, have);
     if (size < 0)
         return err_setsys(e, (int)size, "read back '%s%s'", o->dir, tmp);
     if ((size_t)size != o->len || strcmp(have, hex) != 0)
         return err_set(e, -EIO, "read-back of '%s%s' differs from what was written", o->dir, tmp);
-    *ret_st = st;
     return 0;
 }
 
-/* Renames without ever replacing: RENAME_NOREPLACE, or link+unlink where the filesystem lacks
- * it (link also fails with EEXIST rather than replace). */
-static int publish(int dirfd, const char *tmp, const char *name)
+static void run_hook(int dirfd, const char *tmp, bool *done)
 {
-    if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) == 0)
-        return 0;
-    if (errno != EINVAL && errno != ENOSYS)
-        return -errno;
-    if (linkat(dirfd, tmp, dirfd, name, 0) < 0)
-        return -errno;
-    (void)unlinkat(dirfd, tmp, 0);
+    if (hooks.before_publish && !*done)
+        hooks.before_publish(dirfd, tmp, hooks.arg);
+    *done = true;
+}
+
+/*
+ * Gives our inode the final name, never replacing anything, and proves the name is ours.
+ *
+ * First choice: link the inode itself to the final name through our fd's magic link
+ * /proc/self/fd/N (linkat AT_SYMLINK_FOLLOW; AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH). No
+ * name of the target's is resolved, so nothing the target renamed over the temporary name can
+ * be published: an inode that lost its last name cannot be linked again (ENOENT).
+ *
+ * Where the filesystem has no hard links (EPERM, EOPNOTSUPP) or /proc is missing: rename the
+ * temporary name with RENAME_NOREPLACE, checking right before that it is still our inode, and
+ * right after that the final name is. A swap in between publishes the target's file under our
+ * name; it is then refused (not ours to remove), never handed to the runtime.
+ *
+ * Returns 0; -EEXIST when the final name is taken (no message); -EIO when the target swapped
+ * the temporary file; another negative errno from the filesystem.
+ */
+static int publish(int dirfd, int fd, const struct stat *st, const char *tmp, const char *name,
+                   const struct deliver_opts *o, struct cla_error *e)
+{
+    bool linked = false, hooked = false;
+    if (!hooks.force_rename) {
+        char self[40];
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+        run_hook(dirfd, tmp, &hooked);
+        linked = linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) == 0;
+        int err = errno;
+        struct stat now;
+        if (!linked && err == EEXIST)
+            return -EEXIST;
+        if (!linked && err == ENOENT && fstat(fd, &now) == 0 && now.st_nlink == 0)
+            return replaced(o, tmp, e);
+        if (!linked && err != EPERM && err != EOPNOTSUPP && err != ENOENT)
+            return err_setsys(e, -err, "link '%s%s' to '%s'", o->dir, tmp, name);
+    }
+    if (linked) {
+        remove_if_ours(dirfd, tmp, st);
+    } else {
+        if (!is_ours(dirfd, tmp, st))
+            return replaced(o, tmp, e);
+        run_hook(dirfd, tmp, &hooked);
+        if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) < 0) {
+            if (errno == EEXIST)
+                return -EEXIST;
+            return err_setsys(e, -errno, "rename '%s%s' to '%s'", o->dir, tmp, name);
+        }
+    }
+    /* The final name must now be our inode and nothing else. */
+    if (!is_ours(dirfd, name, st)) {
+        replaced(o, tmp, e);
+        return err_prefix(e, "'%s%s' is not the file we wrote", o->dir, name);
+    }
     return 0;
 }
 
@@ -176,7 +270,8 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
     if (w < 0 || (size_t)w >= sizeof(res.path))
         return err_set(e, -ENAMETOOLONG, "target path too long");
 
-    _cleanup_close_ int dirfd = rootfs_open(rootfd, o->dir, O_RDONLY | O_DIRECTORY, 0, e);
+    /* O_PATH is all the *at calls below need: the directory itself is never read. */
+    _cleanup_close_ int dirfd = rootfs_open(rootfd, o->dir, ROOTFS_DIR, O_PATH, 0, e);
     if (dirfd < 0)
         return err_prefix(e, "target directory '%s'", o->dir);
 
@@ -196,16 +291,21 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
     snprintf(tmp, sizeof(tmp), ".clrattach-%.16s-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", res.sha256,
              rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 
-    struct stat st = {0};
-    r = write_tmp(dirfd, o, res.sha256, tmp, &st, e);
-    if (r < 0) {
-        (void)unlinkat(dirfd, tmp, 0);
-        return r;
-    }
-    r = publish(dirfd, tmp, name);
+    /* O_RDWR: the bytes are read back through this same fd. 0444: nobody, the target included,
+     * should rewrite a library that may be mapped. */
+    _cleanup_close_ int fd =
+        rootfs_open(dirfd, tmp, ROOTFS_REG, O_RDWR | O_CREAT | O_EXCL, 0444, e);
+    if (fd < 0)
+        return err_prefix(e, "create in '%s'", o->dir);
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "stat '%s%s'", o->dir, tmp);
+    r = fill_tmp(fd, &st, o, res.sha256, tmp, e);
+    if (r == 0)
+        r = publish(dirfd, fd, &st, tmp, name, o, e);
     if (r == -EEXIST) {
         /* Someone published the same name between our probe and now: reuse if identical. */
-        (void)unlinkat(dirfd, tmp, 0);
+        remove_if_ours(dirfd, tmp, &st);
         r = probe_existing(dirfd, o, res.sha256, name, e);
         if (r < 0)
             return r;
@@ -216,16 +316,9 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
         return 0;
     }
     if (r < 0) {
-        (void)unlinkat(dirfd, tmp, 0);
-        return err_setsys(e, r, "rename into '%s'", res.path);
+        remove_if_ours(dirfd, tmp, &st);
+        return r;
     }
-
-    /* The final name must now be our inode and nothing else. */
-    struct cla_error sub = {0};
-    _cleanup_close_ int ffd = rootfs_open(dirfd, name, O_RDONLY, 0, &sub);
-    struct stat fst;
-    if (ffd < 0 || fstat(ffd, &fst) < 0 || fst.st_ino != st.st_ino || fst.st_dev != st.st_dev)
-        return err_set(e, -EIO, "'%s' is not the file we wrote after the rename", res.path);
     *ret = res;
     return 0;
 }

@@ -4,10 +4,12 @@
 
 /*
  * Placing the profiler inside the target's filesystem view. The target is hostile: every path
- * is resolved below its root without following links (rootfs.h), the file is created under a
- * fresh temporary name with O_EXCL, written, synced, read back and hashed, then renamed to a
- * content-addressed name without replacing anything. An identical file already there is reused;
- * a different one is never overwritten (rewriting a mapped .so crashes the process using it).
+ * is resolved below its root without following links, and nothing that is not a regular file is
+ * ever opened (rootfs.h). The file is created under a fresh temporary name with O_EXCL, written,
+ * synced, checked and hashed through the fd it was created with (its name is never looked up
+ * again), then linked by that fd to a content-addressed name without replacing anything. An
+ * identical file already there is reused; anything else is never overwritten (rewriting a mapped
+ * .so crashes the process using it).
  */
 
 #include <stdbool.h>
@@ -36,14 +38,26 @@ struct deliver_result {
  * most 64 bytes of the stem. Pure. Returns 0 or -ENAMETOOLONG. */
 int deliver_final_name(const char *basename, const char *sha256_hex, char *out, size_t size);
 
-/* Delivers into `dir` below `rootfd`. Returns 0 and fills *ret; -EEXIST when a different file
- * holds the name; -ELOOP/-ENOTDIR for links on the way; -EACCES/-EROFS/-ENOSPC from the target's
- * filesystem; -EIO when the read-back differs. Nothing of ours is left behind on failure. */
+/* Delivers into `dir` below `rootfd`. Returns 0 and fills *ret; -EEXIST when a different file,
+ * or something that is not a regular file (FIFO, device, directory, socket), holds the name;
+ * -ELOOP/-ENOTDIR for links on the way; -EACCES/-EROFS/-ENOSPC from the target's filesystem;
+ * -EIO when the read-back differs or the target replaced the temporary file meanwhile. Nothing
+ * of ours is left behind on failure, and nothing of the target's is removed. */
 int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_result *ret,
                      struct cla_error *e);
 
 /* Hashes a whole file descriptor from offset 0 (at most PROFILER_MAX_SIZE bytes) into hex.
  * Returns the size, or a negative errno. */
 int64_t deliver_hash_fd(int fd, char hex[65]);
+
+/* Tests only: `before_publish` runs right before the temporary file gets its final name (so a
+ * test can swap it as a hostile target would); `force_rename` skips the link-by-fd and publishes
+ * by renameat2(RENAME_NOREPLACE), as on a filesystem without hard links. NULL resets. */
+struct deliver_test_hooks {
+    void (*before_publish)(int dirfd, const char *tmp_name, void *arg);
+    void *arg;
+    bool force_rename;
+};
+void deliver_set_test_hooks(const struct deliver_test_hooks *h);
 
 #endif

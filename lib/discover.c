@@ -48,16 +48,7 @@ enum socket_state discover_choose(const struct discover_entry *entries, size_t n
 
 const char *discover_file_type_name(unsigned file_type)
 {
-    switch (file_type) {
-    case S_IFSOCK: return "socket";
-    case S_IFLNK: return "symbolic link";
-    case S_IFREG: return "regular file";
-    case S_IFIFO: return "FIFO";
-    case S_IFDIR: return "directory";
-    case S_IFCHR: return "character device";
-    case S_IFBLK: return "block device";
-    default: return "file of unknown type";
-    }
+    return util_file_type_name(file_type);
 }
 
 struct cache_dir {
@@ -107,7 +98,7 @@ static const char *shown(const char *raw, char *buf, size_t size)
 static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
 {
     struct cla_error sub = {0};
-    int fd = rootfs_open(rootfd, tmpdir, O_RDONLY | O_DIRECTORY, 0, &sub);
+    int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, &sub);
     if (fd < 0) {
         d->dir_errno = -fd;
         return 0;
@@ -243,17 +234,11 @@ int discover_open_socket(struct target *t, const struct discover_socket *s, stru
     int r = target_open_root(t, e);
     if (r < 0)
         return r;
-    /* O_PATH opens the inode without connecting or reading; O_NOFOLLOW (added by rootfs) refuses
-     * a link planted in the socket's place, which connect() itself would follow into OUR root. */
-    _cleanup_close_ int fd = rootfs_open(t->rootfd, path, O_PATH, 0, e);
+    /* O_PATH opens the inode without connecting or reading; no link is followed (a link planted
+     * in the socket's place would make connect() follow it into OUR root), and anything but a
+     * socket is refused by its type before any use. */
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, path, ROOTFS_SOCK, O_PATH, 0, e);
     if (fd < 0)
         return fd;
-    struct stat st;
-    char sh[256];
-    if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "stat '%s'", shown(path, sh, sizeof(sh)));
-    if (!S_ISSOCK(st.st_mode))
-        return err_set(e, -ENOTSOCK, "'%s' in the target is not a socket (mode 0%o)",
-                       shown(path, sh, sizeof(sh)), (unsigned)st.st_mode);
     return util_take_fd(&fd);
 }

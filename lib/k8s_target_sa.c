@@ -17,7 +17,7 @@ static int open_file(int rootfd, const char *name, struct cla_error *e)
 {
     char path[256];
     snprintf(path, sizeof(path), "%s/%s", K8S_SA_DIR_DEFAULT, name);
-    _cleanup_close_ int fd = rootfs_open_contained(rootfd, path, O_RDONLY, e);
+    _cleanup_close_ int fd = rootfs_open_contained(rootfd, path, ROOTFS_REG, O_RDONLY, e);
     if (fd < 0)
         return fd;
     struct stat st;

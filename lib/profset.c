@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "userfile.h"
 #include "util.h"
 
 /* Bundle subdirectories we look for, as portable RIDs. */
@@ -22,14 +23,14 @@ static const char *const variants[] = {
 static int read_build(int dirfd, const char *name, const char *shown, struct profset_build *b,
                       struct cla_error *e)
 {
-    _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return err_setsys(e, -errno, "profiler '%s'", shown);
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "profiler '%s'", shown);
-    if (!S_ISREG(st.st_mode))
-        return err_set(e, -EINVAL, "profiler '%s' is not a regular file", shown);
+    /* A FIFO or a device here is refused, never waited on (userfile.h). */
+    _cleanup_close_ int fd = userfile_open(dirfd, name, shown, "--profiler", e);
+    if (fd < 0) {
+        if (fd == -ENXIO || fd == -EISDIR)
+            err_hint(e, "pass the profiler's .so itself, or a bundle directory with one .so per "
+                        "runtime identifier");
+        return fd;
+    }
     char *buf;
     size_t len;
     int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
@@ -55,7 +56,7 @@ static int read_build(int dirfd, const char *name, const char *shown, struct pro
 /* The one *.so of a bundle subdirectory. 1 = found (name filled), 0 = none, < 0 = error. */
 static int find_so(int dirfd, const char *shown, char *name, size_t size, struct cla_error *e)
 {
-    int fd = dup(dirfd);
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
         if (fd >= 0)

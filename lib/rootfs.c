@@ -4,7 +4,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -89,7 +91,8 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
         }
         /* O_PATH|O_NOFOLLOW on a symlink opens the link itself; O_DIRECTORY then fails with
          * ENOTDIR, so a planted link in a directory position can never be crossed. */
-        int next = dot ? dup(cur) : openat(cur, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int next = dot ? fcntl(cur, F_DUPFD_CLOEXEC, 0)
+                       : openat(cur, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int saved_errno = errno;
         close(cur);
         if (next < 0)
@@ -99,71 +102,183 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
     }
 }
 
-int rootfs_open(int rootfd, const char *path, int flags, mode_t mode, struct cla_error *e)
+/*
+ * One resolution of `path` with `flags` exactly as given: openat2 where the kernel has it, else
+ * the walk (never for `contained`, which follows links inside the root). No type check here.
+ */
+static int resolve(int rootfd, const char *path, int flags, mode_t mode, bool contained,
+                   struct cla_error *e)
 {
-    int r = check_path(path, e);
-    if (r < 0)
-        return r;
-    flags |= O_NOFOLLOW | O_CLOEXEC;
-
+    if (contained && (force_fallback || openat2_missing))
+        return err_set(e, -ENOSYS,
+                       "'%s' in the target root: following its links safely needs "
+                       "openat2 (Linux 5.6)",
+                       path);
     if (!force_fallback && !openat2_missing) {
         struct open_how how = {
             .flags = (uint64_t)flags,
             .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+            .resolve =
+                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (contained ? 0 : RESOLVE_NO_SYMLINKS),
         };
         const char *rel = path;
         while (*rel == '/')
             rel++;
         if (!*rel)
             rel = ".";
-        for (;;) {
+        /* EAGAIN: a rename somewhere in the system while the kernel resolved a ".." (a link's
+         * target may hold one when `contained`); it asks us to retry. A target that renames in
+         * a loop could keep asking: the retries are capped. EINTR cannot come from a FIFO here
+         * (O_PATH and O_NONBLOCK never wait), only from a signal during a slow lookup. */
+        for (int tries = 0;; tries++) {
             int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
             if (fd >= 0) {
                 last_openat2 = true;
                 return fd;
             }
-            /* EAGAIN: a concurrent rename in the target's tree; the kernel asks us to retry. */
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            break;
+            if ((errno != EINTR && errno != EAGAIN) || tries >= TARGET_OPEN_RETRIES_MAX)
+                break;
         }
         /* ENOSYS: old kernel; EPERM: seccomp profiles of container runtimes often deny it
-         * this way. Both mean "use the walk"; every other errno is the real answer. */
-        if (errno != ENOSYS && errno != EPERM)
+         * this way (and our own filter does after delivery). Both mean "use the walk"; every
+         * other errno is the real answer. */
+        if (contained || (errno != ENOSYS && errno != EPERM))
             return err_setsys(e, -errno, "openat2 '%s' in the target root", path);
         openat2_missing = true;
     }
     last_openat2 = false;
-    r = open_walk(rootfd, path, flags, mode);
+    int r = open_walk(rootfd, path, flags, mode);
     if (r < 0)
         return err_setsys(e, r, "open '%s' in the target root", path);
     return r;
 }
 
-int rootfs_open_contained(int rootfd, const char *path, int flags, struct cla_error *e)
+static const char *want_name(enum rootfs_type want)
+{
+    switch (want) {
+    case ROOTFS_REG: return "a regular file";
+    case ROOTFS_DIR: return "a directory";
+    case ROOTFS_SOCK: return "a socket";
+    case ROOTFS_ANY: break;
+    }
+    return "anything";
+}
+
+/* Is the pinned inode what the caller expects? The refusal names what was found instead. */
+static int check_type(const struct stat *st, enum rootfs_type want, const char *path,
+                      struct cla_error *e)
+{
+    unsigned fmt = st->st_mode & S_IFMT;
+    int code = 0;
+    switch (want) {
+    case ROOTFS_REG:
+        if (fmt != S_IFREG)
+            code = fmt == S_IFLNK ? -ELOOP : fmt == S_IFDIR ? -EISDIR : -ENXIO;
+        break;
+    case ROOTFS_DIR:
+        if (fmt != S_IFDIR)
+            code = -ENOTDIR;
+        break;
+    case ROOTFS_SOCK:
+        if (fmt != S_IFSOCK)
+            code = -ENOTSOCK;
+        break;
+    case ROOTFS_ANY: break;
+    }
+    if (code == 0)
+        return 0;
+    return err_set(e, code, "'%s' in the target root is a %s, not %s", path,
+                   util_file_type_name(fmt), want_name(want));
+}
+
+/*
+ * Opens the inode pinned by `pin` (an O_PATH fd, its type checked) for real, without resolving
+ * any name of the target's again. A directory through its own ".". Anything else through our
+ * own procfs's magic link /proc/self/fd/N, which the kernel resolves to that very inode;
+ * O_NOFOLLOW cannot be given there (the last component IS the magic link: ELOOP), and need not
+ * be, as the link is ours and names no path of the target's.
+ */
+static int reopen(int pin, const struct stat *pst, enum rootfs_type want, int flags,
+                  const char *path, struct cla_error *e)
+{
+    int extra = O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+    int fd;
+    if (want == ROOTFS_DIR) {
+        fd = openat(pin, ".", flags | O_DIRECTORY | O_NOFOLLOW | extra);
+    } else {
+        char self[40];
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", pin);
+        fd = openat(AT_FDCWD, self, flags | extra);
+    }
+    if (fd < 0) {
+        /* ENOENT here is not "absent": the name was just pinned; our /proc is missing. */
+        if (errno == ENOENT)
+            return err_set(e, -ENOSYS,
+                           "reopen '%s' in the target root: /proc/self/fd is missing (clrattach "
+                           "needs procfs mounted at /proc)",
+                           path);
+        return err_setsys(e, -errno, "open '%s' in the target root", path);
+    }
+    /* The magic link cannot lead elsewhere; checking costs one fstat and states the invariant
+     * that every caller relies on. */
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_dev != pst->st_dev || st.st_ino != pst->st_ino) {
+        close(fd);
+        return err_set(e, -EIO, "'%s' in the target root changed while it was opened", path);
+    }
+    return fd;
+}
+
+/* The one place every open below a target root ends up: pin, check the type, reopen. */
+static int open_typed(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
+                      bool contained, struct cla_error *e)
 {
     int r = check_path(path, e);
     if (r < 0)
         return r;
-    if (force_fallback || openat2_missing)
-        return err_set(e, -ENOSYS,
-                       "'%s' in the target root: following its links safely needs "
-                       "openat2 (Linux 5.6)",
-                       path);
-    struct open_how how = {
-        .flags = (uint64_t)(flags | O_CLOEXEC | O_NOCTTY),
-        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-    };
-    const char *rel = path;
-    while (*rel == '/')
-        rel++;
-    for (;;) {
-        int fd = (int)syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
-        if (fd >= 0)
+    bool path_only = want == ROOTFS_SOCK || want == ROOTFS_ANY;
+    if (((flags & O_PATH) || path_only) && flags != O_PATH)
+        return err_set(e, -EINVAL, "'%s': only O_PATH opens a socket or an unchecked type", path);
+    if (flags & O_CREAT) {
+        if (want != ROOTFS_REG || !(flags & O_EXCL) || contained)
+            return err_set(e, -EINVAL, "'%s': creation needs O_EXCL and a regular file", path);
+        /* O_EXCL never opens what is there (a FIFO, a link): it fails with EEXIST. */
+        _cleanup_close_ int fd = resolve(
+            rootfd, path, flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, mode, false, e);
+        if (fd < 0)
             return fd;
-        if (errno != EINTR && errno != EAGAIN)
-            break;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return err_setsys(e, -errno, "stat '%s' in the target root", path);
+        if ((r = check_type(&st, ROOTFS_REG, path, e)) < 0)
+            return r;
+        return util_take_fd(&fd);
     }
-    return err_setsys(e, -errno, "openat2 '%s' in the target root", path);
+
+    /* O_PATH runs no driver's open, waits for no FIFO peer and takes no terminal: the name is
+     * pinned before anything about it is known. */
+    _cleanup_close_ int pin =
+        resolve(rootfd, path, O_PATH | O_CLOEXEC | (contained ? 0 : O_NOFOLLOW), 0, contained, e);
+    if (pin < 0)
+        return pin;
+    struct stat st;
+    if (fstat(pin, &st) < 0)
+        return err_setsys(e, -errno, "stat '%s' in the target root", path);
+    if ((r = check_type(&st, want, path, e)) < 0)
+        return r;
+    if (flags == O_PATH)
+        return util_take_fd(&pin);
+    return reopen(pin, &st, want, flags, path, e);
+}
+
+int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
+                struct cla_error *e)
+{
+    return open_typed(rootfd, path, want, flags, mode, false, e);
+}
+
+int rootfs_open_contained(int rootfd, const char *path, enum rootfs_type want, int flags,
+                          struct cla_error *e)
+{
+    return open_typed(rootfd, path, want, flags, 0, true, e);
 }

@@ -145,7 +145,7 @@ static const struct sandbox_rule rules[] = {
     ALLOW("fchmod", DISCOVERY, "the delivered file's mode"),
     ALLOW("renameat", DISCOVERY, "temporary name to final name"),
     ALLOW("renameat2", DISCOVERY, "RENAME_NOREPLACE"),
-    ALLOW("linkat", DISCOVERY, "no-replace publish where renameat2 is missing"),
+    ALLOW("linkat", DISCOVERY, "publishing the profiler by its fd (/proc/self/fd/N), no replace"),
     ALLOW("unlinkat", DISCOVERY, "removing our temporary file on failure"),
     ALLOW("mkdirat", DISCOVERY, "the target directory when it is missing"),
 

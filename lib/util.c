@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int util_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *ret)
@@ -87,4 +88,18 @@ int util_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+const char *util_file_type_name(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFSOCK: return "socket";
+    case S_IFLNK: return "symbolic link";
+    case S_IFREG: return "regular file";
+    case S_IFIFO: return "FIFO";
+    case S_IFDIR: return "directory";
+    case S_IFCHR: return "character device";
+    case S_IFBLK: return "block device";
+    default: return "file of unknown type";
+    }
 }

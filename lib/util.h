@@ -58,6 +58,10 @@ int64_t util_now_ms(void);
  * `cap`, or another negative errno. */
 int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len);
 
+/* The kind of file an st_mode holds, for messages: "FIFO", "character device", "socket",
+ * "symbolic link", "directory", "regular file", "block device". Pure; every name takes "a". */
+const char *util_file_type_name(unsigned mode);
+
 /* Writes all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
 int util_write_all(int fd, const void *buf, size_t len);
 

@@ -28,6 +28,7 @@
 #include "result_json.h"
 #include "sandbox.h"
 #include "target.h"
+#include "userfile.h"
 #include "util.h"
 #include "watch.h"
 
@@ -245,17 +246,13 @@ static int read_client_data(const char *arg, uint8_t **ret, size_t *ret_len, str
         *ret_len = len;
         return *ret ? 0 : -ENOMEM;
     }
-    _cleanup_close_ int fd = open(arg + 1, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_setsys(e, -errno, "--client-data file '%s'", arg + 1);
     char *buf;
     size_t len;
-    int r = util_read_all(fd, IPC_MAX_CLIENT_DATA, &buf, &len);
-    if (r == -E2BIG)
-        return err_set(e, r, "--client-data file '%s' exceeds %d bytes", arg + 1,
-                       IPC_MAX_CLIENT_DATA);
+    int r = userfile_read(arg + 1, IPC_MAX_CLIENT_DATA, "--client-data", &buf, &len, e);
+    if (r == -ENXIO || r == -EISDIR)
+        err_hint(e, "put the data in a regular file, or pass it inline without '@'");
     if (r < 0)
-        return err_setsys(e, r, "--client-data file '%s'", arg + 1);
+        return r;
     *ret = (uint8_t *)buf;
     *ret_len = len;
     return 0;

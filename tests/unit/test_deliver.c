@@ -7,12 +7,22 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "guards.h"
 #include "deliver.h"
 
 static char base[256];
@@ -203,12 +213,376 @@ static void test_bad_input(void **state)
     assert_int_equal(count_entries("root/trap"), 0);
 }
 
+/* The final name the payload gets in /tmp, learned from a real delivery (then removed), as a
+ * target learns it: the name is content-addressed, so anyone with the .so can compute it. */
+static void learn_final(char *ret_host_path, size_t size, char *ret_name, size_t name_size)
+{
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    assert_int_equal(deliver_profiler(rootfd, &o, &r, &e), 0);
+    snprintf(ret_host_path, size, "%s/root%s", base, r.path);
+    snprintf(ret_name, name_size, "%s", strrchr(r.path, '/') + 1);
+    assert_int_equal(unlink(ret_host_path), 0);
+}
+
+/* Something that is not a regular file under the final name: refused at once as "exists and is
+ * not a regular file", naming what is there, never opened (a FIFO would block the open forever,
+ * a device would run its driver), and left untouched. */
+static void check_planted(const char *host_path, mode_t type, const char *shown)
+{
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    volatile int rc = 0;
+    BOUNDED(5, rc = deliver_profiler(rootfd, &o, &r, &e));
+    assert_int_equal(rc, -EEXIST);
+    if (!strstr(e.msg, "not a regular file") || !strstr(e.msg, shown))
+        fail_msg("message does not say it is %s: %s", shown, e.msg);
+    assert_true(e.hint[0] != '\0');
+    struct stat st;
+    assert_int_equal(lstat(host_path, &st), 0);
+    assert_int_equal(st.st_mode & S_IFMT, type);
+    assert_int_equal(count_entries("root/tmp"), 1); /* no temporary file left behind */
+}
+
+static void test_fifo_under_final_name(void **state)
+{
+    (void)state;
+    char p[5000], name[256];
+    learn_final(p, sizeof(p), name, sizeof(name));
+    assert_int_equal(mkfifo(p, 0666), 0);
+    check_planted(p, S_IFIFO, "FIFO");
+    assert_int_equal(unlink(p), 0);
+}
+
+static void test_dir_under_final_name(void **state)
+{
+    (void)state;
+    char p[5000], name[256];
+    learn_final(p, sizeof(p), name, sizeof(name));
+    assert_int_equal(mkdir(p, 0755), 0);
+    check_planted(p, S_IFDIR, "directory");
+    assert_int_equal(rmdir(p), 0);
+}
+
+static void test_chardev_under_final_name(void **state)
+{
+    (void)state;
+    char p[5000], name[256];
+    learn_final(p, sizeof(p), name, sizeof(name));
+    /* /dev/null's numbers: harmless if a broken delivery did open it. */
+    assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0);
+    check_planted(p, S_IFCHR, "character device");
+    assert_int_equal(unlink(p), 0);
+}
+
+static void test_socket_under_final_name(void **state)
+{
+    (void)state;
+    char p[5000], name[256];
+    learn_final(p, sizeof(p), name, sizeof(name));
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(s >= 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    /* sun_path is short: bind through the directory's /proc/self/fd view. */
+    char dir[600];
+    path_of(dir, sizeof(dir), "root/tmp");
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    int w = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%.64s", dfd, name);
+    assert_true(w > 0 && (size_t)w < sizeof(sa.sun_path) && strlen(name) <= 64);
+    assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    check_planted(p, S_IFSOCK, "socket");
+    close(s);
+    close(dfd);
+    assert_int_equal(unlink(p), 0);
+}
+
+/* The pty scenario, in a child that is a session leader without a terminal (as a container's
+ * entrypoint is) and has a mount namespace of its own for the bind mount. Returns 0 when the
+ * delivery refused the pty and the child still has no controlling terminal. */
+static int pty_scenario(const char *name)
+{
+    alarm(10);
+    if (setsid() < 0 || unshare(CLONE_NEWNS) < 0 ||
+        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return 10;
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+        return 11;
+    const char *slave = ptsname(master);
+    char p[1024];
+    snprintf(p, sizeof(p), "%s/root/tmp/%s", base, name);
+    int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return 12;
+    close(fd);
+    /* devpts serves a slave only through its own dentry: bind it, as a mknod copy gives EIO. */
+    if (!slave || mount(slave, p, NULL, MS_BIND, NULL) < 0)
+        return 13;
+    /* The root opened again inside this namespace, where the bind mount is. */
+    snprintf(p, sizeof(p), "%s/root", base);
+    int nroot = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (nroot < 0 || own_tty_nr() != 0)
+        return 14;
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    int rc = deliver_profiler(nroot, &o, &r, &e);
+    if (own_tty_nr() != 0) {
+        fprintf(stderr, "the planted pty became our controlling terminal (%s)\n", e.msg);
+        return 20;
+    }
+    if (rc != -EEXIST || !strstr(e.msg, "character device")) {
+        fprintf(stderr, "deliver gave %d: %s\n", rc, e.msg);
+        return 21;
+    }
+    return 0;
+}
+
+static void test_pty_never_controlling_terminal(void **state)
+{
+    (void)state;
+    char p[5000], name[256];
+    learn_final(p, sizeof(p), name, sizeof(name));
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0)
+        _exit(pty_scenario(name));
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("pty scenario: %s %d", WIFEXITED(status) ? "exit" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    /* The bind mount went with the child's namespace; the placeholder file stays. */
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(count_entries("root/tmp"), 0);
+}
+
+/*
+ * A racer in the target that does not know the name: an inotify watcher renames a FIFO over
+ * every ".clrattach-*.tmp" that is created, as a hostile target can. Each delivery must end in
+ * bounded time and either publish exactly our bytes or fail; a FIFO must never be published.
+ */
+struct racer {
+    pthread_t thread;
+    int inotify_fd;
+    volatile int stop;
+    int swaps;
+};
+static struct racer racer = {.inotify_fd = -1};
+
+static void *racer_main(void *arg)
+{
+    (void)arg;
+    char dir[600];
+    path_of(dir, sizeof(dir), "root/tmp");
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    while (!racer.stop) {
+        struct pollfd pfd = {.fd = racer.inotify_fd, .events = POLLIN};
+        if (poll(&pfd, 1, 50) <= 0)
+            continue;
+        ssize_t n = read(racer.inotify_fd, buf, sizeof(buf));
+        for (ssize_t off = 0; n > 0 && off < n;) {
+            const struct inotify_event *ev = (const void *)(buf + off);
+            off += (ssize_t)(sizeof(*ev) + ev->len);
+            size_t len = ev->len ? strlen(ev->name) : 0;
+            if (len < 5 || strncmp(ev->name, ".clrattach-", 11) != 0 ||
+                strcmp(ev->name + len - 4, ".tmp") != 0)
+                continue;
+            char fifo[700], victim[700];
+            snprintf(fifo, sizeof(fifo), "%s/racer-%d", dir, racer.swaps);
+            snprintf(victim, sizeof(victim), "%s/%s", dir, ev->name);
+            if (mkfifo(fifo, 0666) == 0 && rename(fifo, victim) == 0)
+                racer.swaps++;
+        }
+    }
+    return NULL;
+}
+
+/* After each trap: stop the racer if it runs, remove whatever the trap left in the target's /tmp
+ * (also when the test failed half-way), so the next test starts clean. */
+static int clean_tmp(void **state)
+{
+    (void)state;
+    if (racer.inotify_fd >= 0) {
+        racer.stop = 1;
+        pthread_join(racer.thread, NULL);
+        close(racer.inotify_fd);
+        racer.inotify_fd = -1;
+    }
+    char dir[600];
+    path_of(dir, sizeof(dir), "root/tmp");
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+                unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+    closedir(d);
+    return 0;
+}
+
+static void test_tmp_swapped_by_racer(void **state)
+{
+    (void)state;
+    /* A large file keeps the window between create and publish wide: the racer wins often. */
+    static uint8_t big[4 << 20];
+    memset(big, 0x5a, sizeof(big));
+    memcpy(big, payload, sizeof(payload));
+    char dir[600];
+    path_of(dir, sizeof(dir), "root/tmp");
+    racer.inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    assert_true(racer.inotify_fd >= 0);
+    assert_true(inotify_add_watch(racer.inotify_fd, dir, IN_CREATE) >= 0);
+    racer.stop = 0;
+    racer.swaps = 0;
+    assert_int_equal(pthread_create(&racer.thread, NULL, racer_main, NULL), 0);
+    int refused = 0, published = 0;
+    for (int round = 0; round < 10; round++) {
+        struct deliver_opts o = opts("/tmp/", big, sizeof(big));
+        struct deliver_result r = {0};
+        struct cla_error e = {0};
+        volatile int rc = 0;
+        BOUNDED(10, rc = deliver_profiler(rootfd, &o, &r, &e));
+        char p[5000];
+        struct stat st;
+        if (rc == 0) {
+            snprintf(p, sizeof(p), "%s/root%s", base, r.path);
+            /* Published: it must be our file, regular, with our bytes. */
+            assert_int_equal(lstat(p, &st), 0);
+            assert_true(S_ISREG(st.st_mode));
+            assert_int_equal((size_t)st.st_size, sizeof(big));
+            assert_int_equal(unlink(p), 0);
+            published++;
+        } else {
+            if (rc != -EIO || !strstr(e.msg, "replaced"))
+                fail_msg("round %d: %d: %s", round, (int)rc, e.msg);
+            refused++;
+        }
+        /* Never a FIFO under the name the runtime would be given. */
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while ((de = readdir(d)))
+            if (strncmp(de->d_name, "libclrprobe-", 12) == 0)
+                fail_msg("round %d: '%s' published (%d)", round, de->d_name, (int)rc);
+        closedir(d);
+    }
+    print_message("racer: %d swaps, %d refused, %d published\n", racer.swaps, refused, published);
+}
+
+/* A hostile target's move at the worst moment: `what` renamed over the temporary name right
+ * before it gets its final name. */
+enum swap_kind { SWAP_FIFO, SWAP_SAME_BYTES };
+static void swap_tmp(int dirfd, const char *tmp_name, void *arg)
+{
+    enum swap_kind kind = *(enum swap_kind *)arg;
+    char dir[600], other[700], victim[700];
+    path_of(dir, sizeof(dir), "root/tmp");
+    snprintf(other, sizeof(other), "%s/swapped-in", dir);
+    snprintf(victim, sizeof(victim), "%s/%s", dir, tmp_name);
+    if (kind == SWAP_FIFO) {
+        assert_int_equal(mkfifo(other, 0666), 0);
+    } else {
+        /* Our very bytes, owned by the target's user: only the inode tells it apart. */
+        int fd = open(other, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, payload, sizeof(payload)), (ssize_t)sizeof(payload));
+        assert_int_equal(fchown(fd, 1000, (gid_t)-1), 0);
+        close(fd);
+    }
+    assert_int_equal(renameat(AT_FDCWD, other, dirfd, tmp_name), 0);
+}
+
+static void check_swapped(enum swap_kind kind, bool force_rename)
+{
+    char p[5000], name[256];
+    learn_final(p, sizeof(p), name, sizeof(name));
+    struct deliver_test_hooks h = {.before_publish = swap_tmp, .arg = &kind,
+                                   .force_rename = force_rename};
+    deliver_set_test_hooks(&h);
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    volatile int rc = 0;
+    BOUNDED(5, rc = deliver_profiler(rootfd, &o, &r, &e));
+    deliver_set_test_hooks(NULL);
+    assert_int_equal(rc, -EIO);
+    if (!strstr(e.msg, "the target replaced"))
+        fail_msg("unclear message: %s", e.msg);
+    struct stat st;
+    if (!force_rename) {
+        /* Linked by fd: the swapped-in file never got the final name. */
+        assert_int_equal(lstat(p, &st), -1);
+    } else {
+        /* By name: the rename carried the swapped-in file to the final name. It is refused, and
+         * left alone (it is not ours to remove). */
+        assert_int_equal(lstat(p, &st), 0);
+        assert_int_equal(st.st_mode & S_IFMT, kind == SWAP_FIFO ? S_IFIFO : S_IFREG);
+    }
+    /* The target's file is never removed: exactly one entry, wherever the swap left it. */
+    assert_int_equal(count_entries("root/tmp"), 1);
+}
+
+static void test_swap_fifo_before_link(void **state)
+{
+    (void)state;
+    check_swapped(SWAP_FIFO, false);
+}
+
+static void test_swap_same_bytes_before_link(void **state)
+{
+    (void)state;
+    check_swapped(SWAP_SAME_BYTES, false);
+}
+
+static void test_swap_fifo_before_rename(void **state)
+{
+    (void)state;
+    check_swapped(SWAP_FIFO, true);
+}
+
+/* Without hard links (forced), the rename path delivers and leaves no temporary file. */
+static void test_publish_by_rename(void **state)
+{
+    (void)state;
+    struct deliver_test_hooks h = {.force_rename = true};
+    deliver_set_test_hooks(&h);
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    int rc = deliver_profiler(rootfd, &o, &r, &e);
+    deliver_set_test_hooks(NULL);
+    assert_int_equal(rc, 0);
+    assert_false(r.reused);
+    char p[5000];
+    snprintf(p, sizeof(p), "%s/root%s", base, r.path);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_nlink, 1);
+    assert_int_equal(count_entries("root/tmp"), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_final_name),       cmocka_unit_test(test_deliver_and_reuse),
         cmocka_unit_test(test_never_overwrites), cmocka_unit_test(test_symlink_traps),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test_teardown(test_fifo_under_final_name, clean_tmp),
+        cmocka_unit_test_teardown(test_dir_under_final_name, clean_tmp),
+        cmocka_unit_test_teardown(test_chardev_under_final_name, clean_tmp),
+        cmocka_unit_test_teardown(test_socket_under_final_name, clean_tmp),
+        cmocka_unit_test_teardown(test_pty_never_controlling_terminal, clean_tmp),
+        cmocka_unit_test_teardown(test_tmp_swapped_by_racer, clean_tmp),
+        cmocka_unit_test_teardown(test_swap_fifo_before_link, clean_tmp),
+        cmocka_unit_test_teardown(test_swap_same_bytes_before_link, clean_tmp),
+        cmocka_unit_test_teardown(test_swap_fifo_before_rename, clean_tmp),
+        cmocka_unit_test_teardown(test_publish_by_rename, clean_tmp),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,9 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "guards.h"
 #include "rootfs.h"
 
 /* A fake target root with traps:
@@ -20,10 +25,16 @@
  *   root/linkdir -> /etc      absolute link (would escape to OUR /etc)
  *   root/reldir  -> tmp       relative link, still inside
  *   root/tmp/evil -> ../../outside/secret   escapes the root by dot-dot
+ *   root/tmp/fifo        a FIFO: opening it for reading waits for a writer, forever
+ *   root/tmp/null        a character device (/dev/null's numbers)
+ *   root/tmp/sock        a listening unix socket
+ *   root/tmp/sub/        a directory
+ *   root/tmp/tofifo -> fifo   a link to the FIFO, inside the root
  *   outside/secret       must never be reached
  */
 static char base[256];
 static int rootfd = -1;
+static int sockfd = -1;
 
 static int setup(void **state)
 {
@@ -50,6 +61,22 @@ static int setup(void **state)
     assert_int_equal(symlink("tmp", p), 0);
     snprintf(p, sizeof(p), "%s/root/tmp/evil", base);
     assert_int_equal(symlink("../../outside/secret", p), 0);
+    snprintf(p, sizeof(p), "%s/root/tmp/fifo", base);
+    assert_int_equal(mkfifo(p, 0666), 0);
+    snprintf(p, sizeof(p), "%s/root/tmp/null", base);
+    assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0);
+    snprintf(p, sizeof(p), "%s/root/tmp/sub", base);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof(p), "%s/root/tmp/tofifo", base);
+    assert_int_equal(symlink("fifo", p), 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    /* base is short (/tmp/clrattach-rootfs.XXXXXX): the socket path fits sun_path. */
+    int w = snprintf(sa.sun_path, sizeof(sa.sun_path), "%.64s/root/tmp/sock", base);
+    assert_true(w > 0 && (size_t)w < sizeof(sa.sun_path) && strlen(base) <= 64);
+    sockfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(sockfd >= 0);
+    assert_int_equal(bind(sockfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(sockfd, 1), 0);
     snprintf(p, sizeof(p), "%s/root", base);
     rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
     assert_true(rootfd >= 0);
@@ -60,12 +87,15 @@ static int teardown(void **state)
 {
     (void)state;
     close(rootfd);
+    close(sockfd);
     char cmd[600];
     /* Test-only cleanup of our own temporary tree. */
     snprintf(cmd, sizeof(cmd), "%s/root/tmp/new", base);
     unlink(cmd);
-    const char *rel[] = {"root/tmp/evil", "root/tmp/file", "root/reldir", "root/linkdir",
-                         "root/tmp", "root", "outside/secret", "outside", ""};
+    const char *rel[] = {"root/tmp/evil", "root/tmp/file", "root/tmp/fifo", "root/tmp/null",
+                         "root/tmp/sock", "root/tmp/sub",  "root/tmp/tofifo", "root/reldir",
+                         "root/linkdir",  "root/tmp",      "root",          "outside/secret",
+                         "outside",       ""};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
         snprintf(cmd, sizeof(cmd), "%s/%s", base, rel[i]);
         if (remove(cmd) < 0 && errno != ENOENT)
@@ -86,16 +116,16 @@ static void both(void (*fn)(void))
 static void check_plain(void)
 {
     struct cla_error e = {0};
-    int fd = rootfs_open(rootfd, "/tmp/file", O_RDONLY, 0, &e);
+    int fd = rootfs_open(rootfd, "/tmp/file", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_true(fd >= 0);
     close(fd);
-    fd = rootfs_open(rootfd, "tmp//./file", O_RDONLY, 0, &e);
+    fd = rootfs_open(rootfd, "tmp//./file", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_true(fd >= 0);
     close(fd);
-    fd = rootfs_open(rootfd, "/", O_RDONLY | O_DIRECTORY, 0, &e);
+    fd = rootfs_open(rootfd, "/", ROOTFS_DIR, O_RDONLY, 0, &e);
     assert_true(fd >= 0);
     close(fd);
-    fd = rootfs_open(rootfd, "/tmp/", O_RDONLY | O_DIRECTORY, 0, &e);
+    fd = rootfs_open(rootfd, "/tmp/", ROOTFS_DIR, O_RDONLY, 0, &e);
     assert_true(fd >= 0);
     close(fd);
 }
@@ -104,32 +134,32 @@ static void check_traps(void)
 {
     struct cla_error e = {0};
     /* An absolute link in a directory position: refused, never resolved against OUR root. */
-    int r = rootfs_open(rootfd, "/linkdir/passwd", O_RDONLY, 0, &e);
+    int r = rootfs_open(rootfd, "/linkdir/passwd", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_true(r == -ELOOP || r == -ENOTDIR);
     /* Even a link that stays inside is refused: links are never followed. */
-    r = rootfs_open(rootfd, "/reldir/file", O_RDONLY, 0, &e);
+    r = rootfs_open(rootfd, "/reldir/file", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_true(r == -ELOOP || r == -ENOTDIR);
     /* A link as the last component. */
-    r = rootfs_open(rootfd, "/tmp/evil", O_RDONLY, 0, &e);
+    r = rootfs_open(rootfd, "/tmp/evil", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_int_equal(r, -ELOOP);
     /* O_CREAT through a planted link must not create or open its target. */
-    r = rootfs_open(rootfd, "/tmp/evil", O_WRONLY | O_CREAT | O_EXCL, 0644, &e);
+    r = rootfs_open(rootfd, "/tmp/evil", ROOTFS_REG, O_WRONLY | O_CREAT | O_EXCL, 0644, &e);
     assert_true(r == -EEXIST || r == -ELOOP);
-    r = rootfs_open(rootfd, "/linkdir/x", O_WRONLY | O_CREAT | O_EXCL, 0644, &e);
+    r = rootfs_open(rootfd, "/linkdir/x", ROOTFS_REG, O_WRONLY | O_CREAT | O_EXCL, 0644, &e);
     assert_true(r == -ELOOP || r == -ENOTDIR);
     /* Dot-dot is refused outright. */
-    assert_int_equal(rootfs_open(rootfd, "/tmp/../../outside/secret", O_RDONLY, 0, &e), -EINVAL);
-    assert_int_equal(rootfs_open(rootfd, "..", O_RDONLY, 0, &e), -EINVAL);
+    assert_int_equal(rootfs_open(rootfd, "/tmp/../../outside/secret", ROOTFS_REG, O_RDONLY, 0, &e), -EINVAL);
+    assert_int_equal(rootfs_open(rootfd, "..", ROOTFS_REG, O_RDONLY, 0, &e), -EINVAL);
     assert_non_null(strstr(e.msg, ".."));
 }
 
 static void check_create(void)
 {
     struct cla_error e = {0};
-    int fd = rootfs_open(rootfd, "/tmp/new", O_WRONLY | O_CREAT | O_EXCL, 0600, &e);
+    int fd = rootfs_open(rootfd, "/tmp/new", ROOTFS_REG, O_WRONLY | O_CREAT | O_EXCL, 0600, &e);
     assert_true(fd >= 0);
     close(fd);
-    assert_int_equal(rootfs_open(rootfd, "/tmp/new", O_WRONLY | O_CREAT | O_EXCL, 0600, &e),
+    assert_int_equal(rootfs_open(rootfd, "/tmp/new", ROOTFS_REG, O_WRONLY | O_CREAT | O_EXCL, 0600, &e),
                      -EEXIST);
     char p[512];
     snprintf(p, sizeof(p), "%s/root/tmp/new", base);
@@ -159,12 +189,12 @@ static void test_strategy_used(void **state)
     (void)state;
     struct cla_error e = {0};
     rootfs_force_fallback(true);
-    int fd = rootfs_open(rootfd, "/tmp/file", O_RDONLY, 0, &e);
+    int fd = rootfs_open(rootfd, "/tmp/file", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_true(fd >= 0);
     close(fd);
     assert_false(rootfs_last_used_openat2());
     rootfs_force_fallback(false);
-    fd = rootfs_open(rootfd, "/tmp/file", O_RDONLY, 0, &e);
+    fd = rootfs_open(rootfd, "/tmp/file", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_true(fd >= 0);
     close(fd);
     /* This kernel has openat2 (5.6+): the kernel path is the one normally taken. */
@@ -177,7 +207,203 @@ static void test_too_long(void **state)
     static char path[5000];
     memset(path, 'a', sizeof(path) - 1);
     struct cla_error e = {0};
-    assert_int_equal(rootfs_open(rootfd, path, O_RDONLY, 0, &e), -ENAMETOOLONG);
+    assert_int_equal(rootfs_open(rootfd, path, ROOTFS_REG, O_RDONLY, 0, &e), -ENAMETOOLONG);
+}
+
+/* Refused at once (a FIFO would block an open for reading forever), with the documented code and
+ * a message naming what was found. */
+static void expect_refused(const char *path, enum rootfs_type want, int flags, int code,
+                           const char *found)
+{
+    struct cla_error e = {0};
+    volatile int r = 0;
+    BOUNDED(5, r = rootfs_open(rootfd, path, want, flags, 0600, &e));
+    if (r >= 0) {
+        close(r);
+        fail_msg("'%s' was opened (type %d, flags 0%o)", path, (int)want, (unsigned)flags);
+    }
+    if (r != code)
+        fail_msg("'%s': %d, want %d: %s", path, (int)r, code, e.msg);
+    if (found && !strstr(e.msg, found))
+        fail_msg("'%s': the message does not name '%s': %s", path, found, e.msg);
+}
+
+static void check_types(void)
+{
+    expect_refused("/tmp/fifo", ROOTFS_REG, O_RDONLY, -ENXIO, "is a FIFO, not a regular file");
+    expect_refused("/tmp/fifo", ROOTFS_REG, O_WRONLY, -ENXIO, "FIFO");
+    expect_refused("/tmp/null", ROOTFS_REG, O_RDONLY, -ENXIO, "is a character device");
+    expect_refused("/tmp/sock", ROOTFS_REG, O_RDONLY, -ENXIO, "is a socket");
+    expect_refused("/tmp/sub", ROOTFS_REG, O_RDONLY, -EISDIR, "is a directory");
+    expect_refused("/tmp/tofifo", ROOTFS_REG, O_RDONLY, -ELOOP, "is a symbolic link");
+    expect_refused("/tmp/fifo", ROOTFS_DIR, O_RDONLY, -ENOTDIR, "is a FIFO, not a directory");
+    expect_refused("/tmp/file", ROOTFS_DIR, O_RDONLY, -ENOTDIR, "is a regular file");
+    expect_refused("/tmp/tofifo", ROOTFS_DIR, O_PATH, -ENOTDIR, "symbolic link");
+    expect_refused("/tmp/fifo", ROOTFS_SOCK, O_PATH, -ENOTSOCK, "is a FIFO, not a socket");
+    expect_refused("/tmp/file", ROOTFS_SOCK, O_PATH, -ENOTSOCK, "regular file");
+    /* As a path component: never crossed, never opened. */
+    expect_refused("/tmp/fifo/x", ROOTFS_REG, O_RDONLY, -ENOTDIR, NULL);
+    expect_refused("/tmp/null/x", ROOTFS_REG, O_RDONLY, -ENOTDIR, NULL);
+    expect_refused("/tmp/sock/x", ROOTFS_SOCK, O_PATH, -ENOTDIR, NULL);
+    expect_refused("/tmp/fifo/x", ROOTFS_REG, O_WRONLY | O_CREAT | O_EXCL, -ENOTDIR, NULL);
+    /* A trailing slash asks to follow: the kernel says ELOOP, the walk finds the link. */
+    struct cla_error e = {0};
+    int r = rootfs_open(rootfd, "/tmp/tofifo/", ROOTFS_DIR, O_RDONLY, 0, &e);
+    assert_true(r == -ELOOP || r == -ENOTDIR);
+    /* Creation never opens what already holds the name. */
+    expect_refused("/tmp/fifo", ROOTFS_REG, O_WRONLY | O_CREAT | O_EXCL, -EEXIST, NULL);
+    expect_refused("/tmp/null", ROOTFS_REG, O_RDWR | O_CREAT | O_EXCL, -EEXIST, NULL);
+    /* Misuse is refused rather than guessed at. */
+    expect_refused("/tmp/file", ROOTFS_REG, O_WRONLY | O_CREAT, -EINVAL, NULL);
+    expect_refused("/tmp/x", ROOTFS_DIR, O_RDONLY | O_CREAT | O_EXCL, -EINVAL, NULL);
+    expect_refused("/tmp/sock", ROOTFS_SOCK, O_RDONLY, -EINVAL, NULL);
+    expect_refused("/tmp/file", ROOTFS_ANY, O_RDONLY, -EINVAL, NULL);
+    expect_refused("/tmp/file", ROOTFS_REG, O_PATH | O_RDWR, -EINVAL, NULL);
+}
+
+/* What comes back: O_PATH pins for sockets and ANY, real opens (non-blocking, close-on-exec)
+ * of the pinned inode for files and directories. */
+static void check_pins(void)
+{
+    struct cla_error e = {0};
+    struct stat st;
+    int fd = rootfs_open(rootfd, "/tmp/sock", ROOTFS_SOCK, O_PATH, 0, &e);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_true(S_ISSOCK(st.st_mode));
+    assert_true(fcntl(fd, F_GETFL) & O_PATH);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+    fd = rootfs_open(rootfd, "/tmp/fifo", ROOTFS_ANY, O_PATH, 0, &e);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    close(fd);
+    /* ANY never follows: the link itself. */
+    fd = rootfs_open(rootfd, "/tmp/tofifo", ROOTFS_ANY, O_PATH, 0, &e);
+    assert_true(fd >= 0);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    close(fd);
+    fd = rootfs_open(rootfd, "/tmp/file", ROOTFS_REG, O_RDONLY, 0, &e);
+    assert_true(fd >= 0);
+    int fl = fcntl(fd, F_GETFL);
+    assert_int_equal(fl & (O_ACCMODE | O_PATH), O_RDONLY);
+    assert_true(fl & O_NONBLOCK);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    char c;
+    assert_int_equal(read(fd, &c, 1), 0);
+    close(fd);
+    fd = rootfs_open(rootfd, "/tmp/file", ROOTFS_REG, O_PATH, 0, &e);
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFL) & O_PATH);
+    close(fd);
+    fd = rootfs_open(rootfd, "/tmp/sub", ROOTFS_DIR, O_RDONLY, 0, &e);
+    assert_true(fd >= 0);
+    assert_int_equal(fcntl(fd, F_GETFL) & (O_ACCMODE | O_PATH), O_RDONLY);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    int sub = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(sub >= 0);
+    close(sub);
+    close(fd);
+    fd = rootfs_open(rootfd, "/tmp/new", ROOTFS_REG, O_RDWR | O_CREAT | O_EXCL, 0600, &e);
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+    char p[512];
+    snprintf(p, sizeof(p), "%s/root/tmp/new", base);
+    assert_int_equal(unlink(p), 0);
+}
+
+static void test_types(void **state)
+{
+    (void)state;
+    both(check_types);
+}
+
+static void test_pins(void **state)
+{
+    (void)state;
+    both(check_pins);
+}
+
+/* Links inside the root are followed by rootfs_open_contained(), but the type is still checked
+ * on what they lead to: a link to a FIFO is refused without blocking. */
+static void test_contained(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    volatile int r = 0;
+    BOUNDED(5, r = rootfs_open_contained(rootfd, "/tmp/tofifo", ROOTFS_REG, O_RDONLY, &e));
+    assert_int_equal(r, -ENXIO);
+    assert_non_null(strstr(e.msg, "FIFO"));
+    int fd = rootfs_open_contained(rootfd, "/reldir/file", ROOTFS_REG, O_RDONLY, &e);
+    assert_true(fd >= 0);
+    assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+    close(fd);
+    assert_int_equal(rootfs_open_contained(rootfd, "/tmp/sub", ROOTFS_REG, O_RDONLY, &e),
+                     -EISDIR);
+    rootfs_force_fallback(true);
+    assert_int_equal(rootfs_open_contained(rootfd, "/reldir/file", ROOTFS_REG, O_RDONLY, &e),
+                     -ENOSYS);
+    rootfs_force_fallback(false);
+}
+
+/* In a session leader without a terminal (a container's entrypoint): whatever is asked of a pty
+ * slave under a name, it never becomes the controlling terminal. Returns 0 when that held. */
+static int pty_scenario(int ptsdir, const char *name)
+{
+    alarm(10);
+    if (setsid() < 0 || own_tty_nr() != 0)
+        return 10;
+    for (int fallback = 0; fallback < 2; fallback++) {
+        rootfs_force_fallback(fallback);
+        struct cla_error e = {0};
+        const int flags[] = {O_RDONLY, O_WRONLY, O_RDWR};
+        for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+            int r = rootfs_open(ptsdir, name, ROOTFS_REG, flags[i], 0, &e);
+            if (r != -ENXIO || !strstr(e.msg, "character device")) {
+                fprintf(stderr, "pty as a file: %d: %s\n", r, e.msg);
+                return 20;
+            }
+        }
+        int fd = rootfs_open(ptsdir, name, ROOTFS_ANY, O_PATH, 0, &e);
+        if (fd < 0)
+            return 21;
+        close(fd);
+        if (own_tty_nr() != 0) {
+            fprintf(stderr, "the pty became our controlling terminal\n");
+            return 22;
+        }
+    }
+    return 0;
+}
+
+static void test_pty_never_ctty(void **state)
+{
+    (void)state;
+    int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true(master >= 0);
+    assert_int_equal(grantpt(master), 0);
+    assert_int_equal(unlockpt(master), 0);
+    const char *slave = ptsname(master);
+    assert_non_null(slave);
+    const char *name = strrchr(slave, '/') + 1;
+    int ptsdir = open("/dev/pts", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(ptsdir >= 0);
+    fflush(NULL);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0)
+        _exit(pty_scenario(ptsdir, name));
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    close(ptsdir);
+    close(master);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("pty scenario: %s %d", WIFEXITED(status) ? "exit" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
 int main(void)
@@ -185,7 +411,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain),         cmocka_unit_test(test_traps),
         cmocka_unit_test(test_create),        cmocka_unit_test(test_strategy_used),
-        cmocka_unit_test(test_too_long),
+        cmocka_unit_test(test_too_long),      cmocka_unit_test(test_types),
+        cmocka_unit_test(test_pins),          cmocka_unit_test(test_contained),
+        cmocka_unit_test(test_pty_never_ctty),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
