@@ -125,7 +125,7 @@ void deliver_set_test_hooks(const struct deliver_test_hooks *h)
 
 /* Is `name` in `dirfd` the inode `ours`? Pinned with O_PATH, so whatever is there is neither
  * opened nor followed. */
-static bool is_ours(int dirfd, const char *name, const struct stat *ours)
+bool deliver_is_ours(int dirfd, const char *name, const struct stat *ours)
 {
     struct cla_error ignored = {0};
     _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_ANY, O_PATH, 0, &ignored);
@@ -136,9 +136,9 @@ static bool is_ours(int dirfd, const char *name, const struct stat *ours)
 /* Removes `name` only while it is our inode. Linux has no unlink by fd: a rename in the window
  * between the check and unlinkat() can still make us remove what the target itself put under
  * OUR random name, which costs it only that file. */
-static void remove_if_ours(int dirfd, const char *name, const struct stat *ours)
+void deliver_remove_if_ours(int dirfd, const char *name, const struct stat *ours)
 {
-    if (is_ours(dirfd, name, ours))
+    if (deliver_is_ours(dirfd, name, ours))
         (void)unlinkat(dirfd, name, 0);
 }
 
@@ -158,8 +158,8 @@ static int replaced(const struct deliver_opts *o, const char *tmp, struct cla_er
  * it drops its last link), regular, owned by the target's user, our size, our hash read back
  * through this fd.
  */
-static int fill_tmp(int fd, const struct stat *st, const struct deliver_opts *o, const char *hex,
-                    const char *tmp, struct cla_error *e)
+int deliver_fill(int fd, const struct stat *st, const struct deliver_opts *o, const char *hex,
+                 const char *tmp, struct cla_error *e)
 {
     if (st->st_uid != o->uid && fchown(fd, o->uid, (gid_t)-1) < 0)
         return err_setsys(e, -errno, "chown '%s%s' to uid %u", o->dir, tmp, (unsigned)o->uid);
@@ -228,9 +228,9 @@ static int publish(int dirfd, int fd, const struct stat *st, const char *tmp, co
             return err_setsys(e, -err, "link '%s%s' to '%s'", o->dir, tmp, name);
     }
     if (linked) {
-        remove_if_ours(dirfd, tmp, st);
+        deliver_remove_if_ours(dirfd, tmp, st);
     } else {
-        if (!is_ours(dirfd, tmp, st))
+        if (!deliver_is_ours(dirfd, tmp, st))
             return replaced(o, tmp, e);
         run_hook(dirfd, tmp, &hooked);
         if (renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) < 0) {
@@ -240,7 +240,7 @@ static int publish(int dirfd, int fd, const struct stat *st, const char *tmp, co
         }
     }
     /* The final name must now be our inode and nothing else. */
-    if (!is_ours(dirfd, name, st)) {
+    if (!deliver_is_ours(dirfd, name, st)) {
         replaced(o, tmp, e);
         return err_prefix(e, "'%s%s' is not the file we wrote", o->dir, name);
     }
@@ -300,12 +300,12 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
     struct stat st;
     if (fstat(fd, &st) < 0)
         return err_setsys(e, -errno, "stat '%s%s'", o->dir, tmp);
-    r = fill_tmp(fd, &st, o, res.sha256, tmp, e);
+    r = deliver_fill(fd, &st, o, res.sha256, tmp, e);
     if (r == 0)
         r = publish(dirfd, fd, &st, tmp, name, o, e);
     if (r == -EEXIST) {
         /* Someone published the same name between our probe and now: reuse if identical. */
-        remove_if_ours(dirfd, tmp, &st);
+        deliver_remove_if_ours(dirfd, tmp, &st);
         r = probe_existing(dirfd, o, res.sha256, name, e);
         if (r < 0)
             return r;
@@ -316,9 +316,11 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
         return 0;
     }
     if (r < 0) {
-        remove_if_ours(dirfd, tmp, &st);
+        deliver_remove_if_ours(dirfd, tmp, &st);
         return r;
     }
+    res.dev = (uint64_t)st.st_dev;
+    res.ino = (uint64_t)st.st_ino;
     *ret = res;
     return 0;
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "caps.h"
@@ -32,6 +33,7 @@ struct deliver_result {
     char path[TARGET_PATH_MAX]; /* the path as the target sees it: what the runtime dlopen()s */
     char sha256[65];
     bool reused;
+    uint64_t dev, ino; /* the file this run created (reused: 0), for deliver_undo() */
 };
 
 /* Builds "<stem>-<first 16 hex of the hash>.so" from a basename, keeping [A-Za-z0-9._-] and at
@@ -45,6 +47,16 @@ int deliver_final_name(const char *basename, const char *sha256_hex, char *out, 
  * of ours is left behind on failure, and nothing of the target's is removed. */
 int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_result *ret,
                      struct cla_error *e);
+
+/* Building blocks shared with deliver_dir.c. deliver_fill() writes o->data into the freshly
+ * created `fd` (created as `st`, named `name` in messages) and verifies it through that fd only:
+ * same inode, still linked, regular, owned by o->uid, o->len bytes hashing to `hex`.
+ * deliver_is_ours() tells whether `name` in `dirfd` is the inode `ours` (pinned O_PATH, nothing
+ * followed); deliver_remove_if_ours() unlinks it only then. */
+int deliver_fill(int fd, const struct stat *st, const struct deliver_opts *o, const char *hex,
+                 const char *name, struct cla_error *e);
+bool deliver_is_ours(int dirfd, const char *name, const struct stat *ours);
+void deliver_remove_if_ours(int dirfd, const char *name, const struct stat *ours);
 
 /* Hashes a whole file descriptor from offset 0 (at most PROFILER_MAX_SIZE bytes) into hex.
  * Returns the size, or a negative errno. */
