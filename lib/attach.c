@@ -392,7 +392,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
 
     /* Our own files, read before we act as the target's user (who may not be able to read
      * them), and checked to be shared objects. */
-    if ((r = profset_load(o->profiler_path, ps, e)) < 0)
+    if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
 
     if (o->pid <= 0) {

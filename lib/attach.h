@@ -48,6 +48,8 @@ struct attach_opts {
     pid_t pid;                 /* in our pid namespace */
     const char *profiler_path; /* on our side: one .so, or a bundle directory laid out by
                                   runtime identifier (linux-x64/, linux-musl-x64/, ...) */
+    const char *entry;         /* --entry: the profiler library inside a directory, NULL = the
+                                  only one exporting DllGetClassObject */
     const char *rid;           /* --rid: the target's runtime identifier, NULL = detect */
     struct ipc_guid clsid;
     const uint8_t *client_data;

@@ -125,10 +125,10 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
                 break;
             }
         } else {
-            r = err_set(e, -EINVAL,
-                        "'%s/%s' is not a regular file or directory: a profiler directory "
-                        "holds only those",
-                        shown, path);
+            r = err_set(e, -ENXIO,
+                        "'%s/%s' is a %s: a profiler directory holds only regular files and "
+                        "directories",
+                        shown, path, util_file_type_name(st.st_mode));
             break;
         }
         r = read_file(ffd, shown, path, &data, &len, &exec, e);

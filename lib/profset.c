@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "profdir_read.h"
+#include "tarstream.h"
 #include "userfile.h"
 #include "util.h"
 
@@ -20,15 +22,33 @@ static const char *const variants[] = {
     "linux-arm", "linux-musl-arm", "linux-x86",   "linux-musl-x86",
 };
 
+/* Checks a single file's bytes are a loadable shared object and takes them into `b`. */
+static int take_single(uint8_t *buf, size_t len, const char *name, const char *shown,
+                       struct profset_build *b, struct cla_error *e)
+{
+    struct cla_error pe = {0};
+    int r = elfinfo_parse(buf, len, &b->elf, &pe);
+    if (r < 0 || !b->elf.is_shared_object) {
+        free(buf);
+        if (r == -ENOEXEC || r == 0)
+            return err_set(e, -EINVAL, "profiler '%s' is not an ELF shared object%s", shown,
+                           r == 0 ? " (an executable: the runtime cannot dlopen it)" : "");
+        return err_set(e, -EINVAL, "profiler '%s' is a malformed ELF file: %s", shown, pe.msg);
+    }
+    b->data = buf;
+    b->len = len;
+    snprintf(b->name, sizeof(b->name), "%s", name);
+    return 0;
+}
+
 static int read_build(int dirfd, const char *name, const char *shown, struct profset_build *b,
                       struct cla_error *e)
 {
     /* A FIFO or a device here is refused, never waited on (userfile.h). */
     _cleanup_close_ int fd = userfile_open(dirfd, name, shown, "--profiler", e);
     if (fd < 0) {
-        if (fd == -ENXIO || fd == -EISDIR)
-            err_hint(e, "pass the profiler's .so itself, or a bundle directory with one .so per "
-                        "runtime identifier");
+        if (fd == -ENXIO)
+            err_hint(e, "pass the profiler's .so itself, or its directory");
         return fd;
     }
     char *buf;
@@ -38,112 +58,206 @@ static int read_build(int dirfd, const char *name, const char *shown, struct pro
         return err_set(e, -EFBIG, "profiler '%s' is over %d bytes", shown, PROFILER_MAX_SIZE);
     if (r < 0)
         return err_setsys(e, r, "read profiler '%s'", shown);
-    struct cla_error pe = {0};
-    r = elfinfo_parse((const uint8_t *)buf, len, &b->elf, &pe);
-    if (r < 0 || !b->elf.is_shared_object) {
-        free(buf);
-        if (r == -ENOEXEC || r == 0)
-            return err_set(e, -EINVAL, "profiler '%s' is not an ELF shared object%s", shown,
-                           r == 0 ? " (an executable: the runtime cannot dlopen it)" : "");
-        return err_set(e, -EINVAL, "profiler '%s' is a malformed ELF file: %s", shown, pe.msg);
+    return take_single((uint8_t *)buf, len, name, shown, b, e);
+}
+
+/* A directory build: the whole tree, its entry chosen. */
+static int take_dir(struct profdir *pd, const char *entry, const char *shown,
+                    struct profset_build *b, struct cla_error *e)
+{
+    int r = profdir_choose_entry(pd, entry, shown, e);
+    if (r < 0) {
+        profdir_free(pd);
+        return r;
     }
-    b->data = (uint8_t *)buf;
-    b->len = len;
-    snprintf(b->name, sizeof(b->name), "%s", name);
+    b->dir = malloc(sizeof(*b->dir));
+    if (!b->dir) {
+        profdir_free(pd);
+        return err_set(e, -ENOMEM, "out of memory");
+    }
+    *b->dir = *pd;
+    b->elf = *b->dir->files[b->dir->entry].elf;
     return 0;
 }
 
-/* The one *.so of a bundle subdirectory. 1 = found (name filled), 0 = none, < 0 = error. */
-static int find_so(int dirfd, const char *shown, char *name, size_t size, struct cla_error *e)
+/* One build from directory `dfd`: a lone .so stays a single file (its name may change in the
+ * target, as nothing beside it could look for it), anything more is a profiler directory. */
+static int read_dir_build(int dfd, const char *entry, const char *shown, struct profset_build *b,
+                          struct cla_error *e)
 {
-    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return err_setsys(e, -errno, "bundle directory '%s'", shown);
+    struct profdir pd;
+    int r = profdir_read(dfd, shown, &pd, e);
+    if (r < 0)
+        return r;
+    if (pd.n == 1 && pd.files[0].elf && !entry) {
+        char one[PROFDIR_PATH_MAX + 1];
+        snprintf(one, sizeof(one), "%s", pd.files[0].path);
+        profdir_free(&pd);
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", shown, one);
+        return read_build(dfd, one, path, b, e);
     }
-    int found = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t len = strlen(de->d_name);
-        if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
-            continue;
-        if (found || len >= size) {
-            closedir(d);
-            return err_set(e, -EINVAL,
-                           "bundle directory '%s' holds more than one .so (or a name too long): "
-                           "keep exactly one profiler per runtime identifier",
-                           shown);
-        }
-        memcpy(name, de->d_name, len + 1);
-        found = 1;
-    }
-    closedir(d);
-    return found;
+    return take_dir(&pd, entry, shown, b, e);
 }
 
-int profset_load(const char *path, struct profset *ret, struct cla_error *e)
+/* Opens `rel` below `root` as a directory, or returns -ENOENT quietly. */
+static int open_subdir(int root, const char *rel)
+{
+    int fd = openat(root, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    return fd < 0 ? -errno : fd;
+}
+
+static bool has_subdir(int root, const char *rel)
+{
+    int fd = open_subdir(root, rel);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+/* Which layout a directory has: per-RID builds under `prefix` with `suffix` ("runtimes/",
+ * "/native" for a NuGet package), or none (a plain profiler directory). */
+static const char *detect_layout(int root, const char **prefix, const char **suffix)
+{
+    char rel[128];
+    for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
+        snprintf(rel, sizeof(rel), "runtimes/%s/native", variants[i]);
+        if (has_subdir(root, rel)) {
+            *prefix = "runtimes/", *suffix = "/native";
+            return "nuget";
+        }
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
+        snprintf(rel, sizeof(rel), "%s/native", variants[i]);
+        if (has_subdir(root, rel)) {
+            *prefix = "", *suffix = "/native";
+            return "nuget";
+        }
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(variants); i++)
+        if (has_subdir(root, variants[i])) {
+            *prefix = "", *suffix = "";
+            return "bundle";
+        }
+    return "directory";
+}
+
+static int load_dir(const char *path, const char *entry, struct profset *ps, struct cla_error *e)
+{
+    _cleanup_close_ int root = open_subdir(AT_FDCWD, path);
+    if (root < 0)
+        return err_setsys(e, root, "profiler directory '%s'", path);
+    const char *prefix = "", *suffix = "";
+    ps->layout = detect_layout(root, &prefix, &suffix);
+    if (strcmp(ps->layout, "directory") == 0) {
+        ps->n = 1;
+        return read_dir_build(root, entry, path, &ps->builds[0], e);
+    }
+    ps->bundle = true;
+    for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
+        char rel[128], shown[4400];
+        snprintf(rel, sizeof(rel), "%s%s%s", prefix, variants[i], suffix);
+        _cleanup_close_ int sub = open_subdir(root, rel);
+        if (sub < 0)
+            continue;
+        snprintf(shown, sizeof(shown), "%s/%s", path, rel);
+        struct profset_build *b = &ps->builds[ps->n];
+        int r = read_dir_build(sub, entry, shown, b, e);
+        if (r < 0)
+            return r;
+        snprintf(b->variant, sizeof(b->variant), "%s", variants[i]);
+        ps->n++;
+    }
+    if (ps->n == 0)
+        return err_set(e, -EINVAL, "profiler bundle '%s' has no build for Linux", path);
+    return 0;
+}
+
+int profset_load(const char *path, const char *entry, struct profset *ret, struct cla_error *e)
 {
     struct profset ps = {0};
+    if (strcmp(path, "-") == 0)
+        return profset_load_fd(STDIN_FILENO, entry, ret, e);
     struct stat st;
     if (stat(path, &st) < 0)
         return err_setsys(e, -errno, "profiler '%s'", path);
-    int r = 0;
-    if (!S_ISDIR(st.st_mode)) {
-        const char *slash = strrchr(path, '/');
-        _cleanup_close_ int dfd = -1;
-        if (slash) {
-            char dir[4096];
-            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) + (slash == path), path);
-            dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-            if (dfd < 0)
-                return err_setsys(e, -errno, "profiler directory '%s'", dir);
+    int r;
+    if (S_ISDIR(st.st_mode)) {
+        r = load_dir(path, entry, &ps, e);
+    } else {
+        if (entry) {
+            err_set(e, -EINVAL, "--entry '%s' given with a single profiler file '%s'", entry, path);
+            return err_hint(e, "--entry chooses a library inside a profiler directory; pass the "
+                               "directory, or drop --entry");
         }
-        r = read_build(slash ? dfd : AT_FDCWD, slash ? slash + 1 : path, path, &ps.builds[0], e);
-        if (r < 0)
-            return r;
+        ps.layout = "file";
         ps.n = 1;
-        *ret = ps;
-        return 0;
-    }
-    ps.bundle = true;
-    _cleanup_close_ int root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0)
-        return err_setsys(e, -errno, "profiler bundle '%s'", path);
-    for (size_t i = 0; i < ARRAY_SIZE(variants) && r >= 0; i++) {
-        _cleanup_close_ int sub = openat(root, variants[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (sub < 0)
-            continue;
-        char shown[4400], name[256];
-        snprintf(shown, sizeof(shown), "%s/%s", path, variants[i]);
-        r = find_so(sub, shown, name, sizeof(name), e);
-        if (r <= 0)
-            continue;
-        struct profset_build *b = &ps.builds[ps.n];
-        snprintf(shown, sizeof(shown), "%s/%s/%s", path, variants[i], name);
-        if ((r = read_build(sub, name, shown, b, e)) < 0)
-            break;
-        snprintf(b->variant, sizeof(b->variant), "%s", variants[i]);
-        ps.n++;
+        r = read_build(AT_FDCWD, path, path, &ps.builds[0], e);
+        if (r == 0) {
+            const char *slash = strrchr(path, '/');
+            snprintf(ps.builds[0].name, sizeof(ps.builds[0].name), "%s", slash ? slash + 1 : path);
+        }
     }
     if (r < 0) {
         profset_free(&ps);
         return r;
     }
-    if (ps.n == 0)
-        return err_set(e, -EINVAL,
-                       "profiler bundle '%s' has no build: expected subdirectories such as "
-                       "linux-x64/ and linux-musl-x64/, each with one .so",
-                       path);
+    *ret = ps;
+    return 0;
+}
+
+int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_error *e)
+{
+    struct profset ps = {.layout = "stdin", .n = 1};
+    char *buf;
+    size_t len;
+    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
+    if (r == -E2BIG)
+        return err_set(e, -EFBIG, "the profiler on stdin is over %d bytes", PROFILER_MAX_SIZE);
+    if (r < 0)
+        return err_setsys(e, r, "read the profiler from stdin");
+    if (len >= 4 && memcmp(buf, "\177ELF", 4) == 0) {
+        if (entry) {
+            free(buf);
+            return err_set(e, -EINVAL, "--entry '%s' given with a single .so on stdin", entry);
+        }
+        r = take_single((uint8_t *)buf, len, "profiler.so", "stdin", &ps.builds[0], e);
+    } else if (tar_detect((const uint8_t *)buf, len)) {
+        struct profdir pd;
+        r = profdir_from_tar((const uint8_t *)buf, len, &pd, e);
+        free(buf);
+        if (r == 0)
+            r = take_dir(&pd, entry, "the tar stream on stdin", &ps.builds[0], e);
+        else
+            err_prefix(e, "the tar stream on stdin");
+    } else {
+        free(buf);
+        r = err_set(e, -EINVAL,
+                    "stdin holds %zu bytes that are neither an ELF shared object nor "
+                    "a tar stream",
+                    len);
+        err_hint(e, "pipe the profiler's .so, or `tar -C DIR -c .` of its directory");
+    }
+    if (r < 0) {
+        profset_free(&ps);
+        return r;
+    }
     *ret = ps;
     return 0;
 }
 
 void profset_free(struct profset *ps)
 {
-    for (size_t i = 0; i < ps->n; i++)
+    for (size_t i = 0; i < PROFSET_MAX; i++) {
         free(ps->builds[i].data);
+        ps->builds[i].data = NULL;
+        if (ps->builds[i].dir) {
+            profdir_free(ps->builds[i].dir);
+            free(ps->builds[i].dir);
+            ps->builds[i].dir = NULL;
+        }
+    }
     ps->n = 0;
 }
 
@@ -163,7 +277,7 @@ int profset_choose(const struct profset *ps, const struct rid *rid,
                     rid_arch_name(rid->arch), rid_libc_name(rid->libc));
             return err_hint(e,
                             "use a %s build of the profiler, or a bundle directory with a "
-                            "%s/ subdirectory",
+                            "%s/ subdirectory (a NuGet package's runtimes/<rid>/native/ works too)",
                             rid->portable[0] ? rid->portable : "matching",
                             rid->portable[0] ? rid->portable : "<rid>");
         }

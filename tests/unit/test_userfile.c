@@ -62,8 +62,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    const char *rel[] = {"data", "fifo", "null", "dir", "link", "bundle/linux-x64/libprobe.so",
-                         "bundle/linux-x64", "bundle", ""};
+    const char *rel[] = {
+        "data",   "fifo", "null", "dir", "link", "bundle/linux-x64/libprobe.so", "bundle/linux-x64",
+        "bundle", ""};
     char p[512];
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
         path_of(p, sizeof(p), rel[i]);
@@ -129,16 +130,16 @@ static void test_profiler_fifo(void **state)
     struct cla_error e = {0};
     volatile int r = 0;
     path_of(p, sizeof(p), "fifo");
-    BOUNDED(5, r = profset_load(p, &ps, &e));
+    BOUNDED(5, r = profset_load(p, NULL, &ps, &e));
     assert_int_equal(r, -ENXIO);
     assert_non_null(strstr(e.msg, "given to --profiler is a FIFO, not a regular file"));
     assert_non_null(strstr(e.hint, ".so itself"));
     path_of(p, sizeof(p), "bundle");
-    BOUNDED(5, r = profset_load(p, &ps, &e));
+    BOUNDED(5, r = profset_load(p, NULL, &ps, &e));
     assert_int_equal(r, -ENXIO);
-    assert_non_null(strstr(e.msg, "linux-x64/libprobe.so' given to --profiler is a FIFO"));
+    assert_non_null(strstr(e.msg, "linux-x64/libprobe.so' is a FIFO"));
     path_of(p, sizeof(p), "null");
-    BOUNDED(5, r = profset_load(p, &ps, &e));
+    BOUNDED(5, r = profset_load(p, NULL, &ps, &e));
     assert_int_equal(r, -ENXIO);
     assert_non_null(strstr(e.msg, "character device"));
 }

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The layouts --profiler accepts (lib/profset.c): a single .so, a profiler directory, a bundle
+ * of single files or of directories per RID, a NuGet package root or its runtimes/ folder, and
+ * a .so or tar stream on stdin; the entry chosen in each, and the choice by the target's RID.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profset.h"
+#include "util.h"
+
+#define FIX "tests/fixtures/elf/"
+
+static char base[64];
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if (system(cmd) != 0)
+        fail_msg("command failed: %s", cmd);
+}
+
+/* A NuGet-shaped package: two exporters per RID (engine and plugin, as CLRIE ships them), a
+ * config; and other layouts made from the same fixtures. */
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(base, sizeof(base), "/tmp/clrattach-profset-XXXXXX");
+    assert_non_null(mkdtemp(base));
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    sh("cd %s && for r in linux-x64 linux-musl-x64 win-x64; do mkdir -p pkg/runtimes/$r/native "
+       "&& cp %s/" FIX "entry-gnu.so pkg/runtimes/$r/native/libEngine.so && cp %s/" FIX
+       "entry-sysv.so pkg/runtimes/$r/native/libPlugin.so && echo c "
+       ">pkg/runtimes/$r/native/x.config; done && mkdir -p pkg/lib/net8.0 && "
+       "mkdir -p bundle/linux-x64 bundle/linux-musl-x64 && cp %s/" FIX
+       "glibc-x64.so bundle/linux-x64/p.so && cp %s/" FIX "musl-x64.so bundle/linux-musl-x64/p.so",
+       base, cwd, cwd, cwd, cwd);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sh("rm -rf %s", base);
+    return 0;
+}
+
+static int load(const char *rel, const char *entry, struct profset *ps, struct cla_error *e)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/%s", base, rel);
+    return profset_load(p, entry, ps, e);
+}
+
+static const struct profset_build *choose(const struct profset *ps, const char *rid)
+{
+    struct rid r;
+    assert_int_equal(rid_parse(rid, &r), 0);
+    const struct profset_build *b = NULL;
+    struct cla_error e = {0};
+    if (profset_choose(ps, &r, &b, &e) < 0)
+        return NULL;
+    return b;
+}
+
+static void test_nuget_root_and_runtimes(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    /* Two exporters: --entry decides; without it the candidates are named. */
+    assert_int_equal(load("pkg", NULL, &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "libEngine.so, libPlugin.so"));
+    assert_non_null(strstr(e.hint, "--entry"));
+    assert_int_equal(load("pkg", "libEngine.so", &ps, &e), 0);
+    assert_string_equal(ps.layout, "nuget");
+    assert_int_equal(ps.n, 2); /* linux-x64 and linux-musl-x64; win-x64 is not Linux */
+    const struct profset_build *b = choose(&ps, "linux-x64");
+    assert_non_null(b);
+    assert_string_equal(b->variant, "linux-x64");
+    assert_non_null(b->dir);
+    assert_string_equal(b->dir->files[b->dir->entry].path, "libEngine.so");
+    assert_int_equal(b->dir->n, 3);
+    assert_non_null(choose(&ps, "alpine.3.19-x64"));
+    assert_null(choose(&ps, "linux-arm64"));
+    profset_free(&ps);
+    /* Its runtimes/ folder is the same thing. */
+    assert_int_equal(load("pkg/runtimes", "libEngine.so", &ps, &e), 0);
+    assert_string_equal(ps.layout, "nuget");
+    assert_int_equal(ps.n, 2);
+    profset_free(&ps);
+    /* One RID's native/ folder: a plain profiler directory. */
+    assert_int_equal(load("pkg/runtimes/linux-x64/native", "libEngine.so", &ps, &e), 0);
+    assert_string_equal(ps.layout, "directory");
+    assert_false(ps.bundle);
+    profset_free(&ps);
+}
+
+static void test_bundle_and_single(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    /* A bundle of lone .so files stays single files (compatible with earlier bundles). */
+    assert_int_equal(load("bundle", NULL, &ps, &e), 0);
+    assert_string_equal(ps.layout, "bundle");
+    const struct profset_build *b = choose(&ps, "linux-musl-x64");
+    assert_non_null(b);
+    assert_null(b->dir);
+    assert_string_equal(b->name, "p.so");
+    profset_free(&ps);
+    assert_int_equal(load("bundle/linux-x64/p.so", NULL, &ps, &e), 0);
+    assert_string_equal(ps.layout, "file");
+    assert_string_equal(ps.builds[0].name, "p.so");
+    profset_free(&ps);
+    assert_int_equal(load("bundle/linux-x64/p.so", "p.so", &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "--entry"));
+}
+
+static void test_stdin(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    char p[256];
+    snprintf(p, sizeof(p), "%s/t.tar", base);
+    sh("tar -C %s/pkg/runtimes/linux-x64/native -cf %s .", base, p);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    assert_int_equal(profset_load_fd(fd, "libPlugin.so", &ps, &e), 0);
+    close(fd);
+    assert_string_equal(ps.layout, "stdin");
+    assert_non_null(ps.builds[0].dir);
+    assert_string_equal(ps.builds[0].dir->files[ps.builds[0].dir->entry].path, "libPlugin.so");
+    profset_free(&ps);
+    fd = open(FIX "glibc-x64.so", O_RDONLY | O_CLOEXEC);
+    assert_int_equal(profset_load_fd(fd, NULL, &ps, &e), 0);
+    close(fd);
+    assert_null(ps.builds[0].dir);
+    profset_free(&ps);
+    fd = open("tests/fixtures/elf/gen.sh", O_RDONLY | O_CLOEXEC);
+    assert_int_equal(profset_load_fd(fd, NULL, &ps, &e), -EINVAL);
+    close(fd);
+    assert_non_null(strstr(e.msg, "neither an ELF shared object nor a tar stream"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nuget_root_and_runtimes),
+        cmocka_unit_test(test_bundle_and_single),
+        cmocka_unit_test(test_stdin),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
