@@ -17,5 +17,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r = proc_maps_has(buf, size, names[i]);
         FUZZ_CHECK(r == 0 || r == 1);
     }
+    char libs[4096];
+    size_t n = proc_maps_libraries(buf, size, libs, sizeof(libs), 64);
+    FUZZ_CHECK(n <= 64);
+    const char *q = libs;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strnlen(q, sizeof(libs) - (size_t)(q - libs));
+        FUZZ_CHECK(l > 0 && q + l < libs + sizeof(libs) && q[0] == '/');
+        q += l + 1;
+    }
     return 0;
 }

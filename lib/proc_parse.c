@@ -514,3 +514,41 @@ int proc_maps_has(const char *buf, size_t len, const char *name)
     }
     return 0;
 }
+
+size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max)
+{
+    size_t n = 0, used = 0;
+    const char *p = buf, *end = buf + len;
+    while (p < end && n < max) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *path = maps_path(p, le);
+        p = nl ? nl + 1 : end;
+        if (!path || *path != '/' || memchr(path, '\0', (size_t)(le - path)))
+            continue;
+        size_t plen = (size_t)(le - path);
+        const char *base = path;
+        for (const char *q = path; q < le; q++)
+            if (*q == '/')
+                base = q + 1;
+        if (plen > 10 && memcmp(le - 10, " (deleted)", 10) == 0)
+            continue;
+        if (!memmem(base, (size_t)(le - base), ".so", 3))
+            continue;
+        bool seen = false;
+        for (const char *q = out; q < out + used; q += strlen(q) + 1)
+            if (strlen(q) == plen && memcmp(q, path, plen) == 0) {
+                seen = true;
+                break;
+            }
+        if (seen)
+            continue;
+        if (plen + 1 > size - used)
+            break;
+        memcpy(out + used, path, plen);
+        out[used + plen] = '\0';
+        used += plen + 1;
+        n++;
+    }
+    return n;
+}

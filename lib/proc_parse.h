@@ -99,4 +99,10 @@ int proc_maps_libc(const char *buf, size_t len);
 /* Is a file whose path ends in `/name` mapped (any line's path column)? Returns 1 or 0. */
 int proc_maps_has(const char *buf, size_t len, const char *name);
 
+/* The shared objects mapped (absolute paths whose last component holds ".so"; " (deleted)" ones
+ * skipped), each once, in order of first mapping, packed NUL-terminated into `out`. Stops at
+ * `max` paths or when `out` is full. Returns how many were stored. The paths are the target's
+ * text: for lookups in its root, never for printing raw. */
+size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max);
+
 #endif

@@ -113,9 +113,9 @@ static void test_status_malformed(void **state)
     struct cla_error e = {0};
     const char *bad[] = {
         "Name:\tx\n",
-        "Uid:\t1\t2\t3\t4\n",                                  /* no Gid */
-        "Uid:\t1\t2\t3\nGid:\t1\t2\t3\t4\n",                   /* 3 ids */
-        "Uid:\t1\t2\t3\t4\t5\nGid:\t1\t2\t3\t4\n",             /* 5 ids */
+        "Uid:\t1\t2\t3\t4\n",                      /* no Gid */
+        "Uid:\t1\t2\t3\nGid:\t1\t2\t3\t4\n",       /* 3 ids */
+        "Uid:\t1\t2\t3\t4\t5\nGid:\t1\t2\t3\t4\n", /* 5 ids */
         "Uid:\t1\tx\t3\t4\nGid:\t1\t2\t3\t4\n",
         "Uid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\nNSpid:\t\n",
         "Uid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\nNSpid:\t5\t0\n",
@@ -237,16 +237,22 @@ static void test_tmpdir(void **state)
             "the target's TMPDIR '/a\\x1b]0;x\\x07' holds a control character U+001B at byte 2");
     REFUSED("TMPDIR=/tmp/\x7f", "the target's TMPDIR '/tmp/\\x7f' holds a control character "
                                 "U+007F at byte 5");
-    REFUSED("TMPDIR=/tmp/\xC2\x9B" "2J", "the target's TMPDIR '/tmp/\\u{009b}2J' holds a C1 "
-                                         "control character U+009B at byte 5");
-    REFUSED("TMPDIR=/tmp/\x9b" "2J", "the target's TMPDIR '/tmp/\\x9b2J' is not valid UTF-8 at "
-                                     "byte 5");
+    REFUSED("TMPDIR=/tmp/\xC2\x9B"
+            "2J",
+            "the target's TMPDIR '/tmp/\\u{009b}2J' holds a C1 "
+            "control character U+009B at byte 5");
+    REFUSED("TMPDIR=/tmp/\x9b"
+            "2J",
+            "the target's TMPDIR '/tmp/\\x9b2J' is not valid UTF-8 at "
+            "byte 5");
     REFUSED("TMPDIR=/tmp/\xff\xfe", "the target's TMPDIR '/tmp/\\xff\\xfe' is not valid UTF-8 at "
                                     "byte 5");
     REFUSED("TMPDIR=/tmp/\xC0\xAF", "the target's TMPDIR '/tmp/\\xc0\\xaf' is not valid UTF-8 at "
                                     "byte 5");
-    REFUSED("TMPDIR=/tmp/\xE2\x80\xAE" "exe", "the target's TMPDIR '/tmp/\\u{202e}exe' holds a "
-                                              "bidi control U+202E at byte 5");
+    REFUSED("TMPDIR=/tmp/\xE2\x80\xAE"
+            "exe",
+            "the target's TMPDIR '/tmp/\\u{202e}exe' holds a "
+            "bidi control U+202E at byte 5");
     REFUSED("TMPDIR=/tmp/a\xE2\x80\x8B", "the target's TMPDIR '/tmp/a\\u{200b}' holds an "
                                          "invisible character U+200B at byte 6");
     REFUSED("TMPDIR=/tmp/\xEF\xBB\xBF", "the target's TMPDIR '/tmp/\\u{feff}' holds an invisible "
@@ -330,11 +336,11 @@ static void test_mountinfo_malformed(void **state)
     size_t n;
     struct cla_error e = {0};
     const char *bad[] = {
-        "1 2 0:1 / / rw - ext4\n",                     /* no source */
-        "1 2 0:1 / / rw master:1\n",                   /* no separator */
-        "1 2 0:1 / rel rw - ext4 /dev/x rw\n",         /* relative mount point */
-        "1 2 0:1 / /a\\09 rw - ext4 /dev/x rw\n",    /* bad escape */
-        "1 2 0:1 / /a\\000 rw - ext4 /dev/x rw\n",   /* NUL escape */
+        "1 2 0:1 / / rw - ext4\n",                 /* no source */
+        "1 2 0:1 / / rw master:1\n",               /* no separator */
+        "1 2 0:1 / rel rw - ext4 /dev/x rw\n",     /* relative mount point */
+        "1 2 0:1 / /a\\09 rw - ext4 /dev/x rw\n",  /* bad escape */
+        "1 2 0:1 / /a\\000 rw - ext4 /dev/x rw\n", /* NUL escape */
         "1 2\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -358,17 +364,36 @@ static void test_maps(void **state)
     assert_int_equal(proc_maps_has(glibc, sizeof(glibc) - 1, "libclrprobe-1f2e.so"), 1);
     assert_int_equal(proc_maps_has(glibc, sizeof(glibc) - 1, "clrprobe-1f2e.so"), 0);
     assert_int_equal(proc_maps_has(glibc, sizeof(glibc) - 1, "other.so"), 0);
+
+    /* Mapped libraries, once each, deleted ones and non-libraries skipped, capped. */
+    static const char many[] =
+        "1-2 r-xp 0 08:01 1 /usr/share/dotnet/shared/x/libcoreclr.so\n"
+        "3-4 r--p 0 08:01 1 /usr/share/dotnet/shared/x/libcoreclr.so\n"
+        "5-6 r-xp 0 08:01 2 /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30\n"
+        "7-8 r-xp 0 08:01 3 /tmp/old.so (deleted)\n"
+        "9-a r--p 0 08:01 4 /usr/share/dotnet/shared/x/System.Private.CoreLib.dll\n"
+        "b-c rw-p 0 00:00 0 [heap]\n";
+    char libs[256];
+    assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, sizeof(libs), 8), 2);
+    assert_string_equal(libs, "/usr/share/dotnet/shared/x/libcoreclr.so");
+    assert_string_equal(libs + strlen(libs) + 1, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30");
+    assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, sizeof(libs), 1), 1);
+    assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, 20, 8), 0);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stat_fixtures),   cmocka_unit_test(test_stat_malformed),
-        cmocka_unit_test(test_status_fixtures), cmocka_unit_test(test_status_malformed),
+        cmocka_unit_test(test_stat_fixtures),
+        cmocka_unit_test(test_stat_malformed),
+        cmocka_unit_test(test_status_fixtures),
+        cmocka_unit_test(test_status_malformed),
         cmocka_unit_test(test_status_caps_groups),
-        cmocka_unit_test(test_environ),         cmocka_unit_test(test_tmpdir),
+        cmocka_unit_test(test_environ),
+        cmocka_unit_test(test_tmpdir),
         cmocka_unit_test(test_socket_names),
-        cmocka_unit_test(test_mountinfo),       cmocka_unit_test(test_mountinfo_malformed),
+        cmocka_unit_test(test_mountinfo),
+        cmocka_unit_test(test_mountinfo_malformed),
         cmocka_unit_test(test_maps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

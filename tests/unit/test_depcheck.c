@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Resolving a delivered profiler's DT_NEEDED in a target's view (lib/depcheck.c): a helper found
+ * through RUNPATH $ORIGIN/lib inside the delivered directory, libc through a link in the root's
+ * multiarch directory or because it is mapped, and a missing library named with who needs it.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "depcheck.h"
+#include "profdir_read.h"
+#include "util.h"
+
+static char base[64];
+static int rootfd = -1;
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if (system(cmd) != 0)
+        fail_msg("command failed: %s", cmd);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(base, sizeof(base), "/tmp/clrattach-depcheck-XXXXXX");
+    assert_non_null(mkdtemp(base));
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    /* The "delivered" tree in the target's /tmp: entry-gnu.so needs libfxhelper.so (RUNPATH
+     * $ORIGIN/lib) and libc.so.6. */
+    sh("mkdir -p %s/root/tmp/prof/lib %s/root/lib/x86_64-linux-gnu && cp %s/tests/fixtures/elf/"
+       "entry-gnu.so %s/root/tmp/prof/libentry.so",
+       base, base, cwd, base);
+    char p[256];
+    snprintf(p, sizeof(p), "%s/root", base);
+    rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(rootfd >= 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    close(rootfd);
+    sh("rm -rf %s", base);
+    return 0;
+}
+
+static int check(const char *maps, struct cla_error *e)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/root/tmp/prof", base);
+    _cleanup_close_ int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct profdir pd;
+    assert_int_equal(profdir_read(dfd, p, &pd, e), 0);
+    assert_int_equal(profdir_choose_entry(&pd, "libentry.so", "prof", e), 0);
+    struct profset_build b = {.dir = &pd, .elf = *pd.files[pd.entry].elf};
+    struct depcheck_input in = {.rootfd = rootfd,
+                                .libc = RID_LIBC_GLIBC,
+                                .arch = RID_ARCH_X64,
+                                .maps = maps,
+                                .maps_len = maps ? strlen(maps) : 0,
+                                .build = &b,
+                                .delivered = "/tmp/prof"};
+    int r = depcheck_run(&in, e);
+    profdir_free(&pd);
+    return r;
+}
+
+static void test_resolution(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    /* Nothing yet: the helper is the first miss, named with who needs it and where we looked. */
+    assert_int_equal(check(NULL, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "libentry.so needs libfxhelper.so"));
+    assert_non_null(strstr(e.msg, "/tmp/prof/lib"));
+    assert_non_null(strstr(e.msg, "/usr/lib/x86_64-linux-gnu"));
+    assert_non_null(strstr(e.hint, "--skip-dependency-check"));
+    /* The helper beside it, through RUNPATH $ORIGIN/lib: now libc is missing. */
+    sh("cp tests/fixtures/elf/glibc-x64.so %s/root/tmp/prof/lib/libfxhelper.so", base);
+    assert_int_equal(check(NULL, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "needs libc.so.6"));
+    /* libc mapped in the target is enough. */
+    assert_int_equal(check("1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n", &e), 0);
+    /* Or a link to it in the multiarch directory of the target's root. */
+    sh("touch %s/root/lib/x86_64-linux-gnu/libc-2.36.so && ln -s libc-2.36.so "
+       "%s/root/lib/x86_64-linux-gnu/libc.so.6",
+       base, base);
+    assert_int_equal(check(NULL, &e), 0);
+    /* An absolute link resolves in the target's root, as its loader sees it: present while the
+     * file it names exists there, whatever our own root holds under that name. */
+    sh("rm %s/root/lib/x86_64-linux-gnu/libc.so.6 && ln -s /lib/x86_64-linux-gnu/libc-2.36.so "
+       "%s/root/lib/x86_64-linux-gnu/libc.so.6",
+       base, base);
+    assert_int_equal(check(NULL, &e), 0);
+    sh("rm %s/root/lib/x86_64-linux-gnu/libc-2.36.so", base);
+    assert_int_equal(check(NULL, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "needs libc.so.6"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resolution),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
