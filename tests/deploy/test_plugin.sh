@@ -127,10 +127,64 @@ p["spec"]["containers"][1]["securityContext"] = {}
 json.dump(p, open(sys.argv[1], "w"))
 PY
 run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1
-if [ $RC -ne 0 ] && grep -q "runAsUser" "$D/err" && ! grep -q '^debug' "$D/argv"; then
+if [ $RC -ne 0 ] && grep -q "runAsUser" "$D/err" && grep -q -- "--uid UID" "$D/err" &&
+    grep -q "1654" "$D/err" && ! grep -q '^debug' "$D/argv"; then
     ok "plugin-refuses-unknown-uid"
 else
     fail "plugin-refuses-unknown-uid" "exit $RC $(cat "$D/argv" "$D/err")"
+fi
+# ... and with --uid (the image's USER, e.g. the .NET images' APP_UID) it runs as that uid.
+rm -f "$D/.seen"
+: >"$D/argv"
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1 \
+    --uid 1654 --timeout 5
+if [ $RC -eq 0 ] && python3 -c '
+import json, sys
+sc = json.load(open(sys.argv[1]))["securityContext"]
+assert sc["runAsUser"] == 1654 and sc["runAsGroup"] == 1654, sc' "$D/custom.json"; then
+    ok "plugin-uid-option"
+else
+    fail "plugin-uid-option" "exit $RC $(cat "$D/err")"
+fi
+
+# 5. A profiler directory on the operator's machine is streamed as a tar on the debug container's
+# stdin (kubectl debug -i), and clrattach reads it with --profiler -; so is a single .so.
+D=$WORK/local
+RES='{"command":"attach","outcome":"attached","exit_code":0}'
+setup "$D" "$RES" "$RES
+clrattach: reported Event shop/x (events.k8s.io/v1, 1 request)"
+mkdir -p "$D/vendor/lib"
+printf 'engine' >"$D/vendor/libEngine.so"
+printf 'helper' >"$D/vendor/lib/libhelper.so"
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1 \
+    --profiler "$D/vendor" --entry libEngine.so --client-data 'conf={dir}/x' --timeout 5
+if [ $RC -eq 0 ] && grep -q -- '--custom=[^ ]* | -i | -- | /clrattach | attach | --pid | 1 | --profiler | - |' "$D/argv" &&
+    grep -q -- '--entry | libEngine.so | --client-data | conf={dir}/x' "$D/argv" &&
+    [ "$(tar -tf "$D/stdin.bin" | sort | tr '\n' ' ')" = "./ ./lib/ ./lib/libhelper.so ./libEngine.so " ]; then
+    ok "plugin-streams-directory"
+else
+    fail "plugin-streams-directory" "exit $RC $(cat "$D/argv" "$D/err"; tar -tf "$D/stdin.bin")"
+fi
+rm -f "$D/.seen" "$D/stdin.bin"
+: >"$D/argv"
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1 \
+    --profiler "$D/vendor/libEngine.so" --timeout 5
+if [ $RC -eq 0 ] && grep -q -- '| -i | -- | /clrattach | attach | --pid | 1 | --profiler | - |' "$D/argv" &&
+    [ "$(cat "$D/stdin.bin")" = engine ]; then
+    ok "plugin-streams-file"
+else
+    fail "plugin-streams-file" "exit $RC $(cat "$D/argv" "$D/err")"
+fi
+# image:PATH is a path in the clrattach image, never read here.
+rm -f "$D/.seen" "$D/stdin.bin"
+: >"$D/argv"
+run_plugin "$D" orders-7d9c8b6f5-x2x7k -n shop -c app --clsid "$CLSID" --name clrattach-t1 \
+    --profiler "image:$D/vendor/libEngine.so" --timeout 5
+if [ $RC -eq 0 ] && grep -q -- "--profiler | $D/vendor/libEngine.so |" "$D/argv" &&
+    ! grep -q -- '| -i |' "$D/argv" && [ ! -e "$D/stdin.bin" ]; then
+    ok "plugin-image-path"
+else
+    fail "plugin-image-path" "exit $RC $(cat "$D/argv" "$D/err")"
 fi
 
 # 4. Usage errors exit 2 without calling kubectl.
