@@ -369,7 +369,7 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
         struct elf_info ei;
         /* "exe" is a magic link of our own procfs to the target's executable; its bytes are
          * the target's, parsed like any other untrusted input (bounded, checked). */
-        if (target_read_file(t, "exe", ELF_READ_MAX, &exe, &len, &ie) == 0 &&
+        if (target_read_exe(t, ELF_READ_MAX, &exe, &len, &ie) == 0 &&
             elfinfo_parse((const uint8_t *)exe, len, &ei, &ie) == 0) {
             arch = ei.arch;
             if (libc == RID_LIBC_UNKNOWN)

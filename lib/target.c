@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "render.h"
@@ -172,6 +173,30 @@ int target_check_alive(const struct target *t, struct cla_error *e)
     return 0;
 }
 
+int target_settle(const struct target *t, int64_t ms, int64_t *ret_after_ms)
+{
+    int64_t start = util_now_ms(), now = start;
+    while (now - start < ms) {
+        int64_t left = ms - (now - start);
+        if (t->pidfd >= 0) {
+            /* A pidfd becomes readable when its process exits: one wait, no polling. */
+            struct pollfd p = {.fd = t->pidfd, .events = POLLIN};
+            int n = poll(&p, 1, (int)(left > 1000 ? 1000 : left));
+            if (n < 0 && errno != EINTR)
+                return -errno;
+        } else {
+            struct timespec ts = {.tv_sec = 0, .tv_nsec = (left > 20 ? 20 : left) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+        now = util_now_ms();
+        if (target_check_alive(t, NULL) < 0) {
+            *ret_after_ms = now - start;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int target_getenv(const struct target *t, const char *name, const char **ret_value, size_t *ret_len)
 {
     if (!t->environ)
@@ -187,6 +212,25 @@ int target_read_file(const struct target *t, const char *name, size_t cap, char 
         return err_set(e, r, "/proc/%d/%s exceeds %zu bytes", (int)t->pid, name, cap);
     if (r < 0)
         return err_setsys(e, r, "read /proc/%d/%s", (int)t->pid, name);
+    return 0;
+}
+
+int target_read_exe(const struct target *t, size_t cap, char **ret_buf, size_t *ret_len,
+                    struct cla_error *e)
+{
+    _cleanup_close_ int fd = openat(t->procfd, "exe", O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return err_setsys(e, -errno, "open /proc/%d/exe", (int)t->pid);
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "stat /proc/%d/exe", (int)t->pid);
+    if (!S_ISREG(st.st_mode))
+        return err_set(e, -EINVAL, "/proc/%d/exe is not a regular file", (int)t->pid);
+    int r = util_read_all(fd, cap, ret_buf, ret_len);
+    if (r == -E2BIG)
+        return err_set(e, r, "/proc/%d/exe exceeds %zu bytes", (int)t->pid, cap);
+    if (r < 0)
+        return err_setsys(e, r, "read /proc/%d/exe", (int)t->pid);
     return 0;
 }
 

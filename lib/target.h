@@ -51,6 +51,12 @@ int target_open_root(struct target *t, struct cla_error *e);
  * once it has exited or been replaced. */
 int target_check_alive(const struct target *t, struct cla_error *e);
 
+/* Watches the pinned process for up to `ms` milliseconds (a profiler that failed can leave a
+ * thread behind that kills the app moments later). Returns 0 when it still runs with the same
+ * start time at the end, or 1 with *ret_after_ms set to when it was seen gone; -errno when it
+ * cannot be watched. Returns at once (0) for ms <= 0. */
+int target_settle(const struct target *t, int64_t ms, int64_t *ret_after_ms);
+
 /* Looks up `name` in the target's environment (see proc_environ_get). */
 int target_getenv(const struct target *t, const char *name, const char **ret_value,
                   size_t *ret_len);
@@ -59,6 +65,14 @@ int target_getenv(const struct target *t, const char *name, const char **ret_val
  * by `cap`. Returns 0 with a malloc'd NUL-terminated buffer, -E2BIG past the cap, or -errno. */
 int target_read_file(const struct target *t, const char *name, size_t cap, char **ret_buf,
                      size_t *ret_len, struct cla_error *e);
+
+/* Reads the target's executable through /proc/<pid>/exe of the pinned dirfd, bounded by `cap`.
+ * "exe" is a magic link of our own procfs: following it is the point (O_NOFOLLOW always fails
+ * on it with ELOOP); the file is opened O_NONBLOCK|O_NOCTTY and must be regular. Its bytes are
+ * the target's and are parsed as hostile input. Returns 0 with a malloc'd buffer, -E2BIG past
+ * the cap, or -errno. */
+int target_read_exe(const struct target *t, size_t cap, char **ret_buf, size_t *ret_len,
+                    struct cla_error *e);
 
 void target_close(struct target *t);
 

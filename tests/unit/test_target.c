@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "elfinfo.h"
 #include "target.h"
 
 static pid_t spawn_sleeper(void)
@@ -123,6 +124,46 @@ static void test_exit_detected(void **state)
     close(proc);
 }
 
+/* The executable is read through the pinned process (the "maps+exe" RID fallback): exe is a
+ * magic link that O_NOFOLLOW never opens, so this proves the path really reads the ELF file; and
+ * a process that exits is watched to its end by target_settle(). */
+static void test_exe_and_settle(void **state)
+{
+    (void)state;
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    pid_t p = spawn_sleeper();
+    struct target t;
+    struct cla_error e = {0};
+    assert_int_equal(target_open(proc, p, &t, &e), 0);
+    char *exe = NULL;
+    size_t len = 0;
+    if (target_read_exe(&t, ELF_READ_MAX, &exe, &len, &e) != 0)
+        fail_msg("target_read_exe: %s", e.msg);
+    struct elf_info ei;
+    assert_int_equal(elfinfo_parse((const uint8_t *)exe, len, &ei, &e), 0);
+    assert_int_not_equal(ei.arch, RID_ARCH_UNKNOWN);
+    free(exe);
+    assert_int_equal(target_read_exe(&t, 16, &exe, &len, &e), -E2BIG);
+
+    int64_t after = -1;
+    assert_int_equal(target_settle(&t, 0, &after), 0);
+    assert_int_equal(target_settle(&t, 50, &after), 0);
+    /* Killed 100 ms into a 5 s settle: seen gone well before its end. */
+    pid_t killer = fork();
+    if (killer == 0) {
+        usleep(100000);
+        kill(p, SIGKILL);
+        _exit(0);
+    }
+    /* The pidfd is readable once the process exits, zombie or not. */
+    assert_int_equal(target_settle(&t, 5000, &after), 1);
+    assert_true(after >= 50 && after < 4000);
+    waitpid(p, NULL, 0);
+    waitpid(killer, NULL, 0);
+    target_close(&t);
+    close(proc);
+}
+
 /* Execs `sleep` with envp; returns once the exec happened (the CLOEXEC pipe closes then), so
  * that /proc/<pid>/environ is the new one. */
 static pid_t spawn_with_env(char *const envp[])
@@ -209,9 +250,8 @@ static void test_comm_rendered(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_exit_detected),
-        cmocka_unit_test(test_tmpdir_refused),
-        cmocka_unit_test(test_comm_rendered),
+        cmocka_unit_test(test_exit_detected),      cmocka_unit_test(test_exe_and_settle),
+        cmocka_unit_test(test_tmpdir_refused),     cmocka_unit_test(test_comm_rendered),
         cmocka_unit_test(test_pid_reuse_detected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
