@@ -21,8 +21,16 @@ Modes:
   exit-on-attach         valid ProcessInfo replies; exits when AttachProfiler arrives
   ansi                   like good, but every ProcessInfo string carries terminal escape
                          sequences and control characters (valid UTF-16: no decoder rejects them)
+  exit-when-listed       a listening socket, and an inotify watch on its TMPDIR: exits as soon
+                         as someone opens that directory (a watcher's discovery looking at it),
+                         leaving its pid free for another process between selection and attach
+
+Options: --link-to PATH (symlink-socket), --comm NAME (sets /proc/self/comm, 15 bytes). Every
+request received is logged to stderr ("request <set>/<id> <len> peer <pid>"), every connection
+of the silent mode as "connection".
 """
 
+import ctypes
 import os
 import socket
 import struct
@@ -112,6 +120,8 @@ held = []
 
 def serve(conn, mode, nspid, log):
     if mode == "silent":
+        log.write("connection\n")
+        log.flush()
         conn.recv(4096)
         held.append(conn)
         return
@@ -136,7 +146,10 @@ def serve(conn, mode, nspid, log):
         conn.close()
         return
     cset, cid, payload = req
-    log.write("request %02x/%02x %d\n" % (cset, cid, len(payload)))
+    # Who asks: the pid as this namespace sees it, 0 for a process outside it (another test's
+    # `clrattach ps` on the same machine asks every runtime it can see).
+    peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    log.write("request %02x/%02x %d peer %d\n" % (cset, cid, len(payload), peer))
     log.flush()
     if cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
@@ -154,6 +167,29 @@ def serve(conn, mode, nspid, log):
     conn.close()
 
 
+IN_OPEN = 0x20
+
+
+def set_comm(comm):
+    with open("/proc/self/comm", "w") as f:
+        f.write(comm[:15])
+
+
+def wait_until_listed(directory, comm):
+    """Says ready, then blocks until `directory` is opened by anyone (inotify IN_OPEN). The
+    listing a discovery makes opens it; an O_PATH open (pinning, walking) does not count. The
+    comm a watcher may select on is set only once the watch is in place."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_CLOEXEC)
+    if fd < 0 or libc.inotify_add_watch(fd, directory.encode(), IN_OPEN) < 0:
+        sys.exit("fake_runtime: inotify: %s" % os.strerror(ctypes.get_errno()))
+    if comm:
+        set_comm(comm)
+    nspid, _ = self_identity()
+    print("ready %d %s" % (nspid, directory), flush=True)
+    os.read(fd, 4096)
+
+
 def main():
     args = sys.argv[1:]
     if not args:
@@ -162,6 +198,7 @@ def main():
     # Further arguments are ignored: they only shape /proc/<pid>/cmdline, which is hostile
     # input for clrattach too.
     link_to = args[args.index("--link-to") + 1] if "--link-to" in args[:-1] else None
+    comm = args[args.index("--comm") + 1] if "--comm" in args[:-1] else None
     nspid, starttime = self_identity()
     tmpdir = os.environ.get("TMPDIR", "/tmp")
     path = os.path.join(tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
@@ -196,7 +233,7 @@ def main():
                 break
             held.append(c)
     elif mode in ("garbage", "truncated", "huge", "silent", "good", "ansi",
-                  "good-processinfo-bad-attach", "exit-on-attach"):
+                  "good-processinfo-bad-attach", "exit-on-attach", "exit-when-listed"):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         listener.listen(16)
@@ -207,6 +244,11 @@ def main():
         with open("/proc/self/comm", "w") as f:
             f.write("\x1b[2J\x1b]0;x\x07")
 
+    if mode == "exit-when-listed":
+        wait_until_listed(tmpdir, comm)
+        os._exit(0)
+    if comm:
+        set_comm(comm)
     print("ready %d %s" % (nspid, path), flush=True)
     if listener is None or mode == "no-accept":
         while True:
