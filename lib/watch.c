@@ -364,6 +364,9 @@ struct job {
     enum job_end end;
     size_t got;
     struct wire wire;
+    /* the pin from the scan, held until the child is started with it */
+    bool pinned;
+    struct target tg;
     /* who the attach was for, from the pin: for a result the child never sent */
     pid_t nspid;
     uid_t uid;
@@ -462,36 +465,6 @@ int64_t watch_attach_deadline_ms(int64_t timeout_ms)
 
 /* ---- running one attach in a child process ---- */
 
-/*
- * The child attaches to the process the scan pinned (its pidfd and /proc dirfd are inherited,
- * so it is that process or nothing), tightens its own seccomp stages through the attach's
- * on_stage, sends the fixed-size result and leaves with _exit: no atexit handler, no stdio
- * flush of the watcher's buffers, nothing printed or reported from here.
- */
-static _Noreturn void child_main(const struct watch_opts *o, struct watch_pool *pool, size_t slot,
-                                 struct target *tg, int wfd)
-{
-    for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
-        if (i == slot || !pool->v[i].used)
-            continue;
-        util_closep(&pool->v[i].rfd);
-        util_closep(&pool->v[i].pidfd);
-    }
-    struct wire *w = calloc(1, sizeof(*w));
-    if (!w)
-        _exit(71);
-    attach_run(&o->attach, tg, &w->res);
-    target_close(tg);
-    w->magic = WIRE_MAGIC;
-    for (uint32_t i = 0; i < ATTACH_RID_SOURCES; i++)
-        if (w->res.rid_source == attach_rid_sources[i])
-            w->rid_source = i + 1;
-    w->res.rid_source = NULL;
-    int r = util_write_all(wfd, w, sizeof(*w));
-    free(w);
-    _exit(r < 0 ? 74 : 0);
-}
-
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
@@ -499,8 +472,38 @@ static _Noreturn void child_main(const struct watch_opts *o, struct watch_pool *
 #define SYS_pidfd_send_signal 424
 #endif
 
-/* Terminates a string that came from a child and replaces control bytes: a child parses hostile
- * input, so what it sends is checked like input, not trusted like our own memory. */
+/* Every string of a result, for the two ends of the pipe below. */
+static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t size))
+{
+#define STR(f) fn((f), sizeof(f))
+    STR(r->command_line);
+    STR(r->tmpdir);
+    STR(r->socket_name);
+    STR(r->runtime_version);
+    STR(r->runtime_rid);
+    STR(r->os_arch);
+    STR(r->target_rid);
+    STR(r->variant);
+    STR(r->delivered_path);
+    STR(r->placement);
+    STR(r->sha256);
+    STR(r->profiler_env);
+    STR(r->error.msg);
+    STR(r->error.hint);
+#undef STR
+}
+
+/* The sender's side: the bytes after a string's end are zero, not whatever a copy brought along
+ * (nothing of the child's memory beyond the result leaves it). */
+static void zero_tail(char *s, size_t size)
+{
+    size_t n = strnlen(s, size);
+    if (n < size)
+        memset(s + n, 0, size - n);
+}
+
+/* The receiver's side: a child parses hostile input, so what it sends is checked like input,
+ * not trusted like our own memory: terminated, and control bytes replaced. */
 static void clean_string(char *s, size_t size)
 {
     s[size - 1] = '\0';
@@ -508,7 +511,6 @@ static void clean_string(char *s, size_t size)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
             *s = '?';
 }
-#define CLEAN(f) clean_string((f), sizeof(f))
 
 static void clean_bool(bool *b)
 {
@@ -531,25 +533,51 @@ static void result_from_wire(const struct job *j, struct attach_result *r)
     r->rid_source = k >= 1 && k <= ATTACH_RID_SOURCES ? attach_rid_sources[k - 1] : NULL;
     r->pid = j->pid;
     r->starttime = j->starttime;
-    CLEAN(r->command_line);
-    CLEAN(r->tmpdir);
-    CLEAN(r->socket_name);
-    CLEAN(r->runtime_version);
-    CLEAN(r->runtime_rid);
-    CLEAN(r->os_arch);
-    CLEAN(r->target_rid);
-    CLEAN(r->variant);
-    CLEAN(r->delivered_path);
-    CLEAN(r->placement);
-    CLEAN(r->sha256);
-    CLEAN(r->profiler_env);
-    CLEAN(r->error.msg);
-    CLEAN(r->error.hint);
+    for_each_string(r, clean_string);
     clean_bool(&r->have_runtime);
     clean_bool(&r->mapped);
     clean_bool(&r->reused);
     clean_bool(&r->startup_load);
     clean_bool(&r->have_hresult);
+}
+
+/*
+ * The child attaches to the process the scan pinned (its pidfd and /proc dirfd are inherited,
+ * so it is that process or nothing), tightens its own seccomp stages through the attach's
+ * on_stage, sends the fixed-size result and leaves with _exit: no atexit handler, no stdio
+ * flush of the watcher's buffers, nothing printed or reported from here.
+ */
+static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
+                                 struct watch_pool *pool, size_t slot, int wfd)
+{
+    /* Everything of the watcher's that the attach does not need is released: the other jobs'
+     * fds and pins, the table, the pool (valgrind checks a child's leaks at its exit too). */
+    struct target tg = pool->v[slot].tg;
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
+        struct job *j = &pool->v[i];
+        if (i == slot || !j->used)
+            continue;
+        util_closep(&j->rfd);
+        util_closep(&j->pidfd);
+        if (j->pinned)
+            target_close(&j->tg);
+    }
+    watch_pool_free(pool);
+    watch_table_free(t);
+    struct wire *w = calloc(1, sizeof(*w));
+    if (!w)
+        _exit(71);
+    attach_run(&o->attach, &tg, &w->res);
+    target_close(&tg);
+    w->magic = WIRE_MAGIC;
+    for (uint32_t i = 0; i < ATTACH_RID_SOURCES; i++)
+        if (w->res.rid_source == attach_rid_sources[i])
+            w->rid_source = i + 1;
+    w->res.rid_source = NULL;
+    for_each_string(&w->res, zero_tail);
+    int r = util_write_all(wfd, w, sizeof(*w));
+    free(w);
+    _exit(r < 0 ? 74 : 0);
 }
 
 /* A result the child did not send: from what the watcher knows of the instance. */
@@ -599,8 +627,10 @@ static void job_drain(struct job *j)
 /* Reaps the child if it has ended; true once it has. */
 static bool job_reap(struct job *j, bool block)
 {
-    if (j->reaped)
+    if (j->reaped || j->child <= 0) { /* never started: nothing to wait for */
+        j->reaped = true;
         return true;
+    }
     int st;
     pid_t r;
     do
@@ -699,6 +729,9 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
     struct attach_result *res = malloc(sizeof(*res));
     util_closep(&j->rfd);
     util_closep(&j->pidfd);
+    if (j->pinned)
+        target_close(&j->tg);
+    j->pinned = false;
     if (res) {
         job_result(o, j, res);
         handle_result(o, t, j->exec_fp, res, util_now_ms() - j->started_ms);
@@ -707,10 +740,10 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
     watch_pool_remove(pool, slot);
 }
 
-/* Starts the attach to the pinned process `tg` in a child; `tg` is closed here either way. An
- * attach that cannot start (no fork, no pipe) is an internal error, retried with backoff. */
-static void start_attach(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
-                         struct target *tg, uint64_t exec_fp, bool retry)
+/* Takes a slot for the pinned process `tg` (or closes it when none is left): the attach
+ * starts once the scan is over (start_pending). */
+static void reserve(const struct watch_opts *o, struct watch_pool *pool, struct target *tg,
+                    uint64_t exec_fp, bool retry)
 {
     int64_t now = util_now_ms();
     int slot = watch_pool_add(pool, tg->pid, tg->stat.starttime, retry,
@@ -726,46 +759,68 @@ static void start_attach(const struct watch_opts *o, struct watch_table *t, stru
     j->uid = tg->status.uid[1];
     j->gid = tg->status.gid[1];
     memcpy(j->command_line, tg->cmdline, sizeof(j->command_line));
+    j->tg = *tg;
+    j->pinned = true;
+}
 
+/* Starts the attach of a reserved slot in a child, which takes the pin along; the watcher's
+ * copy of the pin is closed either way. An attach that cannot start (no fork, no pipe) is an
+ * internal error, retried with backoff. */
+static void start_attach(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
+                         size_t slot)
+{
+    struct job *j = &pool->v[slot];
     struct cla_error e = {0};
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0) {
-        err_setsys(&e, -errno, "watch: a pipe for the attach to pid %d", (int)tg->pid);
+        err_setsys(&e, -errno, "watch: a pipe for the attach to pid %d", (int)j->pid);
         goto failed;
     }
+    j->started_ms = util_now_ms();
     pid_t child = fork();
     if (child < 0) {
-        err_setsys(&e, -errno, "watch: fork for the attach to pid %d", (int)tg->pid);
+        err_setsys(&e, -errno, "watch: fork for the attach to pid %d", (int)j->pid);
         close(p[0]);
         close(p[1]);
         goto failed;
     }
     if (child == 0) {
         close(p[0]);
-        child_main(o, pool, (size_t)slot, tg, p[1]);
+        child_main(o, t, pool, slot, p[1]);
     }
     close(p[1]);
-    target_close(tg);
+    target_close(&j->tg);
+    j->pinned = false;
     j->child = child;
     j->rfd = p[0];
     j->pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     return;
 failed:
-    target_close(tg);
+    target_close(&j->tg);
+    j->pinned = false;
     {
         struct attach_result *res = malloc(sizeof(*res));
         if (res) {
             result_of_job(j, ATTACH_INTERNAL, util_now_ms(), res);
             res->error = e;
-            handle_result(o, t, exec_fp, res, 0);
+            handle_result(o, t, j->exec_fp, res, 0);
             free(res);
         }
     }
-    watch_pool_remove(pool, (size_t)slot);
+    watch_pool_remove(pool, slot);
 }
 
-/* One pass over /proc. Starts an attach for every due, matching instance with a socket while
- * a slot is free; never waits for one. */
+/* Starts every attach the last scan reserved. */
+static void start_pending(const struct watch_opts *o, struct watch_table *t,
+                          struct watch_pool *pool)
+{
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++)
+        if (pool->v[i].used && pool->v[i].pinned)
+            start_attach(o, t, pool, i);
+}
+
+/* One pass over /proc. Reserves a slot, with its pin, for every due, matching instance with a
+ * socket while one is free; never waits for an attach. */
 static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
                 pid_t self, const struct stat *own_mntns)
 {
@@ -823,7 +878,7 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
             target_close(&tg); /* still due: the next scan tries again */
             continue;
         }
-        start_attach(o, t, pool, &tg, fp, retry);
+        reserve(o, pool, &tg, fp, retry);
     }
     discover_cache_free(cache);
     closedir(dir);
@@ -966,6 +1021,7 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
                 err_setsys(e, r, "watch: scan /proc");
                 break;
             }
+            start_pending(o, t, pool);
             if (scans++ == 0 && o->ready_file && (r = create_ready_file(o->ready_file, e)) < 0)
                 break;
             next_scan = util_now_ms() + o->interval_ms;
