@@ -519,26 +519,49 @@ static void clean_bool(bool *b)
     *b = c != 0;
 }
 
-/* The child's result, made safe to print and report: strings terminated and free of control
- * bytes, flags 0 or 1, the outcome in range, rid_source one of the static names; the target's
- * identity is the one the watcher pinned, whatever the child says. */
-static void result_from_wire(const struct job *j, struct attach_result *r)
+size_t watch_result_wire_size(void)
 {
-    *r = j->wire.res;
+    return sizeof(struct wire);
+}
+
+void watch_result_encode(const struct attach_result *r, void *buf)
+{
+    struct wire w;
+    memset(&w, 0, sizeof(w));
+    w.magic = WIRE_MAGIC;
+    w.res = *r;
+    for (uint32_t i = 0; i < ATTACH_RID_SOURCES; i++)
+        if (r->rid_source == attach_rid_sources[i])
+            w.rid_source = i + 1;
+    w.res.rid_source = NULL;
+    for_each_string(&w.res, zero_tail);
+    memcpy(buf, &w, sizeof(w));
+}
+
+int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
+{
+    struct wire w;
+    if (len != sizeof(w))
+        return -EPROTO;
+    memcpy(&w, buf, sizeof(w));
+    if (w.magic != WIRE_MAGIC)
+        return -EPROTO;
+    struct attach_result *r = &w.res;
     int o;
     memcpy(&o, &r->outcome, sizeof(o));
     if (o < 0 || o > ATTACH_INTERRUPTED)
         r->outcome = ATTACH_INTERNAL;
-    uint32_t k = j->wire.rid_source;
-    r->rid_source = k >= 1 && k <= ATTACH_RID_SOURCES ? attach_rid_sources[k - 1] : NULL;
-    r->pid = j->pid;
-    r->starttime = j->starttime;
+    r->rid_source = w.rid_source >= 1 && w.rid_source <= ATTACH_RID_SOURCES
+                        ? attach_rid_sources[w.rid_source - 1]
+                        : NULL;
     for_each_string(r, clean_string);
     clean_bool(&r->have_runtime);
     clean_bool(&r->mapped);
     clean_bool(&r->reused);
     clean_bool(&r->startup_load);
     clean_bool(&r->have_hresult);
+    *ret = *r;
+    return 0;
 }
 
 /*
@@ -564,19 +587,16 @@ static _Noreturn void child_main(const struct watch_opts *o, struct watch_table 
     }
     watch_pool_free(pool);
     watch_table_free(t);
+    struct attach_result *res = calloc(1, sizeof(*res));
     struct wire *w = calloc(1, sizeof(*w));
-    if (!w)
+    if (!res || !w)
         _exit(71);
-    attach_run(&o->attach, &tg, &w->res);
+    attach_run(&o->attach, &tg, res);
     target_close(&tg);
-    w->magic = WIRE_MAGIC;
-    for (uint32_t i = 0; i < ATTACH_RID_SOURCES; i++)
-        if (w->res.rid_source == attach_rid_sources[i])
-            w->rid_source = i + 1;
-    w->res.rid_source = NULL;
-    for_each_string(&w->res, zero_tail);
+    watch_result_encode(res, w);
     int r = util_write_all(wfd, w, sizeof(*w));
     free(w);
+    free(res);
     _exit(r < 0 ? 74 : 0);
 }
 
@@ -598,6 +618,18 @@ static void result_of_job(const struct job *j, enum attach_outcome outcome, int6
 static bool wire_complete(const struct job *j)
 {
     return j->got == sizeof(j->wire) && !j->excess && j->wire.magic == WIRE_MAGIC;
+}
+
+/* The child's result, made safe to print and report (watch_result_decode); the target's identity
+ * is the one the watcher pinned, whatever the child says. */
+static void result_from_wire(const struct job *j, struct attach_result *r)
+{
+    if (watch_result_decode(&j->wire, j->got, r) < 0) {
+        memset(r, 0, sizeof(*r));
+        r->outcome = ATTACH_INTERNAL;
+    }
+    r->pid = j->pid;
+    r->starttime = j->starttime;
 }
 
 /* Reads what the child has sent, without blocking. */

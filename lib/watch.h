@@ -121,6 +121,21 @@ int64_t watch_pool_next_deadline(const struct watch_pool *p);
 /* How long a child may run an attach with --timeout `timeout_ms` before it is killed. */
 int64_t watch_attach_deadline_ms(int64_t timeout_ms);
 
+/* ---- an attach's result between processes (pure) ---- */
+
+/* Each attach's child sends its result back as these many bytes. */
+size_t watch_result_wire_size(void);
+
+/* Encodes `r` into watch_result_wire_size() bytes at `buf`: a magic, the fixed-size struct with
+ * rid_source as an index, and zeros after the end of every string. */
+void watch_result_encode(const struct attach_result *r, void *buf);
+
+/* Decodes what a child sent. The child parses hostile bytes, so this is input: exactly
+ * watch_result_wire_size() bytes with the magic, or -EPROTO; then every string terminated and
+ * its control bytes replaced by '?', every flag 0 or 1, an unknown outcome internal_error, and
+ * rid_source one of attach_rid_sources or NULL. Returns 0 with *ret filled. */
+int watch_result_decode(const void *buf, size_t len, struct attach_result *ret);
+
 /* ---- the loop ---- */
 
 struct watch_selector {
