@@ -9,7 +9,9 @@
 #  (b) silent runtimes (fake_runtime.py silent: accept, never answer) next to a real .NET target:
 #      the real one is attached in well under one --timeout, and SIGTERM ends the watcher within
 #      a second (asserted < 2 s) with each attach in flight reported once as `interrupted`;
-#  (c) no child process of the watcher is left, running or zombie, after the stop.
+#  (c) no child process of the watcher is left, running or zombie, after the stop, and a child
+#      that dies of a signal is reported as internal_error naming it;
+#  (d) an attach stuck past its own deadlines is killed at the watcher's deadline.
 # Seccomp on (kill) throughout.
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -159,11 +161,11 @@ SILENT=()
 for i in 1 2 3; do
     start_fake "silent-$i" silent "$SEL" && SILENT+=("$TARGET_PID")
 done
-# children: the watcher's child processes (one per attach in flight).
+# children [PID]: the watcher's (or PID's) child processes, one per attach in flight.
 children() {
-    local p
+    local p parent=${1:-$W}
     for p in /proc/[0-9]*; do
-        [ "$(awk '/^PPid:/ {print $2}' "$p/status" 2>/dev/null)" = "$W" ] && echo "${p#/proc/}"
+        [ "$(awk '/^PPid:/ {print $2}' "$p/status" 2>/dev/null)" = "$parent" ] && echo "${p#/proc/}"
     done
 }
 # The three silent attaches are in flight at once (a child each, hanging on ProcessInfo).
@@ -244,5 +246,35 @@ left=""
 for c in $kids; do [ -e "/proc/$c" ] && left="$left $c($(awk '/^State:/ {print $2}' "/proc/$c/status" 2>/dev/null))"; done
 [ -z "$left" ] && [ -n "$kids" ] && ok "watch-no-child-left-after-stop" ||
     fail "watch-no-child-left-after-stop" "children [$kids], left:$left"
+
+# ---- (d) an attach stuck past its own deadlines is killed at the watcher's ------------------
+# A child that never ends (stopped here with SIGSTOP; a hung filesystem would do the same) is
+# killed after twice --timeout plus 5 s, reaped, and reported as a timeout: the slot comes back.
+W2OUT=$WORK/stuck.out
+"$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" --uid 1000 \
+    --match-cmdline "ClrTarget.dll --seconds 157" --timeout 3 --interval 100 --events off \
+    -o json >"$W2OUT" 2>"$WORK/stuck.err" &
+W2=$!
+disown "$W2"
+TARGET_PIDS+=("$W2")
+stuck=""
+if start_fake stuck silent "ClrTarget.dll --seconds 157"; then
+    for _ in $(seq 100); do stuck=$(children "$W2" | head -1); [ -n "$stuck" ] && break; sleep 0.05; done
+fi
+if [ -n "$stuck" ]; then
+    kill -STOP "$stuck"
+    t0=$(now_ms)
+    for _ in $(seq 320); do grep -q "did not end within" "$W2OUT" && break; sleep 0.05; done
+    ms=$(($(now_ms) - t0))
+    if grep -q '"outcome":"protocol_error".*did not end within 11000 ms' "$W2OUT" &&
+        [ ! -e "/proc/$stuck" ] && [ $ms -lt 12000 ]; then
+        ok "watch-stuck-attach-killed-at-deadline (after $ms ms, reaped)"
+    else
+        fail "watch-stuck-attach-killed-at-deadline" "$ms ms, child $stuck $( [ -e "/proc/$stuck" ] && echo "still there" ): $(cat "$W2OUT") $(tail -3 "$WORK/stuck.err")"
+    fi
+else
+    fail "watch-stuck-attach-killed-at-deadline" "no attach started: $(tail -3 "$WORK/stuck.err")"
+fi
+kill -TERM "$W2" 2>/dev/null
 
 finish e2e-hostile-watch
