@@ -11,7 +11,8 @@
 #      a second (asserted < 2 s) with each attach in flight reported once as `interrupted`;
 #  (c) no child process of the watcher is left, running or zombie, after the stop, and a child
 #      that dies of a signal is reported as internal_error naming it;
-#  (d) an attach stuck past its own deadlines is killed at the watcher's deadline.
+#  (d) the ready file comes with the first scan beside a runtime that never answers, and an
+#      attach stuck past its own deadlines is killed at the watcher's deadline.
 # Seccomp on (kill) throughout.
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -251,14 +252,21 @@ for c in $kids; do [ -e "/proc/$c" ] && left="$left $c($(awk '/^State:/ {print $
 # A child that never ends (stopped here with SIGSTOP; a hung filesystem would do the same) is
 # killed after twice --timeout plus 5 s, reaped, and reported as a timeout: the slot comes back.
 W2OUT=$WORK/stuck.out
-"$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" --uid 1000 \
-    --match-cmdline "ClrTarget.dll --seconds 157" --timeout 3 --interval 100 --events off \
-    -o json >"$W2OUT" 2>"$WORK/stuck.err" &
-W2=$!
-disown "$W2"
-TARGET_PIDS+=("$W2")
 stuck=""
 if start_fake stuck silent "ClrTarget.dll --seconds 157"; then
+    # Started next to a runtime that never answers: the ready file still comes with the first
+    # scan, which starts that attach but does not wait for it.
+    t0=$(now_ms)
+    "$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" --uid 1000 \
+        --match-cmdline "ClrTarget.dll --seconds 157" --timeout 3 --interval 100 --events off \
+        --ready-file "$WORK/stuck.ready" -o json >"$W2OUT" 2>"$WORK/stuck.err" &
+    W2=$!
+    disown "$W2"
+    TARGET_PIDS+=("$W2")
+    for _ in $(seq 200); do [ -e "$WORK/stuck.ready" ] && break; sleep 0.02; done
+    ms=$(($(now_ms) - t0))
+    [ -e "$WORK/stuck.ready" ] && [ $ms -lt 2000 ] && ok "watch-ready-file-not-held-up ($ms ms)" ||
+        fail "watch-ready-file-not-held-up" "$ms ms: $(tail -3 "$WORK/stuck.err")"
     for _ in $(seq 100); do stuck=$(children "$W2" | head -1); [ -n "$stuck" ] && break; sleep 0.05; done
 fi
 if [ -n "$stuck" ]; then
@@ -275,6 +283,6 @@ if [ -n "$stuck" ]; then
 else
     fail "watch-stuck-attach-killed-at-deadline" "no attach started: $(tail -3 "$WORK/stuck.err")"
 fi
-kill -TERM "$W2" 2>/dev/null
+[ -n "${W2:-}" ] && kill -TERM "$W2" 2>/dev/null
 
 finish e2e-hostile-watch
