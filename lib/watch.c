@@ -649,10 +649,15 @@ static void job_drain(struct job *j)
             j->eof = true;
             return;
         }
-        if (full)
-            j->excess = true;
-        else
-            j->got += (size_t)n;
+        if (full) {
+            /* More than a result: not ours to read on (a child that writes without end would
+             * keep the watcher here); it is killed, and reported as malformed. */
+            j->excess = j->eof = true;
+            if (j->pidfd >= 0)
+                (void)syscall(SYS_pidfd_send_signal, j->pidfd, SIGKILL, NULL, 0);
+            return;
+        }
+        j->got += (size_t)n;
     }
 }
 
@@ -709,6 +714,11 @@ static void job_result(const struct watch_opts *o, const struct job *j, struct a
                 (int)j->pid, (long long)watch_attach_deadline_ms(o->attach.timeout_ms),
                 WATCH_ATTACH_SLACK_MS);
         err_hint(&r->error, "the runtime does not answer; it is tried again with backoff");
+    } else if (j->excess) {
+        result_of_job(j, ATTACH_INTERNAL, now, r);
+        err_set(&r->error, -EPROTO,
+                "the attach process for pid %d sent a malformed result (%zu bytes%s, %zu expected)",
+                (int)j->pid, j->got, j->excess ? " and more" : "", sizeof(j->wire));
     } else if (j->reaped && WIFSIGNALED(j->status)) {
         int sig = WTERMSIG(j->status);
         result_of_job(j, ATTACH_INTERNAL, now, r);
@@ -717,6 +727,11 @@ static void job_result(const struct watch_opts *o, const struct job *j, struct a
         if (sig == SIGSYS)
             err_hint(&r->error, "a system call outside clrattach's seccomp allow-list: the kernel "
                                 "log (dmesg, audit type=1326) names it; please report it");
+    } else if (j->got > 0) {
+        result_of_job(j, ATTACH_INTERNAL, now, r);
+        err_set(&r->error, -EPROTO,
+                "the attach process for pid %d sent a malformed result (%zu bytes%s, %zu expected)",
+                (int)j->pid, j->got, j->excess ? " and more" : "", sizeof(j->wire));
     } else {
         result_of_job(j, ATTACH_INTERNAL, now, r);
         err_set(&r->error, -EPROTO, "the attach process for pid %d ended (%s %d) without a result",
