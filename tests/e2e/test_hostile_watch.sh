@@ -83,7 +83,7 @@ try:
 except subprocess.TimeoutExpired:
     w.kill()
 PY
-timeout 120 unshare --pid --fork --mount-proc --mount --propagation private \
+timeout 120 unshare --pid --fork --kill-child --mount-proc --mount --propagation private \
     python3 "$WORK/reuse.py" "$CLRATTACH" "$PROBE" "$PROBE_CLSID" "$FAKE" "$WORK" "$ROUNDS" \
     "$DELAY_US" >"$WORK/reuse.rounds" 2>"$WORK/reuse.driver.err"
 verdict=$(python3 - "$WORK/reuse.rounds" "$ROUNDS" <<'PY'
