@@ -37,7 +37,10 @@ static const struct {
     [ATTACH_PROTOCOL] = {"protocol_error", 9},
     [ATTACH_USAGE] = {"usage_error", 2},
     [ATTACH_INTERNAL] = {"internal_error", 1},
+    [ATTACH_INTERRUPTED] = {"interrupted", 11},
 };
+
+const char *const attach_rid_sources[ATTACH_RID_SOURCES] = {"--rid", "runtime", "maps+exe"};
 
 const char *attach_outcome_name(enum attach_outcome o)
 {
@@ -352,9 +355,9 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
             err_hint(e, "use a portable RID such as linux-x64, linux-musl-x64 or linux-arm64");
             return fail(res, ATTACH_USAGE, -EINVAL);
         }
-        res->rid_source = "--rid";
+        res->rid_source = attach_rid_sources[0];
     } else if (res->runtime_rid[0] && rid_parse(res->runtime_rid, ret) == 0 && ret->portable[0]) {
-        res->rid_source = "runtime";
+        res->rid_source = attach_rid_sources[1];
     } else {
         enum rid_libc libc = RID_LIBC_UNKNOWN;
         enum rid_arch arch = RID_ARCH_UNKNOWN;
@@ -376,7 +379,7 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
                 libc = ei.libc;
         }
         rid_from_parts(libc, arch, ret);
-        res->rid_source = "maps+exe";
+        res->rid_source = attach_rid_sources[2];
     }
     snprintf(res->target_rid, sizeof(res->target_rid), "%s", ret->portable);
     return 0;
@@ -395,22 +398,18 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
 
-    if (o->pid <= 0) {
-        err_set(e, -EINVAL, "pid %d is not a process id", (int)o->pid);
-        return fail(res, ATTACH_USAGE, -EINVAL);
-    }
-    /* A TMPDIR clrattach refuses ends here as the target's fault (-EPROTO), before anything is
-     * written into the target. */
-    if ((r = target_open(o->proc_dirfd, o->pid, t, e)) < 0)
-        return fail(res, outcome_of_errno(r), r);
     res->nspid = t->status.nspid;
     res->uid = t->status.uid[1];
     res->gid = t->status.gid[1];
     res->starttime = t->stat.starttime;
     memcpy(res->command_line, t->cmdline, sizeof(res->command_line));
     shown(t->tmpdir, res->tmpdir, sizeof(res->tmpdir));
+    /* The process selected is the one pinned: if it has exited, or its pid belongs to another
+     * process now (start time), nothing more is read from it and nothing is sent. */
+    if ((r = target_check_alive(t, e)) < 0)
+        return fail(res, ATTACH_NOT_FOUND, r);
     if (!t->environ) {
-        err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)o->pid,
+        err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)t->pid,
                 strerror(t->environ_errno));
         if (geteuid() == 0)
             err_hint(e, "even root may not inspect this process: it holds capabilities "
@@ -447,7 +446,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
-            err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)o->pid);
+            err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)t->pid);
         return fail(res, outcome_of_errno(r), r);
     }
 
@@ -567,22 +566,39 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     return 0;
 }
 
-int attach_run(const struct attach_opts *o, struct attach_result *ret)
+int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target,
+               struct attach_result *ret)
+{
+    memset(ret, 0, sizeof(*ret));
+    ret->pid = pid;
+    int64_t start = util_now_ms();
+    if (pid <= 0) {
+        err_set(&ret->error, -EINVAL, "pid %d is not a process id", (int)pid);
+        return fail(ret, ATTACH_USAGE, -EINVAL);
+    }
+    /* A TMPDIR clrattach refuses ends here as the target's fault (-EPROTO), before anything is
+     * written into the target. */
+    int r = target_open(o->proc_dirfd, pid, ret_target, &ret->error);
+    if (r < 0) {
+        fail(ret, outcome_of_errno(r), r);
+        ret->duration_ms = util_now_ms() - start;
+    }
+    return r;
+}
+
+int attach_run(const struct attach_opts *o, struct target *t, struct attach_result *ret)
 {
     struct attach_result *res = ret;
     memset(res, 0, sizeof(*res));
-    res->pid = o->pid;
-    struct target t = {.pidfd = -1, .procfd = -1, .rootfd = -1};
+    res->pid = t->pid;
     struct creds_saved cs = {0};
     int64_t start = util_now_ms();
 
     struct profset ps = {0};
-    int r = run(o, res, &t, &cs, &ps);
+    int r = run(o, res, t, &cs, &ps);
     profset_free(&ps);
 
     creds_restore(&cs);
-    if (t.procfd >= 0)
-        target_close(&t);
     res->duration_ms = util_now_ms() - start;
     if (r >= 0)
         err_clear(&res->error);

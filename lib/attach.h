@@ -18,6 +18,8 @@
 #include "err.h"
 #include "ipc.h"
 
+struct target;
+
 enum attach_outcome {
     ATTACH_OK = 0,
     ATTACH_ALREADY_ACTIVE,
@@ -30,6 +32,7 @@ enum attach_outcome {
     ATTACH_PROTOCOL,    /* malformed reply, stale socket, connection closed, timeout */
     ATTACH_USAGE,
     ATTACH_INTERNAL,
+    ATTACH_INTERRUPTED, /* watch was stopped (SIGTERM/SIGINT) while this attach ran: abandoned */
 };
 
 /* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
@@ -45,7 +48,6 @@ enum attach_stage {
 
 struct attach_opts {
     int proc_dirfd;            /* our /proc */
-    pid_t pid;                 /* in our pid namespace */
     const char *profiler_path; /* on our side: one .so, or a bundle directory laid out by
                                   runtime identifier (linux-x64/, linux-musl-x64/, ...) */
     const char *entry;         /* --entry: the profiler library inside a directory, NULL = the
@@ -68,6 +70,9 @@ struct attach_opts {
 /* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended at startup, or starting). */
 #define ATTACH_HR_NOT_YET_AVAILABLE 0x8013135Bu
 
+/* Fixed size on purpose: `watch` runs each attach in a child process that sends this struct back
+ * over a pipe. The one pointer, rid_source, points at a static string (attach_rid_sources); the
+ * receiver re-derives it and terminates every string (watch.c), a new field must be added there. */
 struct attach_result {
     enum attach_outcome outcome;
     pid_t pid;
@@ -83,7 +88,7 @@ struct attach_result {
     char runtime_rid[64];
     char os_arch[32];
     char target_rid[32];    /* the portable RID the profiler was chosen for */
-    const char *rid_source; /* "--rid", "runtime", "maps+exe" */
+    const char *rid_source; /* one of attach_rid_sources[], or NULL */
     char variant[32];       /* bundle subdirectory used, "" for a single .so */
     char delivered_path[TARGET_PATH_MAX];
     char placement[512]; /* directories passed over, and why */
@@ -98,8 +103,23 @@ struct attach_result {
     struct cla_error error; /* for every outcome but ATTACH_OK */
 };
 
-/* Runs the attach. Always fills *ret (the outcome and, on failure, ret->error with message and
- * next step). Returns 0 for ATTACH_OK, or the negative error code. */
-int attach_run(const struct attach_opts *o, struct attach_result *ret);
+/* Where the target's runtime identifier came from: "--rid", "runtime", "maps+exe". */
+#define ATTACH_RID_SOURCES 3
+extern const char *const attach_rid_sources[ATTACH_RID_SOURCES];
+
+/* Pins `pid` (target_open under o->proc_dirfd): the process an attach, and the Event about it,
+ * will be about. Returns 0 with *ret_target to pass to attach_run and then target_close(). On
+ * failure fills *ret as attach_run does (target_not_found, permission_denied, ...) and returns
+ * the negative error; *ret_target is untouched then. */
+int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target,
+               struct attach_result *ret);
+
+/* Runs the attach on the pinned process `t` (attach_pin, or the one a watch scan selected).
+ * Nothing is read from a pid that has changed hands since it was pinned, and nothing is sent to
+ * it: a process that has exited, or a pid with another start time, is target_not_found. `t`
+ * stays the caller's to close (its root fd may be opened here). Always fills *ret (the outcome
+ * and, on failure, ret->error with message and next step). Returns 0 for ATTACH_OK, or the
+ * negative error code. */
+int attach_run(const struct attach_opts *o, struct target *t, struct attach_result *ret);
 
 #endif

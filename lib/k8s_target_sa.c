@@ -28,26 +28,29 @@ static int open_file(int rootfd, const char *name, struct cla_error *e)
     return util_take_fd(&fd);
 }
 
-int k8s_target_sa_open(int proc_dirfd, pid_t pid, struct k8s_target_sa *ret, struct cla_error *e)
+int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct cla_error *e)
 {
-    struct target t;
-    int r = target_open(proc_dirfd, pid, &t, e);
+    int r = target_check_alive(t, e);
     if (r < 0)
-        return r;
+        return err_prefix(e, "the target's service account");
+    /* Our own root fd of the pinned process: the caller's target stays as it was. "root" is a
+     * magic link of our trusted procfs; what lies below it is reached with rootfs only. */
+    _cleanup_close_ int rootfd = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return err_setsys(e, errno == ENOENT ? -ESRCH : -errno,
+                          "the target's service account: open /proc/%d/root", (int)t->pid);
     struct k8s_target_sa sa = {.token_fd = -1, .ca_fd = -1};
-    if ((r = target_open_root(&t, e)) < 0)
-        goto out;
-    if ((sa.token_fd = open_file(t.rootfd, "token", e)) < 0) {
+    if ((sa.token_fd = open_file(rootfd, "token", e)) < 0) {
         r = sa.token_fd;
         goto out;
     }
-    if ((sa.ca_fd = open_file(t.rootfd, "ca.crt", e)) < 0) {
+    if ((sa.ca_fd = open_file(rootfd, "ca.crt", e)) < 0) {
         r = sa.ca_fd;
         goto out;
     }
     {
         struct cla_error ne = {0};
-        _cleanup_close_ int nfd = open_file(t.rootfd, "namespace", &ne);
+        _cleanup_close_ int nfd = open_file(rootfd, "namespace", &ne);
         char *buf;
         size_t len;
         if (nfd >= 0 && util_read_all(nfd, K8S_LABEL_MAX + 8, &buf, &len) == 0) {
@@ -74,7 +77,6 @@ out:
         util_closep(&sa.token_fd);
         util_closep(&sa.ca_fd);
     }
-    target_close(&t);
     return r;
 }
 

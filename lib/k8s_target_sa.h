@@ -14,6 +14,7 @@
 
 #include "caps.h"
 #include "err.h"
+#include "target.h"
 
 struct k8s_target_sa {
     int token_fd;
@@ -23,9 +24,10 @@ struct k8s_target_sa {
     char namespace_[K8S_LABEL_MAX + 1]; /* "" when the file is absent */
 };
 
-/* Opens the service-account files of process `pid` (in our /proc `proc_dirfd`). Returns 0, or
- * -ENOENT/-EACCES with a message naming the file that is missing or unreadable. */
-int k8s_target_sa_open(int proc_dirfd, pid_t pid, struct k8s_target_sa *ret, struct cla_error *e);
+/* Opens the service-account files of the pinned process `t` (the one the attach is about,
+ * never the pid looked up again). Returns 0, or -ENOENT/-EACCES with a message naming the file
+ * that is missing or unreadable, -ESRCH once that process has exited. */
+int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct cla_error *e);
 
 void k8s_target_sa_close(struct k8s_target_sa *sa);
 

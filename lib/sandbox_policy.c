@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -46,6 +47,11 @@
 #define SB_CLONE_NS                                                                                \
     (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |     \
      CLONE_NEWCGROUP)
+/* A fork: no thread, no shared memory or vfork wait, no other parent, not traced, no new
+ * namespace; with CSIGNAL in the mask, the exit signal must be SIGCHLD. */
+#define SB_CLONE_FORK_MASK                                                                         \
+    (CLONE_THREAD | CLONE_VM | CLONE_VFORK | CLONE_PARENT | CLONE_PTRACE | CLONE_SIGHAND |         \
+     SB_CLONE_NS | CSIGNAL)
 /* setfsuid(-1) changes nothing and answers the current value: creds.c uses it to check. */
 #define SB_ID_QUERY 0xffffffffu
 
@@ -54,9 +60,9 @@
  * attach path and of libcurl 7.88 + OpenSSL 3.0 doing HTTPS (tests under the KILL filter keep
  * it honest). Not here, so killed at any stage: execve/execveat, ptrace, mount, umount2, setns,
  * unshare, bpf, kexec_*, *_module, process_vm_*, keyctl, add_key, request_key, pivot_root,
- * chroot, perf_event_open, userfaultfd, personality, io_uring_*, fork (clone without
- * CLONE_THREAD), and every legacy path call (open, rename, unlink...) that bypasses the *at
- * checks below.
+ * chroot, perf_event_open, userfaultfd, personality, io_uring_*, kill, fork after delivery (and
+ * with a namespace flag at any stage), and every legacy path call (open, rename, unlink...) that
+ * bypasses the *at checks below.
  */
 static const struct sandbox_rule rules[] = {
     /* Memory and threads: malloc, thread stacks, dlopen()ed NSS modules. */
@@ -71,6 +77,18 @@ static const struct sandbox_rule rules[] = {
     ALLOW("rseq", ALL, "every new glibc thread (glibc >= 2.35)"),
     ALLOW_MASKED("clone", ALL, 0, CLONE_THREAD | SB_CLONE_NS, CLONE_THREAD,
                  "threads only: libcurl's threaded resolver"),
+    /* `watch` runs each attach in a child process (fork): a copy, never memory shared without
+     * CLONE_THREAD, no new namespace, SIGCHLD at its end. glibc's fork() adds CHILD_SETTID and
+     * CHILD_CLEARTID, outside the mask. Until delivery only: an attach's child drops it. */
+    ALLOW_MASKED("clone", DISCOVERY, 0, SB_CLONE_FORK_MASK, SIGCHLD,
+                 "watch: one child process per attach (glibc fork)"),
+    /* musl's fork() is the fork syscall where it exists (x86_64): a clone(SIGCHLD) with no
+     * argument to check. Absent on arm64, where musl calls clone, checked above. */
+    ALLOW("fork", DISCOVERY, "watch: one child process per attach (musl fork)"),
+    ALLOW("wait4", DISCOVERY, "watch: reaping an attach's child"),
+    /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
+    ALLOW_EQ("pidfd_send_signal", DISCOVERY, 1, SIGKILL,
+             "watch: ending an attach's child (past its deadline, or at a stop)"),
     /* glibc >= 2.34 tries clone3 first. Its flags sit in a struct in memory, which a filter
      * cannot read, so it must not run; ENOSYS makes glibc fall back to clone, checked above. */
     FAIL("clone3", ALL, ENOSYS, "pthread_create falls back to clone"),

@@ -126,7 +126,9 @@ static const char usage_watch[] =
     "\n"
     "Sidecar mode: attach the profiler to every matching .NET process as soon as its\n"
     "diagnostic socket appears, exactly once per runtime instance (pid + start time), and keep\n"
-    "running. SIGTERM stops it cleanly.\n"
+    "running. Each attach runs in a process of its own, at most 4 at once, so a runtime that\n"
+    "never answers delays no other. SIGTERM stops it within a second; attaches still in flight\n"
+    "are abandoned and reported as 'interrupted'.\n"
     "\n"
     "Selectors (all must match; none = every .NET process but clrattach itself):\n"
     "  --match-comm NAME      the process name (/proc comm, e.g. 'dotnet' or the app host)\n"
@@ -362,12 +364,21 @@ static int prepare_reporting(struct reporting *rep)
     return 0;
 }
 
-/* Finishes the reporting setup with the target's own service account (see from_target). */
-static int reporting_from_target(struct reporting *rep, int procfd, pid_t pid)
+/* Finishes the reporting setup with the target's own service account (see from_target): that of
+ * the process pinned for the attach, or, when pinning failed (t NULL), no report (pin_error). */
+static int reporting_from_target(struct reporting *rep, const struct target *t,
+                                 const struct cla_error *pin_error)
 {
     struct cla_error e = {0};
     rep->sa.token_fd = rep->sa.ca_fd = -1;
-    int r = k8s_target_sa_open(procfd, pid, &rep->sa, &e);
+    int r;
+    if (t) {
+        r = k8s_target_sa_open(t, &rep->sa, &e);
+    } else {
+        e = *pin_error;
+        r = e.code < 0 ? e.code : -ESRCH;
+        err_prefix(&e, "the target's service account");
+    }
     if (r == 0) {
         rep->opts.token_file = rep->sa.token_path;
         rep->opts.ca_file = rep->sa.ca_path;
@@ -655,12 +666,12 @@ static void release_job(struct attach_cli *a)
     util_closep(&a->rep.termination_fd);
 }
 
-/* Prints one result and reports its Event; returns the exit code for it. */
-static int emit_result(struct attach_cli *a, const struct attach_result *res)
+/* Prints one result and reports its Event (unless !send_event); returns the exit code for it. */
+static int emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event)
 {
     int code = attach_outcome_exit_code(res->outcome);
-    if (report_event(&a->rep, res, a->profiler, &a->clsid) < 0 && a->rep.mode == EVENTS_REQUIRED &&
-        code == 0)
+    if (send_event && report_event(&a->rep, res, a->profiler, &a->clsid) < 0 &&
+        a->rep.mode == EVENTS_REQUIRED && code == 0)
         code = EXIT_EVENT_REQUIRED;
     _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid);
     if (a->co.json) {
@@ -710,19 +721,28 @@ static int cmd_attach(int argc, char **argv)
         release_job(&a);
         return r;
     }
-    if (a.rep.from_target && (r = reporting_from_target(&a.rep, a.procfd, (pid_t)pid)) >= 0) {
+    /* One pin for everything about this process: the attach and, in an ephemeral container,
+     * the service account its Event is sent with. */
+    struct attach_opts ao = attach_opts_of(&a);
+    struct attach_result res;
+    struct target t;
+    bool pinned = attach_pin(&ao, (pid_t)pid, &t, &res) == 0;
+    if (a.rep.from_target &&
+        (r = reporting_from_target(&a.rep, pinned ? &t : NULL, &res.error)) >= 0) {
+        if (pinned)
+            target_close(&t);
         release_job(&a);
         return r;
     }
-    struct attach_opts ao = attach_opts_of(&a);
-    ao.pid = (pid_t)pid;
-    struct attach_result res;
-    attach_run(&ao, &res);
+    if (pinned) {
+        attach_run(&ao, &t, &res);
+        target_close(&t);
+    }
     /* The target is behind us: reading service-account files is all that is left. */
     struct cla_error e = {0};
     if (a.co.seccomp != SANDBOX_MODE_OFF)
         (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
-    int code = emit_result(&a, &res);
+    int code = emit_result(&a, &res, true);
     release_job(&a);
     return code;
 }
@@ -737,7 +757,7 @@ static void on_stop_signal(int sig)
 
 struct watch_ctx {
     struct attach_cli *a;
-    unsigned attached, failed;
+    unsigned attached, failed, interrupted;
 };
 
 static void on_watch_result(const struct attach_result *r, bool retry, void *userdata)
@@ -747,19 +767,13 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
         r->command_line, attach_outcome_name(r->outcome), retry ? ", will retry" : "");
     if (r->outcome == ATTACH_OK)
         w->attached++;
+    else if (r->outcome == ATTACH_INTERRUPTED)
+        w->interrupted++;
     else if (!retry && r->outcome != ATTACH_ALREADY_ACTIVE)
         w->failed++;
-    (void)emit_result(w->a, r);
-}
-
-/* A watcher delivers again and again, so it stays in the first seccomp stage: tightening
- * after one delivery would forbid the next. */
-static int on_stage_watch(enum attach_stage stage, void *userdata, struct cla_error *e)
-{
-    (void)stage;
-    (void)userdata;
-    (void)e;
-    return 0;
+    /* An attach abandoned at a stop is printed, not sent as an Event: the stop must not wait
+     * on the API server, and the next watcher reports what really happens to that process. */
+    (void)emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
 }
 
 static int cmd_watch(int argc, char **argv)
@@ -814,6 +828,8 @@ static int cmd_watch(int argc, char **argv)
     struct watch_opts wo = {
         .proc_dirfd = a.procfd,
         .sel = sel,
+        /* Each attach runs in a child of its own, which tightens its own seccomp stages
+         * (on_stage) as it goes: the watcher stays in the first stage for the next ones. */
         .attach = attach_opts_of(&a),
         .interval_ms = (int64_t)a.interval_ms,
         .ready_file = a.ready_file,
@@ -821,7 +837,6 @@ static int cmd_watch(int argc, char **argv)
         .userdata = &ctx,
         .stop = &stop_requested,
     };
-    wo.attach.on_stage = on_stage_watch;
     size_t tracked = 0, known = 0;
     wo.ret_tracked = &tracked;
     wo.ret_known = &known;
@@ -831,8 +846,10 @@ static int cmd_watch(int argc, char **argv)
     r = watch_run(&wo, &e);
     fprintf(stderr,
             "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked, "
-            "%zu processes known)\n",
-            ctx.attached, ctx.failed, tracked, known);
+            "%zu processes known%s",
+            ctx.attached, ctx.failed, tracked, known, ctx.interrupted ? "; " : ")\n");
+    if (ctx.interrupted)
+        fprintf(stderr, "%u in flight interrupted)\n", ctx.interrupted);
     k8s_series_cache_free(a.rep.series);
     release_job(&a);
     if (r < 0) {

@@ -41,7 +41,8 @@ CA=$WORK/certs/ca.crt
 ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
 
 # STATIC_TRACE=1 runs each under strace (outside the root) into $WORK/strace-NAME.txt, with
-# KEEP_WORK=1 to keep it: how to find a syscall the filter is missing.
+# KEEP_WORK=1 to keep it: how to find a syscall the filter is missing. STATIC_WRAP=CMD runs it
+# under CMD instead (a `timeout` that stops a watcher).
 # in_empty_root NAME ARGS...: runs /clrattach ARGS in the empty root. The shell that sets it up
 # stays OUTSIDE the chroot (the root has no shell), so it can copy the termination log out
 # before the namespace and its tmpfs disappear. Sets RC, OUT, ERR and LISTING (the root's files).
@@ -72,7 +73,7 @@ in_empty_root() {
         [ -f "$r/tlog" ] && cp "$r/tlog" "$work/tlog"
         exit $rc
     ' sh "$r" "$STATIC" "$PROBE" "$CA" "$WORK/token" "$WORK" "$URL" \
-        "${STATIC_TRACE:+strace -f -o $WORK/strace-$name.txt}" "$@" >"$OUT" 2>"$ERR"
+        "${STATIC_WRAP:-${STATIC_TRACE:+strace -f -o $WORK/strace-$name.txt}}" "$@" >"$OUT" 2>"$ERR"
     RC=$?
     mv "$WORK/ls" "$LISTING" 2>/dev/null
 }
@@ -155,6 +156,26 @@ PY
         fail "static-wrong-ca-refused" "exit $RC: $(cat "$ERR") $(cat "$WORK/requests.json")"
     fi
     CA=$CA_SAVE
+fi
+
+# watch: musl's fork (the fork syscall itself on x86_64) for the child of each attach, the child
+# tightening its own filter, SIGTERM ending it: all under the kill filter. Its own target, so
+# that no other suite's app matches.
+if start_target static-watch-app --pidns --uid 1000 --seconds 151; then
+    P=$TARGET_PID
+    STATIC_WRAP="timeout --preserve-status -s TERM 10" in_empty_root watch watch \
+        --profiler /libclrprobe.so --clsid "$PROBE_CLSID" --uid 1000 \
+        --match-cmdline "ClrTarget.dll --seconds 151" --client-data out=/tmp/probe-static-watch.json \
+        --events off -o json ${STATIC_SECCOMP:+--seccomp "$STATIC_SECCOMP"}
+    if [ $RC -eq $((128 + 31)) ]; then
+        fail "static-watch" "killed by SIGSYS under the seccomp filter: $(cat "$ERR")"
+    elif [ $RC -eq 0 ] && grep -q "\"pid\":$P,.*\"outcome\":\"attached\"\|\"outcome\":\"attached\".*\"pid\":$P," "$OUT" &&
+        grep -q "watch: stopped (1 attached, 0 failed" "$ERR" &&
+        probe_report "$P" /tmp/probe-static-watch.json >/dev/null; then
+        ok "static-watch"
+    else
+        fail "static-watch" "exit $RC: $(cat "$OUT" "$ERR")"
+    fi
 fi
 
 finish deploy-static

@@ -8,8 +8,11 @@
 require_env
 command -v valgrind >/dev/null || { echo "FAIL valgrind-missing: install valgrind (make deps)"; exit 1; }
 
+# watch attaches in child processes (fork, no exec): they stay under valgrind, and each one's
+# errors and leaks at its _exit are printed with its own pid (--child-silent-after-fork=no, the
+# default, said here because the soak depends on it); every attach of the soak is in one.
 VG=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite
-    --track-fds=no)
+    --track-fds=no --child-silent-after-fork=no)
 VG_CLRATTACH=$(vg_clrattach) || { echo "FAIL valgrind-build: the plain build for valgrind did not build"; exit 1; }
 
 if start_target vg-app --pidns --uid 1000; then

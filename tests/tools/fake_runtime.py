@@ -21,15 +21,22 @@ Modes:
   exit-on-attach         valid ProcessInfo replies; exits when AttachProfiler arrives
   ansi                   like good, but every ProcessInfo string carries terminal escape
                          sequences and control characters (valid UTF-16: no decoder rejects them)
+  exit-when-listed       a listening socket, and an inotify watch on its TMPDIR: exits as soon
+                         as someone opens that directory (a watcher's discovery looking at it),
+                         leaving its pid free for another process between selection and attach
 
 Options (any mode):
   --link-to PATH         the target of symlink-socket
   --pi-extra TEXT        appended to every ProcessInfo string; Python escapes are decoded
                          (--pi-extra '\\u009b\\u202e' sends a C1 CSI and a bidi override)
   --comm HEX             sets the process name (/proc/self/comm) to these raw bytes
+  --name NAME            sets the process name to NAME (15 bytes), once its socket is up
 Further arguments are ignored: they only shape /proc/<pid>/cmdline, hostile input as well.
+Every request received is logged to stderr ("request <set>/<id> <len> peer <pid>"), every
+connection of the silent mode as "connection".
 """
 
+import ctypes
 import os
 import socket
 import struct
@@ -119,6 +126,8 @@ held = []
 
 def serve(conn, mode, nspid, log, extra=""):
     if mode == "silent":
+        log.write("connection\n")
+        log.flush()
         conn.recv(4096)
         held.append(conn)
         return
@@ -143,7 +152,10 @@ def serve(conn, mode, nspid, log, extra=""):
         conn.close()
         return
     cset, cid, payload = req
-    log.write("request %02x/%02x %d\n" % (cset, cid, len(payload)))
+    # Who asks: the pid as this namespace sees it, 0 for a process outside it (another test's
+    # `clrattach ps` on the same machine asks every runtime it can see).
+    peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
+    log.write("request %02x/%02x %d peer %d\n" % (cset, cid, len(payload), peer))
     log.flush()
     if cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
@@ -162,6 +174,29 @@ def serve(conn, mode, nspid, log, extra=""):
     conn.close()
 
 
+IN_OPEN = 0x20
+
+
+def set_comm(comm):
+    with open("/proc/self/comm", "w") as f:
+        f.write(comm[:15])
+
+
+def wait_until_listed(directory, comm):
+    """Says ready, then blocks until `directory` is opened by anyone (inotify IN_OPEN). The
+    listing a discovery makes opens it; an O_PATH open (pinning, walking) does not count. The
+    comm a watcher may select on is set only once the watch is in place."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.inotify_init1(os.O_CLOEXEC)
+    if fd < 0 or libc.inotify_add_watch(fd, directory.encode(), IN_OPEN) < 0:
+        sys.exit("fake_runtime: inotify: %s" % os.strerror(ctypes.get_errno()))
+    if comm:
+        set_comm(comm)
+    nspid, _ = self_identity()
+    print("ready %d %s" % (nspid, directory), flush=True)
+    os.read(fd, 4096)
+
+
 def main():
     args = sys.argv[1:]
     if not args:
@@ -175,6 +210,7 @@ def main():
     extra = opt("--pi-extra") or ""
     extra = extra.encode("utf-8", "surrogateescape").decode("unicode_escape")
     comm = opt("--comm")
+    name = opt("--name")
     nspid, starttime = self_identity()
     tmpdir = os.environ.get("TMPDIR", "/tmp")
     path = os.path.join(tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
@@ -209,7 +245,7 @@ def main():
                 break
             held.append(c)
     elif mode in ("garbage", "truncated", "huge", "silent", "good", "ansi",
-                  "good-processinfo-bad-attach", "exit-on-attach"):
+                  "good-processinfo-bad-attach", "exit-on-attach", "exit-when-listed"):
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         listener.listen(16)
@@ -223,6 +259,11 @@ def main():
         with open("/proc/self/comm", "wb") as f:
             f.write(bytes.fromhex(comm))
 
+    if mode == "exit-when-listed":
+        wait_until_listed(tmpdir, name)
+        os._exit(0)
+    if name:
+        set_comm(name)
     print("ready %d %s" % (nspid, path), flush=True)
     if listener is None or mode == "no-accept":
         while True:

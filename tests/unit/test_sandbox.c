@@ -129,8 +129,15 @@ static const struct forbidden {
     {"personality", SYS_personality, {0xffffffff, 0, 0, 0, 0, 0}},
     {"io_uring_setup", SYS_io_uring_setup, {0}},
     {"kill", SYS_kill, {1, 0, 0, 0, 0, 0}},
-    /* fork: a process, not a thread. If it ran, parent and child would both exit 0. */
-    {"clone(fork)", SYS_clone, {SIGCHLD, 0, 0, 0, 0, 0}},
+    /* A process in new namespaces, or one sharing our memory without being a thread: if it
+     * ran, parent and child would both exit 0. (A plain fork is for watch: see below.) */
+    {"clone(fork, new user namespace)", SYS_clone, {SIGCHLD | CLONE_NEWUSER, 0, 0, 0, 0, 0}},
+    {"clone(fork, new pid namespace)", SYS_clone, {SIGCHLD | CLONE_NEWPID, 0, 0, 0, 0, 0}},
+    {"clone(shared memory, no thread)", SYS_clone, {SIGCHLD | CLONE_VM, 0, 0, 0, 0, 0}},
+    {"clone(exit signal not SIGCHLD)", SYS_clone, {SIGUSR1, 0, 0, 0, 0, 0}},
+    {"vfork", SYS_vfork, {0}},
+    /* pidfd_send_signal is for SIGKILL to watch's children only */
+    {"pidfd_send_signal(SIGTERM)", SYS_pidfd_send_signal, {-1, SIGTERM, 0, 0, 0, 0}},
     /* legacy path calls would bypass the *at flag checks (open(2) is allowed for musl, with
      * the same O_CREAT cut as openat: see the delivery probes) */
     {"rename", SYS_rename, {0}},
@@ -228,6 +235,67 @@ static void test_full_stage_allows_what_is_needed(void **state)
 {
     (void)state;
     assert_exit0(run_child(probe_full_allowed, 0), "FULL stage");
+}
+
+/* ---- watch: one child process per attach ------------------------------------------------ */
+
+/* FULL allows what watch needs to run an attach in a child: fork (libc's, whichever syscall it
+ * makes), a pidfd of the child, SIGKILL through it, wait4. */
+static void probe_fork_for_watch(long unused)
+{
+    (void)unused;
+    enter_or_die(SANDBOX_MODE_KILL);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        _exit(1);
+    pid_t c = fork();
+    if (c < 0)
+        _exit(2);
+    if (c == 0) {
+        /* the child tightens its own stages: the parent keeps its rights */
+        tighten_or_die(SANDBOX_STAGE_REPORT);
+        char b;
+        if (read(p[0], &b, 1) < 0) /* blocks until killed */
+            _exit(8);
+        _exit(0);
+    }
+    int pfd = (int)syscall(SYS_pidfd_open, c, 0);
+    if (pfd < 0)
+        _exit(3);
+    if (syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) < 0)
+        _exit(4);
+    int st = 0;
+    if (waitpid(c, &st, 0) != c || !WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+        _exit(5);
+    /* and again after the child tightened: still ours to fork */
+    c = fork();
+    if (c == 0)
+        _exit(7);
+    if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 7)
+        _exit(6);
+}
+
+static void test_full_stage_forks_for_watch(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_fork_for_watch, 0), "fork for watch");
+}
+
+/* An attach's child is past delivery: it can start no process of its own. */
+static void probe_fork_after_delivery(long use_syscall)
+{
+    enter_at(SANDBOX_STAGE_DELIVERED);
+    if (use_syscall)
+        syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    else
+        syscall(SYS_fork);
+}
+
+static void test_no_fork_after_delivery(void **state)
+{
+    (void)state;
+    assert_sigsys(run_child(probe_fork_after_delivery, 0), "fork after delivery");
+    assert_sigsys(run_child(probe_fork_after_delivery, 1), "clone(SIGCHLD) after delivery");
 }
 
 /* ---- DELIVERED: no more creating, owning, renaming, switching users --------------------- */
@@ -571,8 +639,8 @@ static const char *const never_allowed[] = {
     "io_uring_enter",
     "io_uring_register",
     "clone3",
-    "fork",
     "vfork",
+    "kill",
 };
 
 static bool rule_allows(const struct sandbox_rule *r, unsigned stages)
@@ -688,7 +756,7 @@ static void test_profile_json(void **state)
         if (strcmp(name0, "clone") == 0) {
             assert_string_equal(json_string_value(json_object_get(arg, "op")),
                                 "SCMP_CMP_MASKED_EQ");
-            clone_thread = json_integer_value(json_object_get(arg, "valueTwo")) == CLONE_THREAD;
+            clone_thread |= json_integer_value(json_object_get(arg, "valueTwo")) == CLONE_THREAD;
         }
         for (size_t k = 0; k < json_array_size(names); k++) {
             const char *name = json_string_value(json_array_get(names, k));
@@ -759,6 +827,8 @@ int main(void)
         cmocka_unit_test(test_profile_json),
         cmocka_unit_test(test_forbidden_calls_kill),
         cmocka_unit_test(test_full_stage_allows_what_is_needed),
+        cmocka_unit_test(test_full_stage_forks_for_watch),
+        cmocka_unit_test(test_no_fork_after_delivery),
         cmocka_unit_test(test_delivered_forbids_file_changes),
         cmocka_unit_test(test_report_keeps_delivery_cuts),
         cmocka_unit_test(test_delivered_keeps_reading),
