@@ -12,11 +12,15 @@
 
 #include "creds.h"
 #include "deliver.h"
+#include "deliver_dir.h"
+#include "depcheck.h"
 #include "discover.h"
 #include "hresult.h"
 #include "ipc_conn.h"
+#include "placeholders.h"
 #include "placement.h"
 #include "profset.h"
+#include "rootfs.h"
 #include "proc_parse.h"
 #include "render.h"
 #include "target.h"
@@ -38,6 +42,8 @@ static const struct {
     [ATTACH_USAGE] = {"usage_error", 2},
     [ATTACH_INTERNAL] = {"internal_error", 1},
     [ATTACH_INTERRUPTED] = {"interrupted", 11},
+    [ATTACH_TARGET_DIED] = {"target_died", 12},
+    [ATTACH_DEPENDENCY] = {"dependency_missing", 13},
 };
 
 const char *const attach_rid_sources[ATTACH_RID_SOURCES] = {"--rid", "runtime", "maps+exe"};
@@ -262,11 +268,59 @@ static enum attach_outcome outcome_of_hresult(uint32_t hr)
     }
 }
 
+/* What a delivery put in the target's view, a single file or a profiler directory. */
+struct placed {
+    char path[TARGET_PATH_MAX]; /* the library the runtime dlopen()s */
+    char top[TARGET_PATH_MAX];  /* what this run created: the file, or the directory */
+    char dir[TARGET_PATH_MAX];  /* {dir}: the delivered directory, or the file's directory */
+    char sha256[65];            /* of the file, or the directory's manifest digest */
+    bool is_dir, reused;
+    uint64_t dev, ino;
+};
+
+static int deliver_one(int rootfd, const struct profset_build *build, const char *dir, uid_t uid,
+                       struct placed *ret, struct cla_error *e)
+{
+    memset(ret, 0, sizeof(*ret));
+    if (build->dir) {
+        struct deliver_dir_opts dopts = {.pd = build->dir, .dir = dir, .uid = uid};
+        struct deliver_dir_result dr;
+        int r = deliver_dir(rootfd, &dopts, &dr, e);
+        if (r < 0)
+            return r;
+        ret->is_dir = true;
+        ret->reused = dr.reused;
+        ret->dev = dr.dev;
+        ret->ino = dr.ino;
+        memcpy(ret->path, dr.entry, sizeof(ret->path));
+        memcpy(ret->top, dr.path, sizeof(ret->top));
+        memcpy(ret->dir, dr.path, sizeof(ret->dir));
+        memcpy(ret->sha256, build->dir->digest, sizeof(ret->sha256));
+        return 0;
+    }
+    struct deliver_opts dopts = {
+        .data = build->data, .len = build->len, .basename = build->name, .dir = dir, .uid = uid};
+    struct deliver_result dr;
+    int r = deliver_profiler(rootfd, &dopts, &dr, e);
+    if (r < 0)
+        return r;
+    ret->reused = dr.reused;
+    ret->dev = dr.dev;
+    ret->ino = dr.ino;
+    memcpy(ret->path, dr.path, sizeof(ret->path));
+    memcpy(ret->top, dr.path, sizeof(ret->top));
+    const char *slash = strrchr(dr.path, '/');
+    snprintf(ret->dir, sizeof(ret->dir), "%.*s", (int)(slash > dr.path ? slash - dr.path : 1),
+             dr.path);
+    memcpy(ret->sha256, dr.sha256, sizeof(ret->sha256));
+    return 0;
+}
+
 /* Tries each candidate directory in turn until one takes the profiler; the reasons for
  * passing over the others are kept for the result and for the error. */
 static int deliver_somewhere(const struct attach_opts *o, struct target *t,
                              const struct profset_build *build, const struct proc_mount *mounts,
-                             size_t n_mounts, struct deliver_result *ret, struct attach_result *res)
+                             size_t n_mounts, struct placed *ret, struct attach_result *res)
 {
     struct placement cand[PLACEMENT_MAX];
     size_t n = placement_candidates(t->tmpdir, o->target_dir, mounts, n_mounts, cand);
@@ -275,14 +329,7 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t,
     for (size_t i = 0; i < n; i++) {
         struct cla_error de = {0};
         if (!cand[i].rejected[0]) {
-            struct deliver_opts dopts = {
-                .data = build->data,
-                .len = build->len,
-                .basename = build->name,
-                .dir = cand[i].dir,
-                .uid = res->uid,
-            };
-            last = deliver_profiler(t->rootfd, &dopts, ret, &de);
+            last = deliver_one(t->rootfd, build, cand[i].dir, res->uid, ret, &de);
             if (last >= 0)
                 return 0;
             if (last == -ENOMEM) {
@@ -312,6 +359,94 @@ static int deliver_somewhere(const struct attach_opts *o, struct target *t,
         err_hint(&res->error, "mount a writable volume without noexec in the app container (an "
                               "emptyDir, e.g. at /clrattach) and pass --target-dir with its path");
     return fail(res, ATTACH_DELIVERY, last);
+}
+
+/* Removes what this run delivered (nothing reused), unless --keep: the runtime refused it, so
+ * nothing maps it. Done before the reply stage of the seccomp filter, which forbids unlink. */
+static void undo_delivery(const struct attach_opts *o, struct target *t, const struct placed *p,
+                          struct attach_result *res)
+{
+    if (o->keep || p->reused || !p->dev)
+        return;
+    struct cla_error ue = {0};
+    res->removed = deliver_undo(t->rootfd, p->top, p->dev, p->ino, &ue) == 0;
+}
+
+/* Can the target's loader find every library the profiler needs? (depcheck.h) */
+static int check_dependencies(const struct attach_opts *o, struct target *t,
+                              const struct profset_build *build, const struct rid *rid,
+                              const struct placed *p, struct attach_result *res)
+{
+    if (o->skip_dependency_check)
+        return 0;
+    _cleanup_free_ char *maps = NULL;
+    size_t mlen = 0;
+    struct cla_error me = {0};
+    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &me) < 0)
+        maps = NULL;
+    const char *llp = NULL;
+    size_t llp_len = 0;
+    if (!target_getenv(t, "LD_LIBRARY_PATH", &llp, &llp_len))
+        llp = NULL;
+    struct depcheck_input in = {
+        .rootfd = t->rootfd,
+        .libc = rid->libc,
+        .arch = rid->arch,
+        .ld_library_path = llp,
+        .ld_library_path_len = llp_len,
+        .maps = maps,
+        .maps_len = mlen,
+        .build = build,
+        .delivered = p->is_dir ? p->top : p->path,
+    };
+    int r = depcheck_run(&in, &res->error);
+    if (r == 0)
+        return 0;
+    undo_delivery(o, t, p, res);
+    return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
+}
+
+/* The client data as sent: placeholders ({dir}, {entry}) expanded for where the profiler went.
+ * Returns the length, or a negative errno (usage: over the frame's room). */
+static int expand_client_data(const struct attach_opts *o, const struct placed *p, uint8_t *out,
+                              size_t cap, struct cla_error *e)
+{
+    size_t n = 0;
+    int r =
+        placeholders_expand(o->client_data, o->client_data_len, p->dir, p->path, out, cap, &n, e);
+    return r < 0 ? r : (int)n;
+}
+
+/* already_active: who holds the slot? A mapped library (other than ours) that exports
+ * DllGetClassObject is a loaded CLR profiler; the environment may name one too. */
+static void find_holder(struct target *t, const struct placed *p, struct attach_result *res)
+{
+    _cleanup_free_ char *maps = NULL;
+    size_t mlen;
+    struct cla_error ie = {0};
+    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &ie) < 0)
+        return;
+    res->mapped = proc_maps_has(maps, mlen, strrchr(p->path, '/') + 1) == 1;
+    _cleanup_free_ char *libs = malloc(65536);
+    if (!libs)
+        return;
+    size_t n = proc_maps_libraries(maps, mlen, libs, 65536, 64);
+    const char *lib = libs;
+    for (size_t i = 0; i < n; i++, lib += strlen(lib) + 1) {
+        if (strcmp(lib, p->path) == 0)
+            continue;
+        _cleanup_close_ int fd = rootfs_open_contained(t->rootfd, lib, ROOTFS_REG, O_RDONLY, &ie);
+        if (fd < 0)
+            continue;
+        _cleanup_free_ char *buf = NULL;
+        size_t len;
+        struct elf_info ei;
+        if (util_read_all(fd, ELF_READ_MAX, &buf, &len) == 0 &&
+            elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) == 0 && ei.exports_class_factory) {
+            shown(lib, res->holder, sizeof(res->holder));
+            return;
+        }
+    }
 }
 
 #define HR_NOT_YET_AVAILABLE ATTACH_HR_NOT_YET_AVAILABLE
@@ -355,6 +490,17 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
             err_hint(e, "use a portable RID such as linux-x64, linux-musl-x64 or linux-arm64");
             return fail(res, ATTACH_USAGE, -EINVAL);
         }
+        /* The runtime's own answer knows better than the operator: a musl build sent into a
+         * glibc process fails with a bare 0x8007007E. */
+        struct rid own;
+        if (!o->force_rid && res->runtime_rid[0] && rid_parse(res->runtime_rid, &own) == 0 &&
+            own.portable[0] && strcmp(own.portable, ret->portable) != 0) {
+            err_set(e, -EINVAL, "--rid %s contradicts the runtime's own answer: it runs %s (%s)",
+                    ret->portable, own.portable, res->runtime_rid);
+            err_hint(e, "drop --rid (the runtime's answer chooses the build), or pass "
+                        "--force-rid if you know better");
+            return fail(res, ATTACH_USAGE, -EINVAL);
+        }
         res->rid_source = attach_rid_sources[0];
     } else if (res->runtime_rid[0] && rid_parse(res->runtime_rid, ret) == 0 && ret->portable[0]) {
         res->rid_source = attach_rid_sources[1];
@@ -385,6 +531,44 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
     return 0;
 }
 
+/* The reply stage of the seccomp filter: after this nothing more is written into the target.
+ * `r` is the attach's result so far: a failure to tighten only becomes the outcome when the
+ * attach itself succeeded. */
+static int tighten_replied(const struct attach_opts *o, struct attach_result *res, int r)
+{
+    if (!o->on_stage)
+        return 0;
+    struct cla_error se = {0};
+    int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
+    if (sr < 0 && r >= 0) {
+        res->error = se;
+        return fail(res, ATTACH_INTERNAL, sr);
+    }
+    return 0;
+}
+
+/* already_active in the operator's terms: who holds the slot, and what stayed behind. */
+static void already_active_hint(const struct attach_result *res, const struct hresult_info *hi,
+                                struct cla_error *e)
+{
+    char holder[512] = "";
+    if (res->holder[0] && res->profiler_env[0])
+        snprintf(holder, sizeof(holder), "%s is loaded (and %s is set in its environment)",
+                 res->holder, res->profiler_env);
+    else if (res->holder[0])
+        snprintf(holder, sizeof(holder), "%s is loaded and exports DllGetClassObject", res->holder);
+    else if (res->profiler_env[0])
+        snprintf(holder, sizeof(holder),
+                 "%s is set in its environment: a profiler was loaded "
+                 "at startup",
+                 res->profiler_env);
+    err_hint(e, "%s%s%s%s", holder, holder[0] ? ". " : "",
+             res->mapped ? "The refused library stays mapped in the app (the runtime loaded it "
+                           "before refusing and does not unload it); nothing else changed. "
+                         : "",
+             hi->next_step);
+}
+
 static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
                struct creds_saved *cs, struct profset *ps)
 {
@@ -393,6 +577,25 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     size_t n_mounts = 0;
     int r;
 
+    if (o->startup && o->client_data_len) {
+        err_set(e, -EINVAL,
+                "--startup cannot carry --client-data: a runtime paused at startup "
+                "takes the profiler with StartupProfiler, a command with no room for "
+                "client data, so it would be dropped silently");
+        err_hint(e, "configure the profiler through the app's environment for a startup load, "
+                    "or attach without --startup once the runtime has started");
+        return fail(res, ATTACH_USAGE, -EINVAL);
+    }
+    /* A typo in a placeholder is the operator's, found before anything touches the target. */
+    if (o->client_data_len) {
+        _cleanup_free_ uint8_t *probe = malloc(IPC_MAX_CLIENT_DATA);
+        size_t n;
+        if (!probe)
+            return fail(res, ATTACH_INTERNAL, err_set(e, -ENOMEM, "out of memory"));
+        if ((r = placeholders_expand(o->client_data, o->client_data_len, "/", "/", probe,
+                                     IPC_MAX_CLIENT_DATA, &n, e)) == -EINVAL)
+            return fail(res, ATTACH_USAGE, r);
+    }
     /* Our own files, read before we act as the target's user (who may not be able to read
      * them), and checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
@@ -492,35 +695,41 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, build->variant, sizeof(res->variant));
 
-    struct deliver_result dres;
-    if ((r = deliver_somewhere(o, t, build, mounts, n_mounts, &dres, res)) < 0)
+    struct placed p;
+    if ((r = deliver_somewhere(o, t, build, mounts, n_mounts, &p, res)) < 0)
         return r;
-    shown(dres.path, res->delivered_path, sizeof(res->delivered_path));
-    memcpy(res->sha256, dres.sha256, sizeof(res->sha256));
-    res->reused = dres.reused;
+    shown(p.path, res->delivered_path, sizeof(res->delivered_path));
+    if (p.is_dir)
+        shown(p.top, res->delivered_dir, sizeof(res->delivered_dir));
+    memcpy(res->sha256, p.sha256, sizeof(res->sha256));
+    res->reused = p.reused;
+    if ((r = check_dependencies(o, t, build, &rid, &p, res)) < 0)
+        return r;
+
+    _cleanup_free_ uint8_t *cd = malloc(IPC_MAX_CLIENT_DATA);
+    int cd_len = cd ? expand_client_data(o, &p, cd, IPC_MAX_CLIENT_DATA, e) : -ENOMEM;
+    _cleanup_free_ uint8_t *req = malloc(IPC_MAX_MESSAGE);
+    int n = cd_len < 0 ? cd_len : req ? 0 : -ENOMEM;
+    if (n == 0)
+        n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, p.path, cd, (size_t)cd_len, req,
+                              IPC_MAX_MESSAGE, e);
+    if (n < 0) {
+        undo_delivery(o, t, &p, res);
+        if (n == -ENOMEM)
+            return fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
+        err_hint(e, "client data and the profiler's path share one frame of %d bytes",
+                 IPC_MAX_MESSAGE);
+        return fail(res, ATTACH_USAGE, n);
+    }
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
         return fail(res, ATTACH_INTERNAL, r);
-
-    uint8_t req[IPC_MAX_MESSAGE];
-    int n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, dres.path, o->client_data,
-                              o->client_data_len, req, sizeof(req), e);
-    if (n < 0)
-        return fail(res, ATTACH_USAGE, n);
     /* The pid must still be the process we inspected: never attach to its successor. */
     if ((r = target_check_alive(t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
     r = ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, &hr, e);
     if (r == 0 && hr == HR_NOT_YET_AVAILABLE && o->startup) {
-        r = startup_load(o, sockfd, dres.path, &hr, e);
+        r = startup_load(o, sockfd, p.path, &hr, e);
         res->startup_load = true;
-    }
-    if (o->on_stage) {
-        struct cla_error se = {0};
-        int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
-        if (sr < 0 && r >= 0) {
-            *e = se;
-            return fail(res, ATTACH_INTERNAL, sr);
-        }
     }
     if (r < 0) {
         if (r == -ETIMEDOUT)
@@ -530,18 +739,41 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                      (long long)o->timeout_ms);
         else if (target_check_alive(t, NULL) < 0)
             err_prefix(e, "the target exited during the attach");
+        tighten_replied(o, res, r);
         return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }
     res->have_hresult = true;
     res->hresult = hr;
     res->outcome = outcome_of_hresult(hr);
-    if (res->outcome == ATTACH_OK) {
-        /* Evidence from outside that the runtime really mapped our file. */
+    /* The answer is not the whole truth: a profiler that failed can leave threads behind that
+     * kill the app moments later. Watch the pinned process for the settle time. */
+    if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
+        res->died = true;
+    if (res->outcome == ATTACH_OK && !res->died) {
+        /* Evidence from outside that the runtime really mapped our file (for --startup, after
+         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
         _cleanup_free_ char *maps = NULL;
         size_t mlen;
         struct cla_error me = {0};
         if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &me) == 0)
-            res->mapped = proc_maps_has(maps, mlen, strrchr(dres.path, '/') + 1) == 1;
+            res->mapped = proc_maps_has(maps, mlen, strrchr(p.path, '/') + 1) == 1;
+    }
+    if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
+        find_holder(t, &p, res);
+    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
+        undo_delivery(o, t, &p, res);
+    if ((r = tighten_replied(o, res, 0)) < 0)
+        return r;
+    if (res->died) {
+        const struct hresult_info *hi = hresult_lookup(hr);
+        err_set(e, -ESRCH,
+                "the runtime answered %s (0x%08X), then the app died %lld ms later: the "
+                "profiler (or what it left running) killed it",
+                hi->name, hr, (long long)res->died_after_ms);
+        err_hint(e, "do not attach this profiler to this app again as it is; read the app's "
+                    "logs and the profiler's own log for the cause");
+        res->outcome = ATTACH_TARGET_DIED;
+        return -ESRCH;
     }
     if (res->outcome != ATTACH_OK) {
         const struct hresult_info *hi = hresult_lookup(hr);
@@ -554,11 +786,8 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
             err_hint(e, "the runtime is still starting (its socket is up before the runtime "
                         "can take a profiler, and no suspend is configured); attach again in a "
                         "moment");
-        else if (hr == 0x8013136Au && res->profiler_env[0])
-            err_hint(e,
-                     "%s is set in the target's environment: a profiler was loaded at "
-                     "startup. %s",
-                     res->profiler_env, hi->next_step);
+        else if (hr == 0x8013136Au)
+            already_active_hint(res, hi, e);
         else
             err_hint(e, "%s", hi->next_step);
         return -EREMOTEIO;

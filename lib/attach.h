@@ -33,7 +33,10 @@ enum attach_outcome {
     ATTACH_USAGE,
     ATTACH_INTERNAL,
     ATTACH_INTERRUPTED, /* watch was stopped (SIGTERM/SIGINT) while this attach ran: abandoned */
+    ATTACH_TARGET_DIED, /* the runtime answered, then the app died within the settle time */
+    ATTACH_DEPENDENCY,  /* a library the profiler needs is not in the target's view: not sent */
 };
+#define ATTACH_OUTCOME_LAST ATTACH_DEPENDENCY
 
 /* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
 const char *attach_outcome_name(enum attach_outcome o);
@@ -47,14 +50,18 @@ enum attach_stage {
 };
 
 struct attach_opts {
-    int proc_dirfd;            /* our /proc */
-    const char *profiler_path; /* on our side: one .so, or a bundle directory laid out by
-                                  runtime identifier (linux-x64/, linux-musl-x64/, ...) */
-    const char *entry;         /* --entry: the profiler library inside a directory, NULL = the
-                                  only one exporting DllGetClassObject */
-    const char *rid;           /* --rid: the target's runtime identifier, NULL = detect */
+    int proc_dirfd;             /* our /proc */
+    const char *profiler_path;  /* on our side: one .so, or a bundle directory laid out by
+                                   runtime identifier (linux-x64/, linux-musl-x64/, ...) */
+    const char *entry;          /* --entry: the profiler library inside a directory, NULL = the
+                                   only one exporting DllGetClassObject */
+    const char *rid;            /* --rid: the target's runtime identifier, NULL = detect */
+    bool force_rid;             /* --force-rid: --rid wins over the runtime's own answer */
+    bool skip_dependency_check; /* --skip-dependency-check: send without resolving DT_NEEDED */
+    bool keep;                  /* --keep: leave what was delivered after a failed load */
+    int64_t settle_ms;          /* --settle: how long the app is watched after the answer */
     struct ipc_guid clsid;
-    const uint8_t *client_data;
+    const uint8_t *client_data; /* with {dir}/{entry} placeholders, expanded before sending */
     size_t client_data_len;
     const char *target_dir;     /* NULL: the target's TMPDIR */
     uint32_t attach_timeout_ms; /* sent to the runtime (concurrent-GC wait) */
@@ -87,12 +94,17 @@ struct attach_result {
     char runtime_version[64];
     char runtime_rid[64];
     char os_arch[32];
-    char target_rid[32];    /* the portable RID the profiler was chosen for */
-    const char *rid_source; /* one of attach_rid_sources[], or NULL */
-    char variant[32];       /* bundle subdirectory used, "" for a single .so */
-    char delivered_path[TARGET_PATH_MAX];
-    char placement[512]; /* directories passed over, and why */
-    bool mapped;         /* the delivered file shows in the target's maps */
+    char target_rid[32];                  /* the portable RID the profiler was chosen for */
+    const char *rid_source;               /* one of attach_rid_sources[], or NULL */
+    char variant[32];                     /* bundle subdirectory used, "" for a single .so */
+    char delivered_path[TARGET_PATH_MAX]; /* what the runtime was given to dlopen() */
+    char delivered_dir[TARGET_PATH_MAX];  /* a profiler directory delivered whole, "" for a file */
+    char placement[512];                  /* directories passed over, and why */
+    bool mapped;                          /* the delivered file shows in the target's maps */
+    bool removed; /* what this run delivered was removed after a failed load */
+    bool died;    /* the app died within the settle time after the answer */
+    int64_t died_after_ms;
+    char holder[256]; /* already_active: the profiler the target already has loaded */
     char sha256[65];
     bool reused;
     bool startup_load; /* loaded as a startup profiler (--startup) */

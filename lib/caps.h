@@ -16,7 +16,10 @@
 #define IPC_HEADER_SIZE      20
 #define IPC_MAX_MESSAGE      65535
 #define IPC_MAX_STRING_UNITS 16384 /* UTF-16 units in one decoded string */
-#define IPC_MAX_CLIENT_DATA  4096  /* bytes of profiler client data we send */
+/* Bytes of profiler client data we send: what one frame can hold beside the header (20), the
+ * attach timeout (4), the CLSID (16), the shortest path string (4 + 4) and the data's own
+ * length (4). A longer path leaves less; the encoder checks the whole frame. */
+#define IPC_MAX_CLIENT_DATA (IPC_MAX_MESSAGE - 20 - 4 - 16 - 8 - 4)
 
 /* /proc files of a target. */
 #define PROC_STAT_MAX         4096
@@ -49,9 +52,9 @@
 /* Host-side scans. */
 #define PROC_SCAN_MAX_PIDS 4194304 /* pid_max ceiling on Linux */
 
-/* The sample profiler (profiler/clientdata.c). Client data above the IPC cap is never sent by
- * clrattach, so anything longer is a different client and is rejected, not truncated. */
-#define CLRPROBE_CLIENT_DATA_MAX  IPC_MAX_CLIENT_DATA
+/* The sample profiler (profiler/clientdata.c): its own cap on client data (clrattach sends up to
+ * IPC_MAX_CLIENT_DATA for other profilers); anything longer is rejected, not truncated. */
+#define CLRPROBE_CLIENT_DATA_MAX  4096
 #define CLRPROBE_OUT_PATH_MAX     1024      /* bytes of the report path, without the NUL */
 #define CLRPROBE_DETACH_AFTER_MAX 31536000u /* one year in seconds */
 

@@ -73,11 +73,19 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     set_str(o, "clsid", guid);
     if (r->delivered_path[0]) {
         set_str(o, "delivered_path", r->delivered_path);
+        if (r->delivered_dir[0])
+            set_str(o, "delivered_dir", r->delivered_dir);
         set_str(o, "sha256", r->sha256);
         json_object_set_new(o, "reused", json_boolean(r->reused));
+        if (r->removed)
+            json_object_set_new(o, "removed", json_true());
     }
-    if (r->outcome == ATTACH_OK)
+    if (r->outcome == ATTACH_OK || r->outcome == ATTACH_ALREADY_ACTIVE)
         json_object_set_new(o, "mapped", json_boolean(r->mapped));
+    if (r->holder[0])
+        set_str(o, "holder", r->holder);
+    if (r->died)
+        json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
     if (r->startup_load)
         set_str(o, "load", "startup");
     if (r->placement[0])

@@ -160,12 +160,14 @@ static const struct sandbox_rule rules[] = {
 
     /* Placing the profiler: temporary name, owner and mode, then rename into place. */
     ALLOW("fchown", DISCOVERY, "the delivered file belongs to the target's user"),
-    ALLOW("fchmod", DISCOVERY, "the delivered file's mode"),
+    /* fchmod and unlinkat last until the runtime answered: a profiler it refused is removed
+     * (a directory made writable again first) before the reply stage, --keep aside. */
+    ALLOW("fchmod", ATTACH, "the delivered file's mode; undo after a failed load"),
     ALLOW("renameat", DISCOVERY, "temporary name to final name"),
     ALLOW("renameat2", DISCOVERY, "RENAME_NOREPLACE"),
     ALLOW("linkat", DISCOVERY, "publishing the profiler by its fd (/proc/self/fd/N), no replace"),
-    ALLOW("unlinkat", DISCOVERY, "removing our temporary file on failure"),
-    ALLOW("mkdirat", DISCOVERY, "the target directory when it is missing"),
+    ALLOW("unlinkat", ATTACH, "our temporary file on failure; what a failed load left"),
+    ALLOW("mkdirat", DISCOVERY, "a profiler directory's tree"),
 
     /* Acting as the target's user (creds.c). Once the file is placed, only two calls remain:
      * asking for the current id and switching back to ourselves. Switching to a third user is

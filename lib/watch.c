@@ -486,7 +486,9 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->target_rid);
     STR(r->variant);
     STR(r->delivered_path);
+    STR(r->delivered_dir);
     STR(r->placement);
+    STR(r->holder);
     STR(r->sha256);
     STR(r->profiler_env);
     STR(r->error.msg);
@@ -550,7 +552,7 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
     struct attach_result *r = &w.res;
     int o;
     memcpy(&o, &r->outcome, sizeof(o));
-    if (o < 0 || o > ATTACH_INTERRUPTED)
+    if (o < 0 || o > ATTACH_OUTCOME_LAST)
         r->outcome = ATTACH_INTERNAL;
     r->rid_source = w.rid_source >= 1 && w.rid_source <= ATTACH_RID_SOURCES
                         ? attach_rid_sources[w.rid_source - 1]
@@ -561,6 +563,8 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
     clean_bool(&r->reused);
     clean_bool(&r->startup_load);
     clean_bool(&r->have_hresult);
+    clean_bool(&r->removed);
+    clean_bool(&r->died);
     *ret = *r;
     return 0;
 }

@@ -86,21 +86,35 @@ static const char usage_attach[] =
     "Usage: clrattach attach --pid PID --profiler PATH --clsid GUID [options]\n"
     "\n"
     "  --pid PID              the process, as this namespace sees it ('clrattach ps')\n"
-    "  --profiler PATH        the profiler shared object on this side, or a bundle directory\n"
-    "                         with one build per runtime identifier (linux-x64/,\n"
-    "                         linux-musl-x64/, ...); the build that fits the target is copied\n"
-    "                         into its own filesystem view under a content-addressed name\n"
+    "  --profiler PATH        on this side: the profiler's .so; or its directory (the .so with\n"
+    "                         the files it needs, delivered whole, names kept); or a bundle\n"
+    "                         with one build per runtime identifier (linux-x64/, ...); or a\n"
+    "                         NuGet package (runtimes/<rid>/native/); or - for a .so or a tar\n"
+    "                         of a directory on stdin. The build that fits the target goes into\n"
+    "                         its own filesystem view under a content-addressed name\n"
+    "  --entry NAME           the profiler library in a directory (default: the only one that\n"
+    "                         exports DllGetClassObject)\n"
     "  --rid RID              the target's runtime identifier (default: asked from the runtime,\n"
-    "                         else read from its loader and executable)\n"
+    "                         else read from its loader and executable); one that contradicts\n"
+    "                         the runtime's answer needs --force-rid\n"
     "  --clsid GUID           the profiler's CLSID, {xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}\n"
-    "  --client-data STR|@FILE  bytes handed to InitializeForAttach (at most 4096)\n"
+    "  --client-data STR|@FILE  bytes handed to InitializeForAttach (up to about 64 KiB, what\n"
+    "                         one frame holds); {dir} and {entry} become where the profiler\n"
+    "                         went in the target's view, {{ a literal brace\n"
+    "  --skip-dependency-check  send even when a library the profiler needs is not found in\n"
+    "                         the target's view\n"
+    "  --settle MS            watch the app this long after the runtime's answer: a profiler\n"
+    "                         that kills it is reported as target_died (default 2000, 0 = off)\n"
+    "  --keep                 keep what was delivered when the runtime refused the profiler\n"
+    "                         (default: removed)\n"
     "  --target-dir DIR       directory in the target's view for the profiler (default: its\n"
     "                         TMPDIR)\n"
     "  --timeout SECONDS      deadline for each exchange with the runtime (default 30)\n"
     "  --attach-timeout MS    sent to the runtime: how long it may wait for a background GC\n"
     "                         when the profiler asks for GC events (default 5000)\n"
     "  --startup              if the runtime is suspended at startup, load the profiler as a\n"
-    "                         startup profiler (StartupProfiler) and resume the runtime\n"
+    "                         startup profiler (StartupProfiler) and resume the runtime (no\n"
+    "                         --client-data: that command carries none)\n"
     "  -o, --output, --seccomp, --proc   as for every command\n"
     "\n"
     "Reporting (a Kubernetes Event on the pod; the result is always on stdout, in the exit\n"
@@ -118,8 +132,9 @@ static const char usage_attach[] =
     "\n"
     "Exit codes: 0 attached, 3 a profiler is already active, 4 no such process or not .NET,\n"
     "5 permission, 6 delivery failed, 7 the runtime could not load the profiler, 8 runtime not\n"
-    "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 2 usage\n"
-    "error, 1 internal error.\n";
+    "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 12 the app\n"
+    "died after the answer, 13 a library the profiler needs is missing, 2 usage error, 1\n"
+    "internal error.\n";
 
 static const char usage_watch[] =
     "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"
@@ -141,8 +156,9 @@ static const char usage_watch[] =
     "\n"
     "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
     "  --interval MS          time between scans (default 250)\n"
-    "  --profiler, --clsid, --client-data, --target-dir, --timeout, --attach-timeout, the\n"
-    "  reporting options and -o/--seccomp/--proc: as for 'attach'. Transient failures are\n"
+    "  --profiler (not -), --entry, --clsid, --client-data, --target-dir, --timeout,\n"
+    "  --attach-timeout, --rid, --skip-dependency-check, --settle, --keep, the reporting\n"
+    "  options and -o/--seccomp/--proc: as for 'attach'. Transient failures are\n"
     "  retried with backoff (1 s doubling, 5 attempts); every new outcome is printed and\n"
     "  reported once.\n";
 
@@ -278,11 +294,16 @@ static void print_attach_text(const struct attach_result *r)
             say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
         say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
             r->reused ? ", reused" : "");
+        if (r->delivered_dir[0])
+            say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
         say(stdout, "  sha256:   %s", r->sha256);
         say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
         return;
     }
     print_error(attach_outcome_name(r->outcome), &r->error);
+    if (r->removed)
+        say(stderr, "clrattach: removed what this attach delivered (%s); --keep keeps it",
+            r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
 }
 
 #define CAP(c) (1ULL << (c))
@@ -463,9 +484,9 @@ static int report_event(struct reporting *rep, const struct attach_result *res,
 struct attach_cli {
     const char *cmd;
     struct common co;
-    const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir, *rid;
-    uint64_t timeout_s, attach_timeout_ms;
-    bool startup;
+    const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir, *rid, *entry;
+    uint64_t timeout_s, attach_timeout_ms, settle_ms;
+    bool startup, force_rid, skip_dependency_check, keep;
     struct reporting rep;
     /* watch only */
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
@@ -488,6 +509,11 @@ static const struct option attach_options[] = {
     {"attach-timeout", required_argument, NULL, 'A'},
     {"startup", no_argument, NULL, 'U'},
     {"rid", required_argument, NULL, 1009},
+    {"entry", required_argument, NULL, 1010},
+    {"force-rid", no_argument, NULL, 1011},
+    {"skip-dependency-check", no_argument, NULL, 1012},
+    {"keep", no_argument, NULL, 1013},
+    {"settle", required_argument, NULL, 1014},
     {"events", required_argument, NULL, 'E'},
     {"dry-run-events", no_argument, NULL, 'D'},
     {"api-url", required_argument, NULL, 1001},
@@ -556,6 +582,14 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
         case 1007: a->rep.container = optarg; break;
         case 1008: a->rep.termination_log = optarg; break;
         case 1009: a->rid = optarg; break;
+        case 1010: a->entry = optarg; break;
+        case 1011: a->force_rid = true; break;
+        case 1012: a->skip_dependency_check = true; break;
+        case 1013: a->keep = true; break;
+        case 1014:
+            if (parse_uint(optarg, 60000, &a->settle_ms) < 0)
+                return usage_error(cmd, "--settle takes 0..60000 ms, not '%s'", optarg);
+            break;
         case 1101: a->match_comm = optarg; break;
         case 1102: a->match_cmdline = optarg; break;
         case 1103: a->uid_s = optarg; break;
@@ -578,6 +612,11 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
     if ((!watch && !a->pid_s) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, watch ? "--profiler and --clsid are required"
                                       : "--pid, --profiler and --clsid are required");
+    if (watch && strcmp(a->profiler, "-") == 0)
+        return usage_error(cmd, "--profiler - (stdin) is read once, by 'attach'; a watcher "
+                                "attaches again and again: give it a file or directory");
+    if (a->force_rid && !a->rid)
+        return usage_error(cmd, "--force-rid goes with --rid");
     if (ipc_guid_parse(a->clsid_s, &a->clsid) < 0)
         return usage_error(cmd,
                            "--clsid '%s' is not a GUID like "
@@ -644,6 +683,11 @@ static struct attach_opts attach_opts_of(struct attach_cli *a)
         .proc_dirfd = a->procfd,
         .profiler_path = a->profiler,
         .rid = a->rid,
+        .entry = a->entry,
+        .force_rid = a->force_rid,
+        .skip_dependency_check = a->skip_dependency_check,
+        .keep = a->keep,
+        .settle_ms = (int64_t)a->settle_ms,
         .clsid = a->clsid,
         .client_data = a->data,
         .client_data_len = a->data_len,
@@ -708,6 +752,7 @@ static int cmd_attach(int argc, char **argv)
     struct attach_cli a = {.cmd = "attach",
                            .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
                            .timeout_s = 30,
+                           .settle_ms = 2000,
                            .attach_timeout_ms = 5000,
                            .rep = {.mode = EVENTS_AUTO, .termination_fd = -1},
                            .procfd = -1};
@@ -781,6 +826,7 @@ static int cmd_watch(int argc, char **argv)
     struct attach_cli a = {.cmd = "watch",
                            .co = {.seccomp = SANDBOX_MODE_KILL, .proc = "/proc"},
                            .timeout_s = 30,
+                           .settle_ms = 2000,
                            .attach_timeout_ms = 5000,
                            .interval_ms = 250,
                            .rep = {.mode = EVENTS_AUTO, .termination_fd = -1},

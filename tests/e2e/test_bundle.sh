@@ -26,11 +26,21 @@ if start_target bundle-glibc --pidns --uid 1000; then
     fi
 fi
 
-# --rid forces the musl build (an old RID spelling, normalised): delivered, then refused by
-# the glibc runtime's loader, which is what a wrong choice would look like.
+# --rid that contradicts the runtime's own answer is refused; with --force-rid it forces the
+# musl build (an old RID spelling, normalised): delivered, then refused by the glibc runtime's
+# loader, which is what a wrong choice would look like.
 if start_target bundle-forced-musl --pidns; then
     P=$TARGET_PID
     clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid alpine.3.17-x64 -o json
+    if [ $RC -eq 2 ] && grep -q "contradicts the runtime's own answer: it runs linux-x64" "$ERR" &&
+        grep -q -- "--force-rid" "$ERR" && [ "$(json_get "$OUT" outcome)" = usage_error ] &&
+        ! ls "/proc/$P/root/tmp" | grep -q '^libclrprobe-'; then
+        ok "bundle-rid-contradiction-refused"
+    else
+        fail "bundle-rid-contradiction-refused" "exit $RC: $(cat "$OUT" "$ERR")"
+    fi
+    clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid alpine.3.17-x64 --force-rid \
+        -o json
     sha_musl=$(sha256sum "$MUSL_PROBE" | cut -c1-64)
     if [ $RC -eq 7 ] && [ "$(json_get "$OUT" variant)" = linux-musl-x64 ] &&
         [ "$(json_get "$OUT" target_rid)" = linux-musl-x64 ] && [ "$(json_get "$OUT" rid_source)" = --rid ] &&

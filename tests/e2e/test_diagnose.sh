@@ -63,7 +63,7 @@ clr attach --pid 1
 [ $RC -eq 2 ] && grep -q "required" "$ERR" && ok "usage-missing-options" || fail "usage-missing-options" "exit $RC"
 clr frobnicate
 [ $RC -eq 2 ] && grep -q "unknown command" "$ERR" && ok "usage-unknown-command" || fail "usage-unknown-command" "exit $RC"
-head -c 5000 /dev/zero >"$WORK/big"
+head -c 70000 /dev/zero >"$WORK/big"
 clr attach --pid 1 --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data "@$WORK/big"
 [ $RC -eq 2 ] && grep -q "exceeds" "$ERR" && ok "usage-client-data-too-big" || fail "usage-client-data-too-big" "exit $RC $(cat "$ERR")"
 clr --version

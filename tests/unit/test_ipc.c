@@ -93,10 +93,17 @@ static void test_encode_attach_rejects(void **state)
     assert_int_equal(ipc_encode_attach(1, &g, "/\xED\xA0\x80", NULL, 0, buf, sizeof(buf), &e),
                      -EINVAL); /* encoded surrogate */
     assert_int_equal(ipc_encode_attach(1, &g, "/p.so", NULL, 0, buf, 30, &e), -ENOBUFS);
-    static uint8_t big[5000];
+    static uint8_t big[IPC_MAX_CLIENT_DATA + 1];
     assert_int_equal(ipc_encode_attach(1, &g, "/p.so", big, sizeof(big), buf, sizeof(buf), &e),
                      -E2BIG);
     assert_non_null(strstr(e.msg, "client data"));
+    /* What the frame holds: all of it with the shortest path, less with a longer one. */
+    static uint8_t frame[IPC_MAX_MESSAGE];
+    assert_int_equal(
+        ipc_encode_attach(1, &g, "/", big, IPC_MAX_CLIENT_DATA, frame, sizeof(frame), &e),
+        IPC_MAX_MESSAGE);
+    assert_true(
+        ipc_encode_attach(1, &g, "/p.so", big, IPC_MAX_CLIENT_DATA, frame, sizeof(frame), &e) < 0);
 }
 
 static void test_encode_simple_and_startup(void **state)
