@@ -82,10 +82,11 @@ $(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.cspro
 unit: $(UNIT_BINS) all
 	tests/run-unit.sh $(UNIT_BINS)
 
-e2e: all target
+e2e: all target profiler-musl vendorprof clrie
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl $(REPLAY_BINS) $(FUZZ_BINS)
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clrie $(REPLAY_BINS) \
+      $(FUZZ_BINS)
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 tests/run-all.sh $(UNIT_BINS)
 

@@ -431,20 +431,29 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
     if (!libs)
         return;
     size_t n = proc_maps_libraries(maps, mlen, libs, 65536, 64);
-    const char *lib = libs;
-    for (size_t i = 0; i < n; i++, lib += strlen(lib) + 1) {
-        if (strcmp(lib, p->path) == 0)
-            continue;
-        _cleanup_close_ int fd = rootfs_open_contained(t->rootfd, lib, ROOTFS_REG, O_RDONLY, &ie);
-        if (fd < 0)
-            continue;
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        struct elf_info ei;
-        if (util_read_all(fd, ELF_READ_MAX, &buf, &len) == 0 &&
-            elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) == 0 && ei.exports_class_factory) {
-            shown(lib, res->holder, sizeof(res->holder));
-            return;
+    /* Another profiler first. Our own library, just mapped by the refused attach, is the holder
+     * only when it was there before us (reused) and nothing else is: this very profiler was
+     * attached already. */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *lib = libs;
+        for (size_t i = 0; i < n; i++, lib += strlen(lib) + 1) {
+            bool ours = strcmp(lib, p->path) == 0;
+            if (pass == 0 ? ours : !ours || !p->reused)
+                continue;
+            /* maps shows resolved paths, so no link needs following; and after delivery the
+             * filter answers openat2 with EPERM, where rootfs_open() walks with openat. */
+            _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, &ie);
+            if (fd < 0)
+                continue;
+            _cleanup_free_ char *buf = NULL;
+            size_t len;
+            struct elf_info ei;
+            if (util_read_all(fd, ELF_READ_MAX, &buf, &len) == 0 &&
+                elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) == 0 &&
+                ei.exports_class_factory) {
+                shown(lib, res->holder, sizeof(res->holder));
+                return;
+            }
         }
     }
 }
@@ -726,10 +735,29 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     /* The pid must still be the process we inspected: never attach to its successor. */
     if ((r = target_check_alive(t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
-    r = ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, &hr, e);
+    int64_t sent_at = util_now_ms();
+    r = ipc_conn_status_command(sockfd, req, (size_t)n, sent_at + o->timeout_ms, &hr, e);
     if (r == 0 && hr == HR_NOT_YET_AVAILABLE && o->startup) {
         r = startup_load(o, sockfd, p.path, &hr, e);
         res->startup_load = true;
+    }
+    /* A connection that ends without an answer: the app may have died under the profiler (a
+     * crash in InitializeForAttach, or a thread it started). Looked at briefly before it is
+     * called a protocol error. */
+    int64_t wait = o->settle_ms < 1000 ? o->settle_ms : 1000, unused;
+    if (r < 0 && r != -ETIMEDOUT && r != -EACCES &&
+        (target_check_alive(t, NULL) < 0 || target_settle(t, wait, &unused) == 1)) {
+        res->died = true;
+        res->died_after_ms = util_now_ms() - sent_at;
+        err_set(e, -ESRCH,
+                "the app died during the attach, before the runtime answered (within %lld ms of "
+                "the request): the profiler (or what it started) killed it",
+                (long long)res->died_after_ms);
+        err_hint(e, "do not attach this profiler to this app again as it is; read the app's "
+                    "logs and the profiler's own log for the cause");
+        undo_delivery(o, t, &p, res);
+        tighten_replied(o, res, r);
+        return fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
     if (r < 0) {
         if (r == -ETIMEDOUT)
@@ -737,8 +765,6 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                      "the runtime did not answer within %lld ms; the profiler's "
                      "InitializeForAttach may still be running (raise --timeout)",
                      (long long)o->timeout_ms);
-        else if (target_check_alive(t, NULL) < 0)
-            err_prefix(e, "the target exited during the attach");
         tighten_replied(o, res, r);
         return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }

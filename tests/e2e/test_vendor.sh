@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Profilers shaped like real vendor ones, against a real runtime. tests/vendorprof/ builds a
+# profiler that finds its config beside itself (dladdr), needs a helper through RUNPATH
+# $ORIGIN/lib, and can fail or crash the app after a failed attach; the CLR Instrumentation
+# Engine is restored from NuGet (make clrie) and attached from its package root. Each case checks
+# the outcome, what the target's view holds, and what the profiler itself wrote.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+VP="$ROOT/$BUILD/vendorprof"
+VP_CLSID='{7C1E4B52-3A9D-4F60-B8E2-5D0A91C36F17}'
+CLRIE_PKG="$ROOT/$BUILD/nuget/microsoft.testing.extensions.codecoverage/18.12.0"
+CLRIE_CLSID='{324F817A-7420-4E6D-B3C1-143FBED6D855}'
+for f in "$VP/libvendorprof.so" "$VP/lib/libvendorhelper.so" "$VP/vendor.conf" \
+    "$CLRIE_PKG/runtimes/linux-x64/native/libInstrumentationEngine.so"; do
+    [ -e "$f" ] || { echo "FAIL vendor-prerequisites: $f missing (make vendorprof clrie)"; exit 1; }
+done
+
+# vp_report PID PATH: the vendor profiler's report in the target (JSON), waited for briefly.
+vp_report() {
+    local i
+    for i in $(seq 1 50); do
+        [ -s "/proc/$1/root$2" ] && { cat "/proc/$1/root$2"; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
+
+# 1. A profiler directory: delivered whole, names kept; the profiler found its config beside
+# itself and its helper through $ORIGIN/lib.
+if start_target vendor-dir --pidns --uid 1000; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --client-data "out=/tmp/vp.json" \
+        --settle 300 -o json
+    DIR=$(json_get "$OUT" delivered_dir)
+    REP=$(vp_report "$P" /tmp/vp.json)
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" delivered_path)" = "$DIR/libvendorprof.so" ] &&
+        [ -f "/proc/$P/root$DIR/lib/libvendorhelper.so" ] && [ -f "/proc/$P/root$DIR/vendor.conf" ] &&
+        [ "$(stat -c '%a %u' "/proc/$P/root$DIR")" = "555 1000" ] &&
+        python3 -c 'import json,sys; r=json.loads(sys.argv[1]); d=sys.argv[2]
+assert r["self"] == d + "/libvendorprof.so", r
+assert r["config"] == "vendorprof-config-v1" and r["helper"] == "vendorhelper 1.0", r' "$REP" "$DIR" &&
+        [ "$(json_get "$OUT" mapped)" = True ]; then
+        ok "vendor-directory (delivered as $DIR, config and helper found)"
+    else
+        fail "vendor-directory" "exit $RC $(cat "$OUT" "$ERR") report: $REP"
+    fi
+
+    # 2. Placeholders and client data far above the sample probe's 4096 bytes.
+    PAD=$(head -c 20000 /dev/zero | tr '\0' 'x')
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --settle 0 -o json \
+        --client-data "out=/tmp/vp2.json;conf={dir}/vendor.conf;pad=$PAD"
+    # The runtime takes one profiler: the second attach is refused as already active, and the
+    # holder is named (our first delivery, which exports DllGetClassObject).
+    if [ $RC -eq 3 ] && [ "$(json_get "$OUT" reused)" = True ] &&
+        grep -q "libvendorprof.so" <<<"$(json_get "$OUT" holder)"; then
+        ok "vendor-already-active-names-holder"
+    else
+        fail "vendor-already-active-names-holder" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+if start_target vendor-placeholders --pidns; then
+    P=$TARGET_PID
+    PAD=$(head -c 20000 /dev/zero | tr '\0' 'x')
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --settle 0 -o json \
+        --client-data "out=/tmp/vp2.json;conf={dir}/vendor.conf;pad=$PAD"
+    DIR=$(json_get "$OUT" delivered_dir)
+    REP=$(vp_report "$P" /tmp/vp2.json)
+    if [ $RC -eq 0 ] && python3 -c 'import json,sys; r=json.loads(sys.argv[1]); d=sys.argv[2]
+assert r["conf_path"] == d + "/vendor.conf" and r["conf"] == "vendorprof-config-v1", r
+assert r["client_data_len"] > 20000, r' "$REP" "$DIR"; then
+        ok "vendor-placeholders-and-big-client-data ($(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["client_data_len"])' "$REP") bytes)"
+    else
+        fail "vendor-placeholders-and-big-client-data" "exit $RC $(cat "$OUT" "$ERR") report: $REP"
+    fi
+fi
+
+# 3. Layouts: a bundle of directories per RID, and a NuGet package (runtimes/<rid>/native/).
+mkdir -p "$WORK/vbundle" "$WORK/vnuget/runtimes/linux-x64" "$WORK/vnuget/lib/net8.0"
+cp -r "$VP" "$WORK/vbundle/linux-x64"
+mkdir -p "$WORK/vbundle/linux-musl-x64" && cp "$PROBE" "$WORK/vbundle/linux-musl-x64/"
+cp -r "$VP" "$WORK/vnuget/runtimes/linux-x64/native"
+for layout in vbundle vnuget; do
+    if start_target "vendor-$layout" --pidns; then
+        P=$TARGET_PID
+        clr attach --pid "$P" --profiler "$WORK/$layout" --clsid "$VP_CLSID" --settle 0 -o json \
+            --client-data "out=/tmp/vp.json"
+        if [ $RC -eq 0 ] && [ "$(json_get "$OUT" variant)" = linux-x64 ] &&
+            vp_report "$P" /tmp/vp.json | grep -q '"helper":"vendorhelper 1.0"'; then
+            ok "vendor-layout-$layout"
+        else
+            fail "vendor-layout-$layout" "exit $RC $(cat "$OUT" "$ERR")"
+        fi
+    fi
+done
+
+# 4. A missing dependency is named before anything is sent, and what was delivered is removed.
+mkdir -p "$WORK/vnohelper"
+cp "$VP/libvendorprof.so" "$VP/vendor.conf" "$WORK/vnohelper/"
+if start_target vendor-missing-dep --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$WORK/vnohelper" --clsid "$VP_CLSID" --settle 0 -o json
+    if [ $RC -eq 13 ] && [ "$(json_get "$OUT" outcome)" = dependency_missing ] &&
+        grep -q "libvendorprof.so needs libvendorhelper.so" "$ERR" && grep -q "lib" "$ERR" &&
+        ! grep -q "libvendorprof" "/proc/$P/maps" &&
+        [ -z "$(ls "/proc/$P/root/tmp" | grep '^libvendorprof-')" ]; then
+        ok "vendor-missing-dependency-refused"
+    else
+        fail "vendor-missing-dependency-refused" "exit $RC $(cat "$OUT" "$ERR"; ls "/proc/$P/root/tmp")"
+    fi
+    # Forced anyway: the runtime's bare 0x8007007E, and the delivery removed afterwards.
+    clr attach --pid "$P" --profiler "$WORK/vnohelper" --clsid "$VP_CLSID" --settle 0 -o json \
+        --skip-dependency-check
+    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" hresult)" = 0x8007007E ] &&
+        [ "$(json_get "$OUT" removed)" = True ] &&
+        [ -z "$(ls "/proc/$P/root/tmp" | grep '^libvendorprof-')" ]; then
+        ok "vendor-skip-dependency-check-load-failed-removed"
+    else
+        fail "vendor-skip-dependency-check-load-failed-removed" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# 5. A profiler that fails InitializeForAttach: load_failed, files removed; --keep keeps them.
+if start_target vendor-fail --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --settle 500 -o json --keep \
+        --client-data "mode=fail;out=/tmp/vpf.json"
+    DIR=$(json_get "$OUT" delivered_dir)
+    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" hresult)" = 0x80004005 ] && [ -d "/proc/$P/root$DIR" ] &&
+        kill -0 "$P"; then
+        ok "vendor-load-failed-keep"
+    else
+        fail "vendor-load-failed-keep" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+    # Another profiler takes the slot; the vendor one is then refused, the holder named.
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --settle 0
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --settle 0 -o json \
+        --client-data "out=/tmp/vp3.json"
+    if [ $RC -eq 3 ] && grep -q "libclrprobe-" <<<"$(json_get "$OUT" holder)" &&
+        grep -q "libclrprobe-.* is loaded and exports DllGetClassObject" "$ERR"; then
+        ok "vendor-already-active-other-holder"
+    else
+        fail "vendor-already-active-other-holder" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# 6. A profiler that fails and leaves a thread that kills the app: target_died, not load_failed.
+if start_target vendor-crash --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" -o json \
+        --client-data "mode=crash;out=/tmp/vpc.json"
+    if [ $RC -eq 12 ] && [ "$(json_get "$OUT" outcome)" = target_died ] &&
+        [ -n "$(json_get "$OUT" died_after_ms)" ] && grep -q "then the app died" "$ERR" &&
+        ! kill -0 "$P" 2>/dev/null; then
+        ok "vendor-target-died ($(json_get "$OUT" died_after_ms) ms after the answer)"
+    else
+        fail "vendor-target-died" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# 7. watch reports the death too, as its own outcome.
+if start_target vendor-crash-watch --pidns; then
+    P=$TARGET_PID
+    timeout 60 "$CLRATTACH" watch --profiler "$VP" --clsid "$VP_CLSID" --events off -o json \
+        --client-data "mode=crash;out=/tmp/vpc.json" --match-cmdline ClrTarget.dll --interval 100 \
+        >"$WORK/watch.out" 2>"$WORK/watch.err" &
+    W=$!
+    for _ in $(seq 1 100); do
+        grep -q '"outcome":"target_died"' "$WORK/watch.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    kill -TERM $W 2>/dev/null
+    wait $W 2>/dev/null
+    if grep -q '"outcome":"target_died"' "$WORK/watch.out" && ! grep -q '"outcome":"load_failed"' "$WORK/watch.out"; then
+        ok "vendor-watch-target-died"
+    else
+        fail "vendor-watch-target-died" "$(cat "$WORK/watch.out" "$WORK/watch.err" | tail -5)"
+    fi
+fi
+
+# 8. A tar stream of the directory on stdin (what kubectl clrattach streams from a laptop).
+if start_target vendor-stdin --pidns; then
+    P=$TARGET_PID
+    OUT="$WORK/stdin.out" ERR="$WORK/stdin.err"
+    tar -C "$VP" -c . | "$CLRATTACH" attach --pid "$P" --profiler - --clsid "$VP_CLSID" \
+        --settle 0 -o json --client-data "out=/tmp/vps.json" >"$OUT" 2>"$ERR"
+    RC=$?
+    if [ $RC -eq 0 ] && vp_report "$P" /tmp/vps.json | grep -q '"helper":"vendorhelper 1.0"'; then
+        ok "vendor-stdin-tar"
+    else
+        fail "vendor-stdin-tar" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# 9. The CLR Instrumentation Engine from its NuGet package root, its plugin named by config in
+# the delivered directory ({dir}). Proof: its log file in the target, the plugin mapped.
+if start_target vendor-clrie --pidns --uid 1000 --env MicrosoftInstrumentationEngine_LogLevel=All \
+    --env MicrosoftInstrumentationEngine_FileLogPath=/tmp/clrie/ --pre "mkdir -m 1777 -p /tmp/clrie"; then
+    P=$TARGET_PID
+    XML='<InstrumentationEngineConfiguration><InstrumentationMethods><AddInstrumentationMethod ConfigPath="{dir}/Cov_x64.config"/></InstrumentationMethods></InstrumentationEngineConfiguration>'
+    clr attach --pid "$P" --profiler "$CLRIE_PKG" --entry libInstrumentationEngine.so \
+        --clsid "$CLRIE_CLSID" --client-data "$XML" -o json
+    sleep 1
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" variant)" = linux-x64 ] &&
+        grep -q "libInstrumentationEngine.so" "/proc/$P/maps" &&
+        grep -q "libCoverageInstrumentationMethod.so" "/proc/$P/maps" &&
+        [ -n "$(ls "/proc/$P/root/tmp/clrie/" 2>/dev/null)" ]; then
+        ok "vendor-clrie-nuget (engine and plugin mapped, log $(ls "/proc/$P/root/tmp/clrie/"))"
+    else
+        fail "vendor-clrie-nuget" "exit $RC $(cat "$OUT" "$ERR"; grep -c Instrumentation "/proc/$P/maps")"
+    fi
+fi
+# Without --entry the two exporters of the package are named.
+clr attach --pid 1 --profiler "$CLRIE_PKG" --clsid "$CLRIE_CLSID"
+[ $RC -eq 2 ] && grep -q "libCoverageInstrumentationMethod.so, libInstrumentationEngine.so" "$ERR" &&
+    grep -q -- "--entry" "$ERR" && ok "vendor-clrie-entry-candidates" ||
+    fail "vendor-clrie-entry-candidates" "exit $RC $(cat "$ERR")"
+
+# 10. --startup cannot carry client data: refused, and said why.
+clr attach --pid 1 --profiler "$VP" --clsid "$VP_CLSID" --startup --client-data x
+[ $RC -eq 2 ] && grep -q "StartupProfiler" "$ERR" && ok "vendor-startup-refuses-client-data" ||
+    fail "vendor-startup-refuses-client-data" "exit $RC $(cat "$ERR")"
+
+finish e2e-vendor
