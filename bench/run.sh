@@ -133,7 +133,8 @@ ps_one() {
         while [ "$(ls -d /proc/[0-9]* | wc -l)" -lt "$n" ]; do sleep 0.1; done
         for r in 1 2 3; do "$measure" "$clr" ps 3>>"$out.time" >/dev/null 2>>"$out.err"; done
         strace -f -c -o "$out.strace" "$clr" ps >/dev/null 2>>"$out.err"
-        "$clr" ps -o json 2>/dev/null | wc -l >"$out.rows"
+        "$clr" ps -o json 2>/dev/null |
+            python3 -c "import json,sys; print(len(json.load(sys.stdin)[\"processes\"]))" >"$out.rows"
         kill $(jobs -p) 2>/dev/null
     ' _ "$count" "$B/ps-$count" "$CLRATTACH" "$B/measure"
 }

@@ -107,7 +107,7 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     return dump(o);
 }
 
-char *result_ps_json(const struct ps_entry *p)
+static json_t *ps_object(const struct ps_entry *p)
 {
     json_t *o = json_object();
     if (!o)
@@ -133,5 +133,47 @@ char *result_ps_json(const struct ps_entry *p)
     }
     if (p->detail[0])
         set_str(o, "detail", p->detail);
+    return o;
+}
+
+char *result_ps_json(const struct ps_entry *p)
+{
+    json_t *o = ps_object(p);
+    return o ? dump(o) : NULL;
+}
+
+char *result_ps_list_json(const struct ps_entry *list, size_t n)
+{
+    json_t *o = json_object(), *a = json_array();
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    set_str(o, "command", "ps");
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = ps_object(&list[i]);
+        if (!p || json_array_append_new(a, p) < 0) {
+            json_decref(a);
+            json_decref(o);
+            return NULL;
+        }
+    }
+    json_object_set_new(o, "processes", a);
+    return dump(o);
+}
+
+char *result_error_json(const char *command, enum attach_outcome outcome, const char *msg,
+                        const char *hint)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    set_str(o, "command", command);
+    set_str(o, "outcome", attach_outcome_name(outcome));
+    json_object_set_new(o, "exit_code", json_integer(attach_outcome_exit_code(outcome)));
+    set_str(o, "error", msg);
+    if (hint && hint[0])
+        set_str(o, "next_step", hint);
     return dump(o);
 }

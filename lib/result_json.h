@@ -2,8 +2,9 @@
 #ifndef CLRATTACH_RESULT_JSON_H
 #define CLRATTACH_RESULT_JSON_H
 
-/* The machine-readable results (`-o json`): one JSON object per result, one per line. Built with
- * jansson; strings from the target are escaped by it, never pasted. */
+/* The machine-readable results (`-o json`): one JSON document per result, on one line (`watch`
+ * prints one per outcome). Built with jansson; strings from the target are escaped by it and
+ * rendered, never pasted. */
 
 #include "attach.h"
 #include "ps.h"
@@ -14,5 +15,15 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
 
 /* Returns a malloc'd one-line JSON object for a `ps` entry, or NULL when out of memory. */
 char *result_ps_json(const struct ps_entry *p);
+
+/* `ps -o json`: one object {"command":"ps","processes":[...]}, the list empty when nothing is
+ * found. Returns a malloc'd one-line document, or NULL when out of memory. */
+char *result_ps_list_json(const struct ps_entry *list, size_t n);
+
+/* An error that ends a command before any result (a usage error, a sandbox that cannot be set
+ * up) as the one JSON document `-o json` promises for every outcome: command, outcome,
+ * exit_code, error, next_step. NULL when out of memory. */
+char *result_error_json(const char *command, enum attach_outcome outcome, const char *msg,
+                        const char *hint);
 
 #endif

@@ -173,15 +173,44 @@ static const char usage_seccomp[] =
     "Prints the OCI/Kubernetes seccomp profile generated from the same allow-list that clrattach\n"
     "loads in-process (use it as a localhostProfile). --stats prints counts instead.\n";
 
+static void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Set before any option is parsed when `-o json` is anywhere on the command line: a usage error
+ * found before (or while) parsing is then also one JSON document on stdout. */
+static bool json_wanted;
+/* The command being run, for the JSON document of an error that ends it early. */
+static const char *json_cmd = "clrattach";
+
+static void scan_for_json(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            return;
+        if (strcmp(a, "-ojson") == 0 || strcmp(a, "--output=json") == 0 ||
+            ((strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) && i + 1 < argc &&
+             strcmp(argv[i + 1], "json") == 0))
+            json_wanted = true;
+    }
+}
+
 static int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int usage_error(const char *cmd, const char *fmt, ...)
 {
+    char msg[1024], hint[128];
     va_list ap;
     va_start(ap, fmt);
-    fputs("clrattach: usage error: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nclrattach: next step: see 'clrattach %s --help'\n", cmd);
+    snprintf(hint, sizeof(hint), "see 'clrattach %s%s--help'", cmd, cmd[0] ? " " : "");
+    say(stderr, "clrattach: usage error: %s", msg);
+    say(stderr, "clrattach: next step: %s", hint);
+    if (json_wanted) {
+        _cleanup_free_ char *js =
+            result_error_json(cmd[0] ? cmd : json_cmd, ATTACH_USAGE, msg, hint);
+        if (js)
+            printf("%s\n", js);
+    }
     return EXIT_USAGE;
 }
 
@@ -210,6 +239,20 @@ static void print_error(const char *what, const struct cla_error *e)
     say(stderr, "clrattach: %s: %s", what, e->msg[0] ? e->msg : "failed");
     if (e->hint[0])
         say(stderr, "clrattach: next step: %s", e->hint);
+}
+
+/* Ends a command before any result: the message on stderr and, with -o json, the one JSON
+ * document every outcome has. Returns the outcome's exit code. */
+static int fatal(const char *what, enum attach_outcome o, const struct cla_error *e)
+{
+    print_error(what, e);
+    if (json_wanted) {
+        _cleanup_free_ char *js =
+            result_error_json(json_cmd, o, e->msg[0] ? e->msg : "failed", e->hint);
+        if (js)
+            printf("%s\n", js);
+    }
+    return attach_outcome_exit_code(o);
 }
 
 static int parse_common(int c, const char *arg, struct common *co, const char *cmd)
@@ -242,8 +285,7 @@ static int enter_sandbox(const struct common *co)
               "only to diagnose a suspected filter problem\n",
               stderr);
     if (sandbox_enter(co->seccomp, &e) < 0) {
-        print_error("seccomp", &e);
-        return 1;
+        return fatal("seccomp", ATTACH_INTERNAL, &e);
     }
     return 0;
 }
@@ -322,8 +364,7 @@ static int prepare_reporting(struct reporting *rep)
             open(rep->termination_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
         if (rep->termination_fd < 0) {
             err_setsys(&e, -errno, "--termination-log '%s'", rep->termination_log);
-            print_error("usage error", &e);
-            return EXIT_USAGE;
+            return fatal("usage error", ATTACH_USAGE, &e);
         }
     } else {
         /* The kubelet creates /dev/termination-log in every container; elsewhere it is absent
@@ -335,10 +376,8 @@ static int prepare_reporting(struct reporting *rep)
         return 0;
 
     int r = k8s_pod_ref_from_env(environ, &rep->pod, &e);
-    if (r < 0 && r != -ENOENT) {
-        print_error("usage error", &e);
-        return EXIT_USAGE;
-    }
+    if (r < 0 && r != -ENOENT)
+        return fatal("usage error", ATTACH_USAGE, &e);
     if (rep->pod_name)
         snprintf(rep->pod.name, sizeof(rep->pod.name), "%s", rep->pod_name);
     if (rep->pod_uid)
@@ -371,8 +410,7 @@ static int prepare_reporting(struct reporting *rep)
     if (r < 0) {
         if (rep->mode == EVENTS_REQUIRED) {
             err_prefix(&e, "--events=required");
-            print_error("usage error", &e);
-            return EXIT_USAGE;
+            return fatal("usage error", ATTACH_USAGE, &e);
         }
         /* auto: not in a cluster, or not configured; say so once and go on. */
         if (r != -ENOENT || rep->opts.api_url)
@@ -418,8 +456,10 @@ static int reporting_from_target(struct reporting *rep, const struct target *t,
         if (!e.hint[0])
             err_hint(&e, "mount the pod's kube-api-access volume into this container (kubectl "
                          "debug --custom), or pass --token-file and --ca-file");
-        print_error(rep->mode == EVENTS_REQUIRED ? "usage error" : "warning", &e);
-        return rep->mode == EVENTS_REQUIRED ? EXIT_USAGE : -1;
+        if (rep->mode == EVENTS_REQUIRED)
+            return fatal("usage error", ATTACH_USAGE, &e);
+        print_error("warning", &e);
+        return -1;
     }
     if (!rep->pod.namespace_[0])
         snprintf(rep->pod.namespace_, sizeof(rep->pod.namespace_), "%s", rep->cfg.namespace_);
@@ -652,26 +692,20 @@ static int setup_job(struct attach_cli *a)
 {
     struct cla_error e = {0};
     int r;
-    if (a->data_s && read_client_data(a->data_s, &a->data, &a->data_len, &e) < 0) {
-        print_error("usage error", &e);
-        return EXIT_USAGE;
-    }
+    if (a->data_s && read_client_data(a->data_s, &a->data, &a->data_len, &e) < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
     if ((r = prepare_reporting(&a->rep)) != 0)
         return r;
     a->procfd = target_open_proc(a->co.proc, &e);
-    if (a->procfd < 0) {
-        print_error("internal error", &e);
-        return 1;
-    }
+    if (a->procfd < 0)
+        return fatal("internal error", ATTACH_INTERNAL, &e);
     /* Root needs only these to act as the target's user and read its /proc; the rest go. */
     if (a->co.seccomp != SANDBOX_MODE_OFF &&
         sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
                               CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH) | CAP(CAP_CHOWN) |
                               CAP(CAP_FOWNER),
-                          &e) < 0) {
-        print_error("capabilities", &e);
-        return 1;
-    }
+                          &e) < 0)
+        return fatal("capabilities", ATTACH_INTERNAL, &e);
     if ((r = enter_sandbox(&a->co)) != 0)
         return r;
     return -1;
@@ -856,13 +890,18 @@ static int cmd_watch(int argc, char **argv)
     }
     if (a.rep.from_target) {
         /* A watcher runs for the life of the pod as its sidecar, with a token of its own. */
+        if (a.rep.mode == EVENTS_REQUIRED) {
+            struct cla_error e = {0};
+            err_set(&e, -ENOENT,
+                    "--events=required: this container has no service-account "
+                    "token of its own");
+            err_hint(&e, "a watch sidecar needs automountServiceAccountToken");
+            release_job(&a);
+            return fatal("usage error", ATTACH_USAGE, &e);
+        }
         fputs("clrattach: warning: Events off: this container has no service-account token; "
               "a watch sidecar needs automountServiceAccountToken\n",
               stderr);
-        if (a.rep.mode == EVENTS_REQUIRED) {
-            release_job(&a);
-            return EXIT_USAGE;
-        }
         a.rep.from_target = false;
     }
     if (a.rep.enabled && !a.rep.dry_run && !(a.rep.series = k8s_series_cache_new())) {
@@ -899,8 +938,7 @@ static int cmd_watch(int argc, char **argv)
     k8s_series_cache_free(a.rep.series);
     release_job(&a);
     if (r < 0) {
-        print_error("watch", &e);
-        return 1;
+        return fatal("watch", ATTACH_INTERNAL, &e);
     }
     return 0;
 }
@@ -929,38 +967,35 @@ static int cmd_ps(int argc, char **argv)
         return usage_error("ps", "unexpected argument '%s'", argv[optind]);
     struct cla_error e = {0};
     _cleanup_close_ int procfd = target_open_proc(co.proc, &e);
-    if (procfd < 0) {
-        print_error("internal error", &e);
-        return 1;
-    }
+    if (procfd < 0)
+        return fatal("internal error", ATTACH_INTERNAL, &e);
     /* Acting as each process's user and reading its /proc takes these; the listing and the
      * connection then run with only those of them the process itself holds (creds.h). */
     if (co.seccomp != SANDBOX_MODE_OFF &&
         sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
                               CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH),
-                          &e) < 0) {
-        print_error("capabilities", &e);
-        return 1;
-    }
+                          &e) < 0)
+        return fatal("capabilities", ATTACH_INTERNAL, &e);
     if ((r = enter_sandbox(&co)) != 0)
         return r;
     struct ps_entry *list = NULL;
     size_t n = 0;
-    if (ps_scan(procfd, query, 2000, &list, &n, &e) < 0) {
-        print_error("ps", &e);
-        return 1;
+    if (ps_scan(procfd, query, 2000, &list, &n, &e) < 0)
+        return fatal("ps", ATTACH_INTERNAL, &e);
+    if (co.json) {
+        _cleanup_free_ char *js = result_ps_list_json(list, n);
+        free(list);
+        if (!js) {
+            fputs("clrattach: internal error: out of memory\n", stderr);
+            return 1;
+        }
+        printf("%s\n", js);
+        return 0;
     }
-    if (!co.json)
-        printf("%-8s %-8s %-6s %-12s %-10s %-16s %s\n", "PID", "NSPID", "UID", "STATE", "RUNTIME",
-               "RID", "COMMAND");
+    printf("%-8s %-8s %-6s %-12s %-10s %-16s %s\n", "PID", "NSPID", "UID", "STATE", "RUNTIME",
+           "RID", "COMMAND");
     for (size_t i = 0; i < n; i++) {
         const struct ps_entry *p = &list[i];
-        if (co.json) {
-            _cleanup_free_ char *js = result_ps_json(p);
-            if (js)
-                printf("%s\n", js);
-            continue;
-        }
         /* A refused process has no command line to show: the reason stands in for it. */
         say(stdout, "%-8d %-8d %-6u %-12s %-10s %-16s %s", (int)p->pid, (int)p->nspid,
             (unsigned)p->uid, p->state, p->runtime_version[0] ? p->runtime_version : "-",
@@ -1005,12 +1040,13 @@ static int cmd_seccomp_profile(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    scan_for_json(argc, argv);
     if (argc < 2) {
         fputs(usage_main, stderr);
-        fputs("clrattach: usage error: no command given\n", stderr);
-        return EXIT_USAGE;
+        return usage_error("", "no command given");
     }
     const char *cmd = argv[1];
+    json_cmd = cmd;
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_main, stdout);
         return 0;
@@ -1030,9 +1066,8 @@ int main(int argc, char **argv)
         return cmd_watch(argc, argv);
     if (strcmp(cmd, "seccomp-profile") == 0)
         return cmd_seccomp_profile(argc, argv);
-    fprintf(stderr,
-            "clrattach: usage error: unknown command '%s'\n"
-            "clrattach: next step: see 'clrattach --help'\n",
-            cmd);
-    return EXIT_USAGE;
+    char shown_cmd[64];
+    render_text(cmd, strlen(cmd), shown_cmd, sizeof(shown_cmd));
+    json_cmd = "clrattach";
+    return usage_error("", "unknown command '%s'", shown_cmd);
 }

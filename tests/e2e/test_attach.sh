@@ -68,7 +68,7 @@ if start_target same-pidns; then
     clr ps -o json
     if [ $RC -eq 0 ] && python3 - "$OUT" "$P1" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = json.load(open(sys.argv[1]))["processes"]
 r = [x for x in rows if x["pid"] == int(sys.argv[2])]
 assert len(r) == 1, rows
 r = r[0]

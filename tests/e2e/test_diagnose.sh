@@ -16,7 +16,7 @@ if start_target diag-off --pidns --env DOTNET_EnableDiagnostics=0; then
     clr ps -o json
     if python3 - "$OUT" "$P" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rows = json.load(open(sys.argv[1]))["processes"]
 r = [x for x in rows if x["pid"] == int(sys.argv[2])]
 assert len(r) == 1 and r[0]["state"] == "disabled", rows
 PY
@@ -63,6 +63,24 @@ clr attach --pid 1
 [ $RC -eq 2 ] && grep -q "required" "$ERR" && ok "usage-missing-options" || fail "usage-missing-options" "exit $RC"
 clr frobnicate
 [ $RC -eq 2 ] && grep -q "unknown command" "$ERR" && ok "usage-unknown-command" || fail "usage-unknown-command" "exit $RC"
+# -o json: exactly one JSON document on stdout for every outcome, usage errors included.
+json_one() {
+    python3 -c 'import json,sys; d=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+assert len(d) == 1, d
+assert d[0]["outcome"] == sys.argv[2] and d[0]["exit_code"] == int(sys.argv[3]), d' "$OUT" "$1" "$2"
+}
+clr attach --pid 1 --profiler "$PROBE" --clsid not-a-guid -o json
+[ $RC -eq 2 ] && json_one usage_error 2 && ok "json-usage-bad-clsid" || fail "json-usage-bad-clsid" "exit $RC $(cat "$OUT")"
+head -c 70000 /dev/zero >"$WORK/big"
+clr attach --pid 1 --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data "@$WORK/big" -o json
+[ $RC -eq 2 ] && json_one usage_error 2 && ok "json-usage-client-data-too-big" ||
+    fail "json-usage-client-data-too-big" "exit $RC $(cat "$OUT")"
+clr frobnicate -o json
+[ $RC -eq 2 ] && json_one usage_error 2 && ok "json-usage-unknown-command" || fail "json-usage-unknown-command" "exit $RC $(cat "$OUT")"
+mkdir -p "$WORK/emptyproc"
+clr ps -o json --proc "$WORK/emptyproc"
+[ $RC -eq 0 ] && [ "$(cat "$OUT")" = '{"command":"ps","processes":[]}' ] && ok "json-ps-empty-list" ||
+    fail "json-ps-empty-list" "exit $RC $(cat "$OUT" "$ERR")"
 head -c 70000 /dev/zero >"$WORK/big"
 clr attach --pid 1 --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data "@$WORK/big"
 [ $RC -eq 2 ] && grep -q "exceeds" "$ERR" && ok "usage-client-data-too-big" || fail "usage-client-data-too-big" "exit $RC $(cat "$ERR")"

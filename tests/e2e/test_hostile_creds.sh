@@ -110,7 +110,9 @@ TARGET_PIDS+=("$BM")
 if wait_ready "$BM_LOG" "$BM"; then
     P=$TARGET_PID
     bclr ps -o json
-    line=$(grep -E "\"pid\": ?$P[,}]" "$OUT")
+    line=$(python3 -c 'import json,sys
+for d in json.load(open(sys.argv[1]))["processes"]:
+    if d["pid"] == int(sys.argv[2]): print(json.dumps(d))' "$OUT" "$P" 2>/dev/null)
     state=$(echo "$line" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read() or "{}").get("state",""))')
     detail=$(echo "$line" | python3 -c 'import json,sys; print(json.loads(sys.stdin.read() or "{}").get("detail",""))')
     if [ $RC -ne 0 ]; then

@@ -128,11 +128,10 @@ clean() {
     return 1
 }
 
-# ps_field FILE PID KEY: a field (dotted for nested) of the `ps -o json` line of pid PID.
+# ps_field FILE PID KEY: a field (dotted for nested) of pid PID in the `ps -o json` document.
 ps_field() {
     python3 -c 'import json,sys
-for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
-    d = json.loads(line)
+for d in json.load(open(sys.argv[1], encoding="utf-8", errors="replace"))["processes"]:
     if d.get("pid") == int(sys.argv[2]):
         v = d
         for k in sys.argv[3].split("."): v = v.get(k) if isinstance(v, dict) else None

@@ -63,7 +63,8 @@ RC=$?
 # Watch soak: many short-lived .NET apps and a churn of non-.NET processes.
 WERR="$WORK/vgwatch.err"
 "${VG[@]}" "$VG_CLRATTACH" watch --seccomp=off --profiler "$PROBE" --clsid "$PROBE_CLSID" \
-    --match-cmdline "ClrTarget.dll --seconds 5" --interval 100 --events off -o json >"$WORK/vgwatch.out" 2>"$WERR" &
+    --match-cmdline "ClrTarget.dll --seconds 5" --interval 100 --events off --settle 0 -o json \
+    >"$WORK/vgwatch.out" 2>"$WERR" &
 W=$!
 disown "$W"
 TARGET_PIDS+=("$W")
