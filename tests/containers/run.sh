@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The container suite: the project's Dockerfile, the deploy/ manifests and the exported seccomp
+# profile under a real engine (Debian's docker.io: dockerd, containerd, runc; crun as a second
+# runtime). A private dockerd (socket, data and exec roots under $BUILD/containers), images made
+# locally (debootstrap, the SDK's own runtime, `docker build` of the Dockerfile as it is), no
+# registry, containers on --network none or host only. Shapes: the sidecar (runc and crun, under
+# deploy/seccomp/clrattach.json, Event to the TLS test API server), `kubectl debug --target`
+# (restricted and general), the node (--pid host), a noexec /tmp, the image itself.
+# Docker flags of the app and the sidecar come from `kubectl kustomize deploy/...` (flags.py).
+# Prints "ok NAME" / "FAIL NAME: reason" and "containers: N passed, M failed".
+# Outside CI a missing engine is a skip; with CI=true it is a FAIL.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/containers/lib.sh
+. "$here/lib.sh"
+cd "$ROOT" || exit 2
+
+T0=$SECONDS
+RUN=ct$$
+IMG=clrattach-test/clrattach
+APP=clrattach-test/app
+PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profiler/clrprobe.h)
+PROBE=/profilers/linux-x64/libclrprobe.so
+POD=orders-api-0
+REPORT=/tmp/clrprobe-report.json
+work=$(mktemp -d "$CT/run.XXXXXX")
+chmod 755 "$work"
+srv_pid=
+created=()
+
+cleanup() {
+    local c
+    for c in "${created[@]}"; do dk rm -f "$c" >/dev/null 2>&1; done
+    [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null && wait "$srv_pid" 2>/dev/null
+    stop_dockerd
+    [ -n "${KEEP_WORK:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+finish() {
+    echo "containers: $PASSED passed, $FAILED failed ($((SECONDS - T0))s)"
+    [ "$FAILED" -eq 0 ]
+    exit
+}
+
+# Prerequisites: a missing engine is a skip on a developer machine, a failure in CI.
+prereq_fail() {
+    if [ "${CI:-}" = true ]; then
+        fail containers-engine "$1"
+    else
+        echo "skip containers: $1 (CI=true makes this a failure)"
+    fi
+    finish
+}
+[ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] || prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
+[ "$(id -u)" -eq 0 ] || prereq_fail "needs root to run dockerd"
+msg=$(start_dockerd) || prereq_fail "$msg"
+ok containers-engine
+note "engine: $(dk version -f '{{.Server.Version}}'), runtimes: $(dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}')"
+
+# --- images ---------------------------------------------------------------------------------
+t=$SECONDS
+if msg=$(make_base_image 2>&1); then ok "image-base-debian-bookworm ($((SECONDS - t))s)"
+else fail image-base-debian-bookworm "$msg"; finish; fi
+t=$SECONDS
+if msg=$(make_app_image 2>&1); then ok "image-app-dotnet ($((SECONDS - t))s)"
+else fail image-app-dotnet "$msg"; finish; fi
+t=$SECONDS
+if msg=$(make_clrattach_image 2>&1); then ok "image-clrattach-docker-build ($((SECONDS - t))s)"
+else fail image-clrattach-docker-build "$msg"; finish; fi
+
+# The static helper that makes forbidden calls under the profile (no shell in the image).
+HELPER=$work/forbidden
+if command -v musl-gcc >/dev/null; then
+    musl-gcc -static -O2 -o "$HELPER" "$here/forbidden.c" 2>"$work/helper.log"
+else
+    ${CC:-gcc} -static -O2 -o "$HELPER" "$here/forbidden.c" 2>"$work/helper.log"
+fi || { fail helper-build "$(cat "$work/helper.log")"; finish; }
+
+# --- the TLS test API server on loopback ------------------------------------------------------
+"$ROOT/tests/k8s/gen-certs.sh" "$work/certs" >/dev/null 2>&1 || { fail apiserver "gen-certs.sh failed"; finish; }
+mkdir -p "$work/sa"
+printf 'token-%s\n' "$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" >"$work/sa/token"
+cp "$work/certs/ca.crt" "$work/sa/ca.crt"
+echo shop >"$work/sa/namespace"
+chmod 644 "$work/sa"/*
+python3 "$ROOT/tests/k8s/apiserver.py" --ca-dir "$work/certs" --token-file "$work/sa/token" \
+    --port-file "$work/port" 2>"$work/server.log" &
+srv_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || { fail apiserver "did not start: $(tail -3 "$work/server.log")"; finish; }
+API_PORT=$(cat "$work/port")
+api() { curl -sS --max-time 10 --fail --cacert "$work/certs/ca.crt" -X "$1" "https://127.0.0.1:$API_PORT$2"; }
+# events_count REASON: Events about $POD with that reason the server holds.
+events_count() {
+    api GET /_test/events | python3 -c '
+import json, sys
+ev = json.load(sys.stdin)
+print(sum(1 for e in ev if e.get("reason") == sys.argv[1]
+          and e.get("regarding", {}).get("name") == sys.argv[2]
+          and e.get("regarding", {}).get("fieldPath") == "spec.containers{app}"))' "$1" "$POD"
+}
+
+# --- helpers ----------------------------------------------------------------------------------
+# The manifests' flags for one container, one per line, into the named array.
+flags_of() {
+    local -n _out=$1
+    shift
+    mapfile -t _out < <(timeout 60 python3 "$here/flags.py" "$@" --pod-name "$POD" \
+        --seccomp-dir "$ROOT/deploy/seccomp")
+    [ ${#_out[@]} -gt 0 ]
+}
+# run_c NAME ARGS...: docker run -d, remembered for cleanup.
+run_c() {
+    local name=$1
+    shift
+    created+=("$name")
+    dk run -d --name "$name" "$@" >"$work/$name.id" 2>"$work/$name.err"
+}
+# wait_ready NAME: the test app printed "ready" (since its latest start when $2 is given).
+wait_ready() {
+    local i n
+    for i in $(seq 150); do
+        n=$(dk logs "$1" 2>/dev/null | grep -c '^ready ')
+        [ "$n" -ge "${2:-1}" ] && return 0
+        [ "$(dk inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" = true ] || [ "$i" -lt 5 ] || break
+        sleep 0.2
+    done
+    return 1
+}
+# wait_report NAME [SINCE-MS]: the sample profiler's report in the app's /tmp says it attached
+# (and, with SINCE-MS, attached after that time: a new runtime instance).
+wait_report() {
+    local i
+    for i in $(seq 100); do
+        if dk exec "$1" cat "$REPORT" 2>/dev/null | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+sys.exit(0 if r.get("attach_complete") and r["attach_unix_ms"] > int(sys.argv[1]) else 1)' "${2:-0}" 2>/dev/null
+        then return 0; fi
+        sleep 0.2
+    done
+    return 1
+}
+now_ms() { date +%s%3N; }
+app_common=(--network none --read-only --tmpfs /tmp:exec,mode=1777)
+app_args=(--seconds 900)
+why() { printf '%s' "$(tail -c 600 "$1" 2>/dev/null | tr '\n' ' ')"; }
+
+# --- a/e: the sidecar, under runc and crun --------------------------------------------------
+sidecar_shape() {
+    local rt=$1 kdir=deploy/overlays/seccomp-localhost
+    local pause=$RUN-$rt-pause app=$RUN-$rt-app side=$RUN-$rt-sidecar
+    local appf sidef args tlog=$work/$rt-termination-log
+    : >"$tlog"
+    chmod 666 "$tlog"
+    flags_of appf pod "$kdir" app --pid-owner "$pause" || { fail "sidecar-$rt-flags" "flags.py app"; return; }
+    flags_of sidef pod "$kdir" clrattach --pid-owner "$pause" --termination-file "$tlog" ||
+        { fail "sidecar-$rt-flags" "flags.py clrattach"; return; }
+    mapfile -t args < <(python3 "$here/flags.py" args "$kdir" clrattach \
+        --set-arg=--match-cmdline=ClrTarget.dll --set-arg=--client-data=out=$REPORT)
+    # The pod's pause container: any long sleeper from the base image holds the PID namespace.
+    run_c "$pause" --runtime "$rt" --network none --read-only --user 65535:65535 --cap-drop ALL \
+        --security-opt no-new-privileges --ipc shareable debian:bookworm sleep infinity ||
+        { fail "sidecar-$rt-pod" "pause: $(why "$work/$pause.err")"; return; }
+    run_c "$app" --runtime "$rt" "${app_common[@]}" "${appf[@]}" "$APP" "${app_args[@]}" &&
+        wait_ready "$app" || { fail "sidecar-$rt-pod" "app: $(why "$work/$app.err") $(dk logs "$app" 2>&1 | tail -3)"; return; }
+    local t0
+    t0=$(now_ms)
+    if ! run_c "$side" --runtime "$rt" --network host "${sidef[@]}" \
+        -v "$work/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
+        -e KUBERNETES_SERVICE_HOST=127.0.0.1 -e KUBERNETES_SERVICE_PORT="$API_PORT" \
+        "$IMG" "${args[@]}"; then
+        fail "sidecar-$rt-starts-under-profile" "$(why "$work/$side.err")"
+        return
+    fi
+    ok "sidecar-$rt-starts-under-profile"
+    if wait_report "$app" "$t0"; then ok "sidecar-$rt-attached-at-start"
+    else fail "sidecar-$rt-attached-at-start" "no report in the app's $REPORT; sidecar: $(dk logs "$side" 2>&1 | tail -5 | tr '\n' ' ')"; fi
+    local i n=0
+    for i in $(seq 50); do n=$(events_count ProfilerAttached); [ "$n" -ge 1 ] && break; sleep 0.2; done
+    if [ "$n" -ge 1 ]; then ok "sidecar-$rt-event-reported"
+    else fail "sidecar-$rt-event-reported" "no ProfilerAttached Event for $POD; sidecar: $(dk logs "$side" 2>&1 | tail -5 | tr '\n' ' ')"; fi
+    local before=$n
+    t0=$(now_ms)
+    if dk restart -t 2 "$app" >/dev/null 2>&1 && wait_ready "$app" 2 && wait_report "$app" "$t0"; then
+        ok "sidecar-$rt-attached-after-app-restart"
+    else
+        fail "sidecar-$rt-attached-after-app-restart" "sidecar: $(dk logs "$side" 2>&1 | tail -5 | tr '\n' ' ')"
+    fi
+    for i in $(seq 50); do n=$(events_count ProfilerAttached); [ "$n" -gt "$before" ] && break; sleep 0.2; done
+    if [ "$n" -gt "$before" ]; then ok "sidecar-$rt-event-after-restart"
+    else fail "sidecar-$rt-event-after-restart" "Events: $n, before the restart: $before"; fi
+    if [ "$(dk inspect -f '{{.State.Running}}' "$side")" = true ] && grep -q '"outcome":"attached"' "$tlog"; then
+        ok "sidecar-$rt-running-termination-log"
+    else
+        fail "sidecar-$rt-running-termination-log" "running=$(dk inspect -f '{{.State.Running}}' "$side") log=$(head -c 300 "$tlog")"
+    fi
+    # The runtime's filter, not only clrattach's own: the helper under the same profile.
+    local out
+    out=$(dk run --rm --runtime "$rt" --network none --user 1654:1654 --read-only --cap-drop ALL \
+        --security-opt no-new-privileges \
+        --security-opt "seccomp=$ROOT/deploy/seccomp/clrattach.json" \
+        -v "$HELPER:/forbidden:ro" --entrypoint /forbidden "$IMG" 2>&1)
+    if printf '%s\n' "$out" | grep -qx 'getpid ok' && printf '%s\n' "$out" | grep -qx 'socket_inet ok' &&
+        printf '%s\n' "$out" | grep -qx 'getppid errno=1' && printf '%s\n' "$out" | grep -qx 'getcwd errno=1' &&
+        printf '%s\n' "$out" | grep -qx 'socket_netlink errno=1' && printf '%s\n' "$out" | grep -qx 'clone3 errno=38'; then
+        ok "profile-$rt-refuses-outside-calls"
+    else
+        fail "profile-$rt-refuses-outside-calls" "$(printf '%s' "$out" | tr '\n' ' ')"
+    fi
+    dk rm -f "$side" "$app" "$pause" >/dev/null 2>&1
+}
+
+# The control: the same helper under the engine's default profile gets through.
+out=$(dk run --rm --network none --user 1654:1654 -v "$HELPER:/forbidden:ro" --entrypoint /forbidden "$IMG" 2>&1)
+if printf '%s\n' "$out" | grep -qx 'getppid ok' && printf '%s\n' "$out" | grep -qx 'socket_netlink ok'; then
+    ok "helper-unconfined-control"
+else
+    fail "helper-unconfined-control" "$(printf '%s' "$out" | tr '\n' ' ')"
+fi
+
+sidecar_shape runc
+if dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}' | grep -qw crun; then
+    sidecar_shape crun
+else
+    fail sidecar-crun "crun is not registered with the engine (install crun)"
+fi
+
+# --- b/c: kubectl debug --target, and the node ------------------------------------------------
+# attach_once NAME EXPECTED-EXIT DOCKER-ARGS... -- CLRATTACH-ARGS...
+attach_once() {
+    local name=$1 want=$2 dargs=() rc
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do dargs+=("$1"); shift; done
+    shift
+    dk run --rm "${dargs[@]}" "$IMG" attach --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+        --client-data "out=$REPORT" -o json --events off "$@" >"$work/$name.out" 2>"$work/$name.err"
+    rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        fail "$name" "exit $rc, expected $want: $(why "$work/$name.out") $(why "$work/$name.err")"
+        return 1
+    fi
+}
+restart_app() { dk restart -t 2 "$1" >/dev/null 2>&1 && wait_ready "$1" "$2"; }
+
+dbg=$RUN-debug-app
+if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL --security-opt no-new-privileges \
+    "$APP" "${app_args[@]}" && wait_ready "$dbg"; then
+    flags_of rf debug deploy/kubectl-debug/custom.json restricted || fail debug-flags restricted
+    t0=$(now_ms)
+    attach_once kubectl-debug-restricted 0 --pid "container:$dbg" --network none "${rf[@]}" -- --pid 1 &&
+        { wait_report "$dbg" "$t0" && ok kubectl-debug-restricted || fail kubectl-debug-restricted "no report in the app"; }
+    restart_app "$dbg" 2 || fail kubectl-debug-general "app restart"
+    flags_of gf debug deploy/kubectl-debug/custom.json general || fail debug-flags general
+    t0=$(now_ms)
+    # general: root (the image's USER is 65532; runAsUser 0 in --custom) with SYS_PTRACE
+    attach_once kubectl-debug-general 0 --pid "container:$dbg" --network none --user 0:0 "${gf[@]}" -- --pid 1 &&
+        { wait_report "$dbg" "$t0" && ok kubectl-debug-general || fail kubectl-debug-general "no report in the app"; }
+    restart_app "$dbg" 3 || fail node-host-pid "app restart"
+    hostpid=$(dk inspect -f '{{.State.Pid}}' "$dbg")
+    t0=$(now_ms)
+    attach_once node-host-pid 0 --pid host --network none --user 0:0 -- --pid "$hostpid" &&
+        { wait_report "$dbg" "$t0" && ok "node-host-pid (pid $hostpid)" || fail node-host-pid "no report in the app"; }
+else
+    fail kubectl-debug-app "$(why "$work/$dbg.err") $(dk logs "$dbg" 2>&1 | tail -3)"
+fi
+dk rm -f "$dbg" >/dev/null 2>&1
+
+# --- d: a noexec /tmp (Docker's default --tmpfs), then an exec volume as the emptyDir ---------
+nx=$RUN-noexec-app
+if run_c "$nx" --network none --read-only --tmpfs /tmp --user 1654:1654 --cap-drop ALL \
+    --tmpfs /clrattach-profilers:exec,mode=1777 "$APP" "${app_args[@]}" &&
+    wait_ready "$nx"; then
+    flags_of rf debug deploy/kubectl-debug/custom.json restricted
+    if attach_once noexec-tmp-refused 6 --pid "container:$nx" --network none "${rf[@]}" -- --pid 1; then
+        if grep -q -- '--target-dir' "$work/noexec-tmp-refused.err" "$work/noexec-tmp-refused.out" &&
+            grep -q 'noexec' "$work/noexec-tmp-refused.err" "$work/noexec-tmp-refused.out"; then
+            ok noexec-tmp-refused
+        else
+            fail noexec-tmp-refused "exit 6 but no noexec/--target-dir next step: $(why "$work/noexec-tmp-refused.err")"
+        fi
+    fi
+    t0=$(now_ms)
+    attach_once noexec-tmp-target-dir-volume 0 --pid "container:$nx" --network none "${rf[@]}" -- \
+        --pid 1 --target-dir /clrattach-profilers &&
+        { wait_report "$nx" "$t0" && ok noexec-tmp-target-dir-volume || fail noexec-tmp-target-dir-volume "no report"; }
+else
+    fail noexec-app "$(why "$work/$nx.err") $(dk logs "$nx" 2>&1 | tail -3)"
+fi
+dk rm -f "$nx" >/dev/null 2>&1
+
+# --- f: the image itself ----------------------------------------------------------------------
+size=$(dk image inspect -f '{{.Size}}' "$IMG")
+if [ "$size" -gt 0 ] && [ "$size" -lt $((16 * 1024 * 1024)) ]; then ok "image-size ($size bytes)"
+else fail image-size "$size bytes (expected under 16 MiB)"; fi
+user=$(dk image inspect -f '{{.Config.User}}' "$IMG")
+case $user in 0 | 0:* | root* | "") fail image-non-root "USER '$user'" ;; *) ok "image-non-root ($user)" ;; esac
+ep=$(dk image inspect -f '{{json .Config.Entrypoint}}' "$IMG")
+[ "$ep" = '["/clrattach"]' ] && ok image-entrypoint || fail image-entrypoint "$ep"
+if dk run --rm --network none --entrypoint /bin/sh "$IMG" -c true >"$work/sh.out" 2>&1; then
+    fail image-no-shell "/bin/sh ran"
+else
+    ok image-no-shell
+fi
+v=$(dk run --rm --network none "$IMG" --version 2>&1)
+case $v in *"$(cat VERSION)"*) ok "image-version ($v)" ;; *) fail image-version "'$v', VERSION $(cat VERSION)" ;; esac
+cid=$(dk create "$IMG") && created+=("$cid")
+files=$(dk export "$cid" | tar -t 2>/dev/null)
+if printf '%s\n' "$files" | grep -qx 'profilers/linux-x64/libclrprobe.so' &&
+    printf '%s\n' "$files" | grep -qx 'profilers/linux-musl-x64/libclrprobe.so' &&
+    printf '%s\n' "$files" | grep -qx 'clrattach'; then
+    ok image-sample-profilers
+else
+    fail image-sample-profilers "$(printf '%s' "$files" | grep -v '^\(dev\|etc\|proc\|sys\)' | tr '\n' ' ')"
+fi
+dk rm -f "$cid" >/dev/null 2>&1
+note "wall time $((SECONDS - T0))s"
+finish
