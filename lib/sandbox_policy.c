@@ -217,6 +217,14 @@ static const struct sandbox_rule rules[] = {
     ALLOW("access", STARTUP, "ld.so checks /etc/ld.so.preload"),
     ALLOW("faccessat", STARTUP, "ld.so on arm64"),
     ALLOW("prlimit64", STARTUP, "glibc reads the stack limit"),
+    /* runc (1.1.12+, and Debian's 1.1.5 with the CVE-2024-21626 fix) checks that
+     * /proc/self/fd is procfs, after loading the profile and before its execve. */
+    ALLOW("fstatfs", STARTUP, "runc's /proc/self/fd check before it execs us"),
+    /* libseccomp (our first seccomp_init) probes for seccomp(2) with the always-invalid
+     * seccomp(SECCOMP_SET_MODE_STRICT, 1, NULL) and takes anything but EINVAL for "no seccomp":
+     * under the runtime's profile that call must reach the kernel. Entering strict mode could
+     * only take rights away. Our own filters never need it again. */
+    ALLOW_EQ("seccomp", STARTUP, 0, SECCOMP_SET_MODE_STRICT, "libseccomp's seccomp(2) probe"),
 };
 
 const struct sandbox_rule *sandbox_policy_rules(size_t *ret_count)

@@ -40,16 +40,29 @@ start_dockerd() {
     [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] || { echo "docker.io is not installed (scripts/install-deps.sh)"; return 1; }
     [ "$(id -u)" -eq 0 ] || { echo "the container suite needs root (dockerd)"; return 1; }
     rm -f "$CT/docker.sock" "$CT/dockerd.pid"
-    # Its own (empty) daemon.json: the host's /etc/docker/daemon.json is not ours to read.
-    echo '{}' >"$CT/daemon.json"
-    mkdir -p "$CT/data" "$CT/exec"
-    local rt=()
-    [ -x "$CRUN_BIN" ] && rt=(--add-runtime "crun=$CRUN_BIN")
+    # Its own daemon.json (the host's /etc/docker/daemon.json is not ours to read), with crun
+    # as a second runtime. crun refuses a cgroup v1 host whose v2 hierarchy (mounted at
+    # /sys/fs/cgroup/unified: "hybrid") has controllers, whatever its --cgroup-manager; there it
+    # runs through a wrapper that unmounts that hierarchy in a private mount namespace of its
+    # own, so crun sees a plain cgroup v1 host. Nothing changes for anyone else.
+    local crun=$CRUN_BIN
+    if [ -x "$CRUN_BIN" ] && grep -q . /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null; then
+        crun=$CT/crun-v1
+        printf '%s\n' '#!/bin/sh' \
+            "exec unshare --mount --propagation private /bin/sh -c 'umount -l /sys/fs/cgroup/unified 2>/dev/null; exec \"\$0\" \"\$@\"' $CRUN_BIN \"\$@\"" \
+            >"$crun"
+        chmod 755 "$crun"
+    fi
+    if [ -x "$CRUN_BIN" ]; then
+        printf '{"runtimes": {"crun": {"path": "%s"}}}\n' "$crun" >"$CT/daemon.json"
+    else
+        echo '{}' >"$CT/daemon.json"
+    fi
     # No bridge, no iptables rules, no NAT: containers get --network none or host only.
     # Its own containerd (no --containerd): state under the exec root, gone with the daemon.
     "$DOCKERD_BIN" -H "$DOCKER_HOST" --data-root "$CT/data" --exec-root "$CT/exec" \
         --pidfile "$CT/dockerd.pid" --bridge=none --iptables=false --ip6tables=false \
-        --ip-masq=false --userland-proxy=false --storage-driver=overlay2 "${rt[@]}" \
+        --ip-masq=false --userland-proxy=false --storage-driver=overlay2 \
         --config-file "$CT/daemon.json" >"$CT/dockerd.log" 2>&1 &
     DOCKERD_PID=$!
     local i

@@ -56,7 +56,7 @@ prereq_fail() {
 }
 [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] || prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
 [ "$(id -u)" -eq 0 ] || prereq_fail "needs root to run dockerd"
-msg=$(start_dockerd) || prereq_fail "$msg"
+start_dockerd >"$work/engine.msg" 2>&1 || prereq_fail "$(cat "$work/engine.msg")"
 ok containers-engine
 note "engine: $(dk version -f '{{.Server.Version}}'), runtimes: $(dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}')"
 
@@ -260,9 +260,13 @@ if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL --security-op
     attach_once kubectl-debug-general 0 --pid "container:$dbg" --network none --user 0:0 "${gf[@]}" -- --pid 1 &&
         { wait_report "$dbg" "$t0" && ok kubectl-debug-general || fail kubectl-debug-general "no report in the app"; }
     restart_app "$dbg" 3 || fail node-host-pid "app restart"
+    # From the node: root in the host PID namespace, by host pid. Root alone may not read
+    # another uid's /proc/<pid>/environ; a node agent holds CAP_SYS_PTRACE (clrattach's own
+    # next step when it is missing).
     hostpid=$(dk inspect -f '{{.State.Pid}}' "$dbg")
     t0=$(now_ms)
-    attach_once node-host-pid 0 --pid host --network none --user 0:0 -- --pid "$hostpid" &&
+    attach_once node-host-pid 0 --pid host --network none --user 0:0 --cap-add SYS_PTRACE -- \
+        --pid "$hostpid" &&
         { wait_report "$dbg" "$t0" && ok "node-host-pid (pid $hostpid)" || fail node-host-pid "no report in the app"; }
 else
     fail kubectl-debug-app "$(why "$work/$dbg.err") $(dk logs "$dbg" 2>&1 | tail -3)"
