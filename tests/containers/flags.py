@@ -20,13 +20,14 @@ Prints one docker-run argument per line. What the pod spec says and what it beco
                  Unconfined                  --security-opt seccomp=unconfined
   env value / fieldRef                       -e NAME=VALUE (fieldRefs from --pod-name,
                                              the rendered namespace, --pod-uid)
-  volumeMounts of an emptyDir                --tmpfs=PATH:exec,mode=1777,size=sizeLimit
+  volumeMounts of an emptyDir                --volume=EMPTYDIR_ROOT/NAME:PATH (mode 0777)
   terminationMessagePath                     -v TERMINATION_FILE:PATH
   shareProcessNamespace: true                --pid container:PID_OWNER
 Anything else in a securityContext the suite cannot reproduce is an error, not ignored.
 """
 import argparse
 import json
+import os
 import subprocess
 import sys
 
@@ -102,19 +103,22 @@ def env_flags(c, meta, a):
     return f
 
 
-def mount_flags(c, spec):
+def mount_flags(c, spec, emptydir_root):
     vols = {v["name"]: v for v in spec.get("volumes", [])}
     f = []
     for m in c.get("volumeMounts", []):
         v = vols.get(m["name"], {})
         if "emptyDir" not in v:
             continue  # the service-account volume is added by the suite, as the kubelet does
-        # an emptyDir is exec-able; Docker's --mount type=tmpfs is noexec, --tmpfs takes "exec"
-        opts = ["exec", "mode=1777"]
-        size = v["emptyDir"].get("sizeLimit")
-        if size:
-            opts.append("size=%d" % parse_size(size))
-        f.append("--tmpfs=%s:%s" % (m["mountPath"], ",".join(opts)))
+        if not emptydir_root:
+            sys.exit("flags.py: %s mounts emptyDir %s: give --emptydir-root" % (c["name"], m["name"]))
+        # A host directory, as the kubelet makes an emptyDir: mode 0777, exec-able, and it
+        # outlives a restart of the container (a tmpfs would be a new one, and Docker copies
+        # the mount point's mode into it on restart).
+        d = os.path.join(emptydir_root, m["name"])
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o777)
+        f.append("--volume=%s:%s" % (d, m["mountPath"]))
     return f
 
 
@@ -136,6 +140,7 @@ def main():
     p.add_argument("--seccomp-dir", default="/var/lib/kubelet/seccomp")
     p.add_argument("--pid-owner", default="")
     p.add_argument("--termination-file", default="")
+    p.add_argument("--emptydir-root", default="", help="host directory holding the emptyDirs")
     p.add_argument("--set-arg", action="append", default=[],
                    help="--name=value replaces the container's --name=... argument")
     a = p.parse_args()
@@ -174,7 +179,7 @@ def main():
     out = security_flags(spec.get("securityContext", {}), c.get("securityContext", {}),
                          a.seccomp_dir)
     out += env_flags(c, dep["metadata"], a)
-    out += mount_flags(c, spec)
+    out += mount_flags(c, spec, a.emptydir_root)
     if spec.get("shareProcessNamespace") and a.pid_owner:
         out.append("--pid=container:%s" % a.pid_owner)
     if c.get("terminationMessagePath") and a.termination_file:

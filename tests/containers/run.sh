@@ -93,12 +93,13 @@ for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { fail apiserver "did not start: $(tail -3 "$work/server.log")"; finish; }
 API_PORT=$(cat "$work/port")
 api() { curl -sS --max-time 10 --fail --cacert "$work/certs/ca.crt" -X "$1" "https://127.0.0.1:$API_PORT$2"; }
-# events_count REASON: Events about $POD with that reason the server holds.
+# events_count REASON: occurrences of Events about $POD with that reason the server holds.
 events_count() {
     api GET /_test/events | python3 -c '
 import json, sys
 ev = json.load(sys.stdin)
-print(sum(1 for e in ev if e.get("reason") == sys.argv[1]
+# an Event repeated within its series window is PATCHed: series.count grows
+print(sum((e.get("series") or {}).get("count", 1) for e in ev if e.get("reason") == sys.argv[1]
           and e.get("regarding", {}).get("name") == sys.argv[2]
           and e.get("regarding", {}).get("fieldPath") == "spec.containers{app}"))' "$1" "$POD"
 }
@@ -156,7 +157,7 @@ sidecar_shape() {
     local appf sidef args tlog=$work/$rt-termination-log
     : >"$tlog"
     chmod 666 "$tlog"
-    flags_of appf pod "$kdir" app --pid-owner "$pause" || { fail "sidecar-$rt-flags" "flags.py app"; return; }
+    flags_of appf pod "$kdir" app --pid-owner "$pause" --emptydir-root "$work/$rt-emptydir" || { fail "sidecar-$rt-flags" "flags.py app"; return; }
     flags_of sidef pod "$kdir" clrattach --pid-owner "$pause" --termination-file "$tlog" ||
         { fail "sidecar-$rt-flags" "flags.py clrattach"; return; }
     mapfile -t args < <(python3 "$here/flags.py" args "$kdir" clrattach \
