@@ -348,9 +348,9 @@ int sandbox_profile_json(char **ret_json, struct cla_error *e)
      * take it for a missing syscall to emulate. Everything after main() is judged by the
      * stricter in-process filter; filters stack and the strictest answer wins. */
     const int default_errno = EPERM;
-    json_t *root = json_pack("{s:s, s:i, s:o, s:[]}", "defaultAction", "SCMP_ACT_ERRNO",
-                             "defaultErrnoRet", default_errno, "architectures",
-                             profile_architectures(), "syscalls");
+    json_t *root =
+        json_pack("{s:s, s:i, s:o, s:[]}", "defaultAction", "SCMP_ACT_ERRNO", "defaultErrnoRet",
+                  default_errno, "architectures", profile_architectures(), "syscalls");
     json_t *plain = json_array();
     if (!root || !plain)
         goto oom;

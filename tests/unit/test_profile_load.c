@@ -57,9 +57,12 @@ static int op_of(const char *name, enum scmp_compare *ret)
         const char *name;
         enum scmp_compare op;
     } ops[] = {
-        {"SCMP_CMP_NE", SCMP_CMP_NE},           {"SCMP_CMP_LT", SCMP_CMP_LT},
-        {"SCMP_CMP_LE", SCMP_CMP_LE},           {"SCMP_CMP_EQ", SCMP_CMP_EQ},
-        {"SCMP_CMP_GE", SCMP_CMP_GE},           {"SCMP_CMP_GT", SCMP_CMP_GT},
+        {"SCMP_CMP_NE", SCMP_CMP_NE},
+        {"SCMP_CMP_LT", SCMP_CMP_LT},
+        {"SCMP_CMP_LE", SCMP_CMP_LE},
+        {"SCMP_CMP_EQ", SCMP_CMP_EQ},
+        {"SCMP_CMP_GE", SCMP_CMP_GE},
+        {"SCMP_CMP_GT", SCMP_CMP_GT},
         {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ},
     };
     for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -321,9 +324,8 @@ static void test_profile_shape(void **state)
                 fail_msg("'%s' has two actions in the profile: %s and %s", name, before, act);
             json_object_set_new(seen, name, json_string(act));
             if (strcmp(name, "socket") == 0 &&
-                json_integer_value(json_object_get(json_array_get(json_object_get(entry, "args"),
-                                                                   0),
-                                                   "value")) == AF_INET)
+                json_integer_value(json_object_get(
+                    json_array_get(json_object_get(entry, "args"), 0), "value")) == AF_INET)
                 socket_inet = true;
         }
     }
