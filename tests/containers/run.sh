@@ -265,6 +265,10 @@ if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL --security-op
     # another uid's /proc/<pid>/environ; a node agent holds CAP_SYS_PTRACE (clrattach's own
     # next step when it is missing).
     hostpid=$(dk inspect -f '{{.State.Pid}}' "$dbg")
+    if attach_once node-root-without-ptrace 5 --pid host --network none --user 0:0 -- --pid "$hostpid"; then
+        if grep -q 'CAP_SYS_PTRACE' "$work/node-root-without-ptrace.err"; then ok node-root-without-ptrace
+        else fail node-root-without-ptrace "exit 5 without the CAP_SYS_PTRACE next step"; fi
+    fi
     t0=$(now_ms)
     attach_once node-host-pid 0 --pid host --network none --user 0:0 --cap-add SYS_PTRACE -- \
         --pid "$hostpid" &&
