@@ -86,6 +86,12 @@ stop_dockerd() {
     kill -KILL "$DOCKERD_PID" 2>/dev/null
     wait "$DOCKERD_PID" 2>/dev/null
     DOCKERD_PID=
+    # dockerd leaves its default network namespace bind-mounted in the exec root (and a killed
+    # one may leave overlays): unmount what is left under our own directory, deepest first, so
+    # `make clean` can remove it.
+    local m
+    awk -v d="$CT/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
+        while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 }
 
 # The Debian mirror apt uses (deb822 or one-line sources), for debootstrap.
