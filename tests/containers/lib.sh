@@ -37,7 +37,8 @@ start_dockerd() {
         note "reusing the engine at $DOCKER_HOST"
         return 0
     fi
-    [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] || { echo "docker.io is not installed (scripts/install-deps.sh)"; return 1; }
+    [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] ||
+        { echo "docker.io is not installed (scripts/install-deps.sh)"; return 1; }
     [ "$(id -u)" -eq 0 ] || { echo "the container suite needs root (dockerd)"; return 1; }
     rm -f "$CT/docker.sock" "$CT/dockerd.pid"
     # Its own daemon.json (the host's /etc/docker/daemon.json is not ours to read), with crun
@@ -49,8 +50,9 @@ start_dockerd() {
     if [ -x "$CRUN_BIN" ] && grep -q . /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null; then
         crun=$CT/crun-v1
         printf '%s\n' '#!/bin/sh' \
-            "exec unshare --mount --propagation private /bin/sh -c 'umount -l /sys/fs/cgroup/unified 2>/dev/null; exec \"\$0\" \"\$@\"' $CRUN_BIN \"\$@\"" \
-            >"$crun"
+            "exec unshare --mount --propagation private /bin/sh -c \\" \
+            "    'umount -l /sys/fs/cgroup/unified 2>/dev/null; exec \"\$0\" \"\$@\"' \\" \
+            "    $CRUN_BIN \"\$@\"" >"$crun"
         chmod 755 "$crun"
     fi
     if [ -x "$CRUN_BIN" ]; then
@@ -106,7 +108,8 @@ debian_mirror() {
 
 # image_present TAG HASH: the tag exists and carries our input hash label.
 image_present() {
-    [ "$(dk image inspect -f '{{index .Config.Labels "dev.clrattach.test.inputs"}}' "$1" 2>/dev/null)" = "$2" ]
+    local f='{{index .Config.Labels "dev.clrattach.test.inputs"}}'
+    [ "$(dk image inspect -f "$f" "$1" 2>/dev/null)" = "$2" ]
 }
 
 # make_base_image: debian:bookworm from debootstrap --variant=minbase, the Dockerfile's FROM.
@@ -121,8 +124,10 @@ make_base_image() {
         command -v debootstrap >/dev/null || { echo "debootstrap is not installed"; return 1; }
         dir=$CT/rootfs.tmp
         rm -rf "$dir"
-        timeout 900 debootstrap --variant=minbase bookworm "$dir" "$mirror" >"$CT/debootstrap.log" 2>&1 ||
-            { echo "debootstrap failed: $(tail -3 "$CT/debootstrap.log")"; rm -rf "$dir"; return 1; }
+        timeout 900 debootstrap --variant=minbase bookworm "$dir" "$mirror" \
+            >"$CT/debootstrap.log" 2>&1 ||
+            { echo "debootstrap failed: $(tail -3 "$CT/debootstrap.log")"; rm -rf "$dir"
+              return 1; }
         rm -rf "$dir"/var/cache/apt/archives/*.deb "$dir"/var/lib/apt/lists/*
         tar -C "$dir" -cf "$tar.tmp" . && mv "$tar.tmp" "$tar" && rm -rf "$dir"
     fi
@@ -132,7 +137,9 @@ make_base_image() {
 
 # The .NET runtime folder (the SDK's own shared/Microsoft.NETCore.App lives in it).
 dotnet_root() {
-    dotnet --list-runtimes 2>/dev/null | sed -n 's/^Microsoft.NETCore.App [^ ]* \[\(.*\)\/shared\/Microsoft.NETCore.App\]$/\1/p' | head -1
+    dotnet --list-runtimes 2>/dev/null |
+        sed -n 's|^Microsoft.NETCore.App [^ ]* \[\(.*\)/shared/Microsoft.NETCore.App\]$|\1|p' |
+        head -1
 }
 
 # make_app_image: clrattach-test/app: the base image + the dotnet folder without the SDK parts
@@ -140,8 +147,10 @@ dotnet_root() {
 make_app_image() {
     local droot ctx key
     droot=$(dotnet_root)
-    [ -n "$droot" ] && [ -d "$droot/shared" ] || { echo "no .NET runtime found (dotnet --list-runtimes)"; return 1; }
-    [ -s "$ABS_BUILD/target/ClrTarget.dll" ] || { echo "$BUILD/target/ClrTarget.dll missing (make target)"; return 1; }
+    [ -n "$droot" ] && [ -d "$droot/shared" ] ||
+        { echo "no .NET runtime found (dotnet --list-runtimes)"; return 1; }
+    [ -s "$ABS_BUILD/target/ClrTarget.dll" ] ||
+        { echo "$BUILD/target/ClrTarget.dll missing (make target)"; return 1; }
     key=$( {
         dk image inspect -f '{{.Id}}' debian:bookworm
         (cd "$droot" && find dotnet host shared -printf '%p %s %T@\n' | sort)
@@ -157,7 +166,8 @@ make_app_image() {
     rm -rf "$ctx/dotnet/shared/Microsoft.AspNetCore.App"
     cp -a "$ABS_BUILD"/target/ClrTarget.* "$ctx/app/"
     app_dockerfile "$key" >"$ctx/Dockerfile"
-    DK_TIMEOUT=600 dk build --network none -q -t clrattach-test/app "$ctx" >"$CT/app-build.log" 2>&1 ||
+    DK_TIMEOUT=600 dk build --network none -q -t clrattach-test/app "$ctx" \
+        >"$CT/app-build.log" 2>&1 ||
         { echo "app image build failed: $(tail -5 "$CT/app-build.log")"; return 1; }
     rm -rf "$ctx"
 }

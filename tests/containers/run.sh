@@ -54,11 +54,13 @@ prereq_fail() {
     fi
     finish
 }
-[ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] || prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
+[ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] ||
+    prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
 [ "$(id -u)" -eq 0 ] || prereq_fail "needs root to run dockerd"
 start_dockerd >"$work/engine.msg" 2>&1 || prereq_fail "$(cat "$work/engine.msg")"
 ok containers-engine
-note "engine: $(dk version -f '{{.Server.Version}}'), runtimes: $(dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}')"
+runtimes() { dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}'; }
+note "engine: $(dk version -f '{{.Server.Version}}'), runtimes: $(runtimes)"
 
 # --- images ---------------------------------------------------------------------------------
 t=$SECONDS
@@ -80,7 +82,8 @@ else
 fi || { fail helper-build "$(cat "$work/helper.log")"; finish; }
 
 # --- the TLS test API server on loopback ------------------------------------------------------
-"$ROOT/tests/k8s/gen-certs.sh" "$work/certs" >/dev/null 2>&1 || { fail apiserver "gen-certs.sh failed"; finish; }
+"$ROOT/tests/k8s/gen-certs.sh" "$work/certs" >/dev/null 2>&1 ||
+    { fail apiserver "gen-certs.sh failed"; finish; }
 mkdir -p "$work/sa"
 printf 'token-%s\n' "$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')" >"$work/sa/token"
 cp "$work/certs/ca.crt" "$work/sa/ca.crt"
@@ -92,7 +95,10 @@ srv_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { fail apiserver "did not start: $(tail -3 "$work/server.log")"; finish; }
 API_PORT=$(cat "$work/port")
-api() { curl -sS --max-time 10 --fail --cacert "$work/certs/ca.crt" -X "$1" "https://127.0.0.1:$API_PORT$2"; }
+api() {
+    curl -sS --max-time 10 --fail --cacert "$work/certs/ca.crt" -X "$1" \
+        "https://127.0.0.1:$API_PORT$2"
+}
 # events_count REASON: occurrences of Events about $POD with that reason the server holds.
 events_count() {
     api GET /_test/events | python3 -c '
@@ -126,7 +132,7 @@ wait_ready() {
     for i in $(seq 150); do
         n=$(dk logs "$1" 2>/dev/null | grep -c '^ready ')
         [ "$n" -ge "${2:-1}" ] && return 0
-        [ "$(dk inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" = true ] || [ "$i" -lt 5 ] || break
+        running "$1" || [ "$i" -lt 5 ] || break
         sleep 0.2
     done
     return 1
@@ -146,29 +152,48 @@ sys.exit(0 if r.get("attach_complete") and r["attach_unix_ms"] > int(sys.argv[1]
     return 1
 }
 now_ms() { date +%s%3N; }
+running() { [ "$(dk inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" = true ]; }
+# logs_of NAME: the container's last lines, on one line, for a FAIL reason.
+logs_of() { dk logs "$1" 2>&1 | tail -5 | tr '\n' ' '; }
+# has_lines TEXT LINE...: TEXT holds each LINE exactly.
+has_lines() {
+    local text=$1 l
+    shift
+    for l in "$@"; do printf '%s\n' "$text" | grep -qxF -- "$l" || return 1; done
+}
 app_common=(--network none --read-only --tmpfs /tmp:exec,mode=1777)
 app_args=(--seconds 900)
 why() { printf '%s' "$(tail -c 600 "$1" 2>/dev/null | tr '\n' ' ')"; }
 
 # --- a/e: the sidecar, under runc and crun --------------------------------------------------
+# wait_events MORE-THAN: until the server holds more ProfilerAttached occurrences; prints them.
+wait_events() {
+    local i n=0
+    for i in $(seq 50); do
+        n=$(events_count ProfilerAttached)
+        [ "$n" -gt "$1" ] && break
+        sleep 0.2
+    done
+    echo "$n"
+}
 sidecar_shape() {
     local rt=$1 kdir=deploy/overlays/seccomp-localhost
     local pause=$RUN-$rt-pause app=$RUN-$rt-app side=$RUN-$rt-sidecar
-    local appf sidef args tlog=$work/$rt-termination-log
+    local appf sidef args tlog=$work/$rt-termination-log t0 n before out
     : >"$tlog"
     chmod 666 "$tlog"
-    flags_of appf pod "$kdir" app --pid-owner "$pause" --emptydir-root "$work/$rt-emptydir" || { fail "sidecar-$rt-flags" "flags.py app"; return; }
-    flags_of sidef pod "$kdir" clrattach --pid-owner "$pause" --termination-file "$tlog" ||
-        { fail "sidecar-$rt-flags" "flags.py clrattach"; return; }
-    mapfile -t args < <(python3 "$here/flags.py" args "$kdir" clrattach \
+    flags_of appf pod "$kdir" app --pid-owner "$pause" --emptydir-root "$work/$rt-emptydir" &&
+        flags_of sidef pod "$kdir" clrattach --pid-owner "$pause" --termination-file "$tlog" ||
+        { fail "sidecar-$rt-flags" "flags.py failed"; return; }
+    mapfile -t args < <(timeout 60 python3 "$here/flags.py" args "$kdir" clrattach \
         --set-arg=--match-cmdline=ClrTarget.dll --set-arg=--client-data=out=$REPORT)
     # The pod's pause container: any long sleeper from the base image holds the PID namespace.
     run_c "$pause" --runtime "$rt" --network none --read-only --user 65535:65535 --cap-drop ALL \
-        --security-opt no-new-privileges --ipc shareable debian:bookworm sleep infinity ||
+        --security-opt no-new-privileges debian:bookworm sleep infinity ||
         { fail "sidecar-$rt-pod" "pause: $(why "$work/$pause.err")"; return; }
     run_c "$app" --runtime "$rt" "${app_common[@]}" "${appf[@]}" "$APP" "${app_args[@]}" &&
-        wait_ready "$app" || { fail "sidecar-$rt-pod" "app: $(why "$work/$app.err") $(dk logs "$app" 2>&1 | tail -3)"; return; }
-    local t0
+        wait_ready "$app" ||
+        { fail "sidecar-$rt-pod" "app: $(why "$work/$app.err") $(logs_of "$app")"; return; }
     t0=$(now_ms)
     if ! run_c "$side" --runtime "$rt" --network host "${sidef[@]}" \
         -v "$work/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
@@ -179,52 +204,51 @@ sidecar_shape() {
     fi
     ok "sidecar-$rt-starts-under-profile"
     if wait_report "$app" "$t0"; then ok "sidecar-$rt-attached-at-start"
-    else fail "sidecar-$rt-attached-at-start" "no report in the app's $REPORT; sidecar: $(dk logs "$side" 2>&1 | tail -5 | tr '\n' ' ')"; fi
-    local i n=0
-    for i in $(seq 50); do n=$(events_count ProfilerAttached); [ "$n" -ge 1 ] && break; sleep 0.2; done
-    if [ "$n" -ge 1 ]; then ok "sidecar-$rt-event-reported"
-    else fail "sidecar-$rt-event-reported" "no ProfilerAttached Event for $POD; sidecar: $(dk logs "$side" 2>&1 | tail -5 | tr '\n' ' ')"; fi
-    local before=$n
+    else fail "sidecar-$rt-attached-at-start" "no report in the app; sidecar: $(logs_of "$side")"; fi
+    before=$EVENTS_SEEN
+    n=$(wait_events "$before")
+    if [ "$n" -gt "$before" ]; then ok "sidecar-$rt-event-reported"
+    else fail "sidecar-$rt-event-reported" "no new Event for $POD; sidecar: $(logs_of "$side")"; fi
+    before=$n
     t0=$(now_ms)
-    if dk restart -t 2 "$app" >/dev/null 2>&1 && wait_ready "$app" 2 && wait_report "$app" "$t0"; then
-        ok "sidecar-$rt-attached-after-app-restart"
-    else
-        fail "sidecar-$rt-attached-after-app-restart" "sidecar: $(dk logs "$side" 2>&1 | tail -5 | tr '\n' ' ')"
-    fi
-    for i in $(seq 50); do n=$(events_count ProfilerAttached); [ "$n" -gt "$before" ] && break; sleep 0.2; done
+    if dk restart -t 2 "$app" >/dev/null 2>&1 && wait_ready "$app" 2 && wait_report "$app" "$t0"
+    then ok "sidecar-$rt-attached-after-app-restart"
+    else fail "sidecar-$rt-attached-after-app-restart" "sidecar: $(logs_of "$side")"; fi
+    n=$(wait_events "$before")
     if [ "$n" -gt "$before" ]; then ok "sidecar-$rt-event-after-restart"
     else fail "sidecar-$rt-event-after-restart" "Events: $n, before the restart: $before"; fi
-    if [ "$(dk inspect -f '{{.State.Running}}' "$side")" = true ] && grep -q '"outcome":"attached"' "$tlog"; then
+    EVENTS_SEEN=$n
+    if running "$side" && grep -q '"outcome":"attached"' "$tlog"; then
         ok "sidecar-$rt-running-termination-log"
     else
-        fail "sidecar-$rt-running-termination-log" "running=$(dk inspect -f '{{.State.Running}}' "$side") log=$(head -c 300 "$tlog")"
+        fail "sidecar-$rt-running-termination-log" "$(logs_of "$side") log: $(head -c 300 "$tlog")"
     fi
     # The runtime's filter, not only clrattach's own: the helper under the same profile.
-    local out
     out=$(dk run --rm --runtime "$rt" --network none --user 1654:1654 --read-only --cap-drop ALL \
         --security-opt no-new-privileges \
         --security-opt "seccomp=$ROOT/deploy/seccomp/clrattach.json" \
         -v "$HELPER:/forbidden:ro" --entrypoint /forbidden "$IMG" 2>&1)
-    if printf '%s\n' "$out" | grep -qx 'getpid ok' && printf '%s\n' "$out" | grep -qx 'socket_inet ok' &&
-        printf '%s\n' "$out" | grep -qx 'getppid errno=1' && printf '%s\n' "$out" | grep -qx 'getcwd errno=1' &&
-        printf '%s\n' "$out" | grep -qx 'socket_netlink errno=1' && printf '%s\n' "$out" | grep -qx 'clone3 errno=38'; then
+    if has_lines "$out" 'getpid ok' 'socket_inet ok' 'getppid errno=1' 'getcwd errno=1' \
+        'socket_netlink errno=1' 'clone3 errno=38'; then
         ok "profile-$rt-refuses-outside-calls"
     else
         fail "profile-$rt-refuses-outside-calls" "$(printf '%s' "$out" | tr '\n' ' ')"
     fi
     dk rm -f "$side" "$app" "$pause" >/dev/null 2>&1
 }
+EVENTS_SEEN=0
 
 # The control: the same helper under the engine's default profile gets through.
-out=$(dk run --rm --network none --user 1654:1654 -v "$HELPER:/forbidden:ro" --entrypoint /forbidden "$IMG" 2>&1)
-if printf '%s\n' "$out" | grep -qx 'getppid ok' && printf '%s\n' "$out" | grep -qx 'socket_netlink ok'; then
+out=$(dk run --rm --network none --user 1654:1654 -v "$HELPER:/forbidden:ro" \
+    --entrypoint /forbidden "$IMG" 2>&1)
+if has_lines "$out" 'getppid ok' 'socket_netlink ok'; then
     ok "helper-unconfined-control"
 else
     fail "helper-unconfined-control" "$(printf '%s' "$out" | tr '\n' ' ')"
 fi
 
 sidecar_shape runc
-if dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}' | grep -qw crun; then
+if runtimes | grep -qw crun; then
     sidecar_shape crun
 else
     fail sidecar-crun "crun is not registered with the engine (install crun)"
@@ -238,7 +262,8 @@ attach_once() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do dargs+=("$1"); shift; done
     shift
     dk run --rm "${dargs[@]}" "$IMG" attach --profiler "$PROBE" --clsid "$PROBE_CLSID" \
-        --client-data "out=$REPORT" -o json --events off "$@" >"$work/$name.out" 2>"$work/$name.err"
+        --client-data "out=$REPORT" -o json --events off "$@" \
+        >"$work/$name.out" 2>"$work/$name.err"
     rc=$?
     if [ "$rc" -ne "$want" ]; then
         fail "$name" "exit $rc, expected $want: $(why "$work/$name.out") $(why "$work/$name.err")"
@@ -246,58 +271,67 @@ attach_once() {
     fi
 }
 restart_app() { dk restart -t 2 "$1" >/dev/null 2>&1 && wait_ready "$1" "$2"; }
+# attached NAME APP SINCE-MS [LABEL]: ok when the app's report shows a new attach.
+attached() {
+    if wait_report "$2" "$3"; then ok "$1${4:+ ($4)}"
+    else fail "$1" "no new report in the app: $(why "$work/$1.err")"; fi
+}
 
 dbg=$RUN-debug-app
-if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL --security-opt no-new-privileges \
-    "$APP" "${app_args[@]}" && wait_ready "$dbg"; then
+if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL \
+    --security-opt no-new-privileges "$APP" "${app_args[@]}" && wait_ready "$dbg"; then
+    # kubectl debug --target=app: the app's first process is pid 1 in the one-shot's view.
     flags_of rf debug deploy/kubectl-debug/custom.json restricted || fail debug-flags restricted
     t0=$(now_ms)
-    attach_once kubectl-debug-restricted 0 --pid "container:$dbg" --network none "${rf[@]}" -- --pid 1 &&
-        { wait_report "$dbg" "$t0" && ok kubectl-debug-restricted || fail kubectl-debug-restricted "no report in the app"; }
+    attach_once kubectl-debug-restricted 0 --pid "container:$dbg" --network none "${rf[@]}" -- \
+        --pid 1 && attached kubectl-debug-restricted "$dbg" "$t0"
+    # general: root (the image's USER is 65532: runAsUser 0 in --custom) with SYS_PTRACE
     restart_app "$dbg" 2 || fail kubectl-debug-general "app restart"
     flags_of gf debug deploy/kubectl-debug/custom.json general || fail debug-flags general
     t0=$(now_ms)
-    # general: root (the image's USER is 65532; runAsUser 0 in --custom) with SYS_PTRACE
-    attach_once kubectl-debug-general 0 --pid "container:$dbg" --network none --user 0:0 "${gf[@]}" -- --pid 1 &&
-        { wait_report "$dbg" "$t0" && ok kubectl-debug-general || fail kubectl-debug-general "no report in the app"; }
-    restart_app "$dbg" 3 || fail node-host-pid "app restart"
+    attach_once kubectl-debug-general 0 --pid "container:$dbg" --network none --user 0:0 \
+        "${gf[@]}" -- --pid 1 && attached kubectl-debug-general "$dbg" "$t0"
     # From the node: root in the host PID namespace, by host pid. Root alone may not read
     # another uid's /proc/<pid>/environ; a node agent holds CAP_SYS_PTRACE (clrattach's own
     # next step when it is missing).
+    restart_app "$dbg" 3 || fail node-host-pid "app restart"
     hostpid=$(dk inspect -f '{{.State.Pid}}' "$dbg")
-    if attach_once node-root-without-ptrace 5 --pid host --network none --user 0:0 -- --pid "$hostpid"; then
-        if grep -q 'CAP_SYS_PTRACE' "$work/node-root-without-ptrace.err"; then ok node-root-without-ptrace
-        else fail node-root-without-ptrace "exit 5 without the CAP_SYS_PTRACE next step"; fi
+    if attach_once node-root-without-ptrace 5 --pid host --network none --user 0:0 -- \
+        --pid "$hostpid"; then
+        if grep -q 'CAP_SYS_PTRACE' "$work/node-root-without-ptrace.err"; then
+            ok node-root-without-ptrace
+        else
+            fail node-root-without-ptrace "exit 5 without the CAP_SYS_PTRACE next step"
+        fi
     fi
     t0=$(now_ms)
     attach_once node-host-pid 0 --pid host --network none --user 0:0 --cap-add SYS_PTRACE -- \
-        --pid "$hostpid" &&
-        { wait_report "$dbg" "$t0" && ok "node-host-pid (pid $hostpid)" || fail node-host-pid "no report in the app"; }
+        --pid "$hostpid" && attached node-host-pid "$dbg" "$t0" "pid $hostpid"
 else
-    fail kubectl-debug-app "$(why "$work/$dbg.err") $(dk logs "$dbg" 2>&1 | tail -3)"
+    fail kubectl-debug-app "$(why "$work/$dbg.err") $(logs_of "$dbg")"
 fi
 dk rm -f "$dbg" >/dev/null 2>&1
 
 # --- d: a noexec /tmp (Docker's default --tmpfs), then an exec volume as the emptyDir ---------
 nx=$RUN-noexec-app
 if run_c "$nx" --network none --read-only --tmpfs /tmp --user 1654:1654 --cap-drop ALL \
-    --tmpfs /clrattach-profilers:exec,mode=1777 "$APP" "${app_args[@]}" &&
-    wait_ready "$nx"; then
+    --tmpfs /clrattach-profilers:exec,mode=1777 "$APP" "${app_args[@]}" && wait_ready "$nx"; then
     flags_of rf debug deploy/kubectl-debug/custom.json restricted
-    if attach_once noexec-tmp-refused 6 --pid "container:$nx" --network none "${rf[@]}" -- --pid 1; then
-        if grep -q -- '--target-dir' "$work/noexec-tmp-refused.err" "$work/noexec-tmp-refused.out" &&
-            grep -q 'noexec' "$work/noexec-tmp-refused.err" "$work/noexec-tmp-refused.out"; then
+    res=("$work/noexec-tmp-refused.err" "$work/noexec-tmp-refused.out")
+    if attach_once noexec-tmp-refused 6 --pid "container:$nx" --network none "${rf[@]}" -- \
+        --pid 1; then
+        if grep -q -- '--target-dir' "${res[@]}" && grep -q 'noexec' "${res[@]}"; then
             ok noexec-tmp-refused
         else
-            fail noexec-tmp-refused "exit 6 but no noexec/--target-dir next step: $(why "$work/noexec-tmp-refused.err")"
+            fail noexec-tmp-refused "exit 6 without the noexec/--target-dir step: $(why "${res[0]}")"
         fi
     fi
     t0=$(now_ms)
-    attach_once noexec-tmp-target-dir-volume 0 --pid "container:$nx" --network none "${rf[@]}" -- \
-        --pid 1 --target-dir /clrattach-profilers &&
-        { wait_report "$nx" "$t0" && ok noexec-tmp-target-dir-volume || fail noexec-tmp-target-dir-volume "no report"; }
+    attach_once noexec-tmp-target-dir-volume 0 --pid "container:$nx" --network none "${rf[@]}" \
+        -- --pid 1 --target-dir /clrattach-profilers &&
+        attached noexec-tmp-target-dir-volume "$nx" "$t0"
 else
-    fail noexec-app "$(why "$work/$nx.err") $(dk logs "$nx" 2>&1 | tail -3)"
+    fail noexec-app "$(why "$work/$nx.err") $(logs_of "$nx")"
 fi
 dk rm -f "$nx" >/dev/null 2>&1
 
@@ -306,7 +340,10 @@ size=$(dk image inspect -f '{{.Size}}' "$IMG")
 if [ "$size" -gt 0 ] && [ "$size" -lt $((16 * 1024 * 1024)) ]; then ok "image-size ($size bytes)"
 else fail image-size "$size bytes (expected under 16 MiB)"; fi
 user=$(dk image inspect -f '{{.Config.User}}' "$IMG")
-case $user in 0 | 0:* | root* | "") fail image-non-root "USER '$user'" ;; *) ok "image-non-root ($user)" ;; esac
+case $user in
+0 | 0:* | root* | "") fail image-non-root "USER '$user'" ;;
+*) ok "image-non-root ($user)" ;;
+esac
 ep=$(dk image inspect -f '{{json .Config.Entrypoint}}' "$IMG")
 [ "$ep" = '["/clrattach"]' ] && ok image-entrypoint || fail image-entrypoint "$ep"
 if dk run --rm --network none --entrypoint /bin/sh "$IMG" -c true >"$work/sh.out" 2>&1; then
@@ -315,7 +352,10 @@ else
     ok image-no-shell
 fi
 v=$(dk run --rm --network none "$IMG" --version 2>&1)
-case $v in *"$(cat VERSION)"*) ok "image-version ($v)" ;; *) fail image-version "'$v', VERSION $(cat VERSION)" ;; esac
+case $v in
+*"$(cat VERSION)"*) ok "image-version ($v)" ;;
+*) fail image-version "'$v', VERSION $(cat VERSION)" ;;
+esac
 cid=$(dk create "$IMG") && created+=("$cid")
 files=$(dk export "$cid" | tar -t 2>/dev/null)
 if printf '%s\n' "$files" | grep -qx 'profilers/linux-x64/libclrprobe.so' &&
