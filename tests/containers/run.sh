@@ -57,6 +57,8 @@ prereq_fail() {
 [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] ||
     prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
 [ "$(id -u)" -eq 0 ] || prereq_fail "needs root to run dockerd"
+# The docker flags come from `kubectl kustomize` (kubectl 1.14+ has kustomize built in).
+command -v kubectl >/dev/null || prereq_fail "kubectl (with kustomize) is not on PATH"
 start_dockerd >"$work/engine.msg" 2>&1 || prereq_fail "$(cat "$work/engine.msg")"
 ok containers-engine
 runtimes() { dk info -f '{{range $k, $v := .Runtimes}}{{$k}} {{end}}'; }
