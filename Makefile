@@ -29,7 +29,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 PROF_SRCS := $(sort $(wildcard profiler/*.c))
 
-.PHONY: all test unit e2e target clean lint format-check deps help demo static
+.PHONY: all test unit e2e target clean lint format-check deps help demo static test-containers
 all: $(BUILD)/clrattach $(BUILD)/libclrprobe.so
 
 help:
@@ -37,6 +37,7 @@ help:
 	@echo "make deps         install the Debian packages the build and tests need"
 	@echo "make test         unit tests, then end-to-end tests against a real .NET runtime"
 	@echo "make SAN=1 test   the same under ASan+UBSan"
+	@echo "make test-containers  the image, deploy/ and the seccomp profile under Docker (runc, crun)"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
 	@echo "make lint         banned calls and static checks"
 	@echo "make fuzz         run every libFuzzer target for FUZZ_SECONDS (docs/fuzzing.md)"
@@ -90,6 +91,11 @@ test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clri
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 tests/run-all.sh $(UNIT_BINS)
 
+# The image, the deploy/ manifests and the exported seccomp profile under a real engine
+# (docs/deploy.md): its own dockerd, images made locally, runc and crun.
+test-containers: all target
+	BUILD=$(BUILD) tests/containers/run.sh
+
 demo: all target
 	BUILD=$(BUILD) scripts/demo.sh
 
@@ -102,4 +108,5 @@ format-check:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# build/containers holds the container suite's engine state and image roots (etc/*.d dirs).
+-include $(shell find $(BUILD) -path '$(BUILD)/containers' -prune -o -type f -name '*.d' -print 2>/dev/null)

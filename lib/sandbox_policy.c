@@ -237,6 +237,14 @@ static const struct sandbox_rule rules[] = {
     ALLOW("access", STARTUP, "ld.so checks /etc/ld.so.preload"),
     ALLOW("faccessat", STARTUP, "ld.so on arm64"),
     ALLOW("prlimit64", STARTUP, "glibc reads the stack limit"),
+    /* runc (1.1.12+, and Debian's 1.1.5 with the CVE-2024-21626 fix) checks that
+     * /proc/self/fd is procfs, after loading the profile and before its execve. */
+    ALLOW("fstatfs", STARTUP, "runc's /proc/self/fd check before it execs us"),
+    /* libseccomp (our first seccomp_init) probes for seccomp(2) with the always-invalid
+     * seccomp(SECCOMP_SET_MODE_STRICT, 1, NULL) and takes anything but EINVAL for "no seccomp":
+     * under the runtime's profile that call must reach the kernel. Entering strict mode could
+     * only take rights away. Our own filters never need it again. */
+    ALLOW_EQ("seccomp", STARTUP, 0, SECCOMP_SET_MODE_STRICT, "libseccomp's seccomp(2) probe"),
 };
 
 const struct sandbox_rule *sandbox_policy_rules(size_t *ret_count)
@@ -308,13 +316,46 @@ static bool in_list(const json_t *list, const char *name)
     return false;
 }
 
-/* The architectures of Kubernetes' own profiles: the native one picks its entry, the
- * 32-bit companions follow (the runtime's filter must name them to judge their syscalls). */
-static json_t *profile_archmap(void)
+/* The profile's architectures, as runc, crun and containerd read "architectures": the native
+ * one and its 32-bit companions (the runtime's filter must name them to judge their syscalls;
+ * a call of an architecture left out gets the filter's bad-arch answer). Chosen when clrattach
+ * is built: an arm64 build exports the arm64 profile. */
+static json_t *profile_architectures(void)
 {
-    return json_pack("[{s:s, s:[s,s]}, {s:s, s:[s]}]", "architecture", "SCMP_ARCH_X86_64",
-                     "subArchitectures", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "architecture",
-                     "SCMP_ARCH_AARCH64", "subArchitectures", "SCMP_ARCH_ARM");
+#if defined(__x86_64__)
+    return json_pack("[s,s,s]", "SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32");
+#elif defined(__aarch64__)
+    return json_pack("[s,s]", "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM");
+#else
+    return json_array(); /* empty: the runtime uses its native architecture only */
+#endif
+}
+
+/* Whether rule `i` goes into the profile. A runtime builds its filter with libseccomp, which
+ * refuses two different actions on one syscall wherever their conditions collapse into one
+ * (on SCMP_ARCH_X86, socket() rules become socketcall(SYS_SOCKET) rules whose arguments sit in
+ * memory: ALLOW for AF_INET and ERRNO for AF_NETLINK are then one rule with two actions, runc's
+ * "error adding seccomp rule for syscall socket: file exists"). So a syscall has one action in
+ * the profile: ALLOW when any rule allows it (the allowed patterns only; every other call of it
+ * falls to the default errno), otherwise the errno of its rules when they all agree, are
+ * unconditional and differ from the default (runc drops a rule whose action is the default).
+ * The in-process filter keeps every rule, errno answers included. */
+static bool profile_keeps(size_t i, unsigned stages, int default_errno)
+{
+    const struct sandbox_rule *r = &rules[i];
+    if (!(r->stages & stages))
+        return false;
+    if (!r->errno_ret)
+        return true;
+    if (r->errno_ret == default_errno || (r->op != SANDBOX_ARG_NONE && r->dyn == SANDBOX_DYN_NONE))
+        return false;
+    for (size_t j = 0; j < ARRAY_SIZE(rules); j++) {
+        if (j == i || !(rules[j].stages & stages) || strcmp(rules[j].name, r->name) != 0)
+            continue;
+        if (!rules[j].errno_ret || rules[j].errno_ret != r->errno_ret || j < i)
+            return false; /* an allow wins; disagreeing errnos: the default; one entry each */
+    }
+    return true;
 }
 
 int sandbox_profile_json(char **ret_json, struct cla_error *e)
@@ -323,20 +364,23 @@ int sandbox_profile_json(char **ret_json, struct cla_error *e)
     /* Default ERRNO(EPERM), where the in-process filter kills: this profile is the outer
      * layer, it also covers the dynamic loader and libc start-up, whose exact calls vary with
      * the node's image, and a failing call there is a clean error where a kill would be a
-     * crash-looping pod. Everything after main() is judged by the stricter in-process filter;
-     * filters stack and the strictest answer wins. */
-    json_t *root = json_pack("{s:s, s:i, s:o, s:[]}", "defaultAction", "SCMP_ACT_ERRNO",
-                             "defaultErrnoRet", EPERM, "archMap", profile_archmap(), "syscalls");
+     * crash-looping pod. EPERM, not ENOSYS: the call exists and is not permitted; libc must not
+     * take it for a missing syscall to emulate. Everything after main() is judged by the
+     * stricter in-process filter; filters stack and the strictest answer wins. */
+    const int default_errno = EPERM;
+    json_t *root =
+        json_pack("{s:s, s:i, s:o, s:[]}", "defaultAction", "SCMP_ACT_ERRNO", "defaultErrnoRet",
+                  default_errno, "architectures", profile_architectures(), "syscalls");
     json_t *plain = json_array();
     if (!root || !plain)
         goto oom;
     json_t *syscalls = json_object_get(root, "syscalls");
     /* All unconditional allows in one entry, the way hand-written profiles read; every other
-     * rule has its own entry, so each entry carries at most one argument check (runc turns
-     * several checks on the same argument into alternatives, which we never rely on). */
+     * rule has its own entry, so each entry carries at most one argument check and the entries
+     * of one syscall are alternatives (OR), as the table's rules are. */
     for (size_t i = 0; i < ARRAY_SIZE(rules); i++) {
         const struct sandbox_rule *r = &rules[i];
-        if (!(r->stages & stages))
+        if (!profile_keeps(i, stages, default_errno))
             continue;
         bool unconditional = r->op == SANDBOX_ARG_NONE || r->dyn != SANDBOX_DYN_NONE;
         if (unconditional && !r->errno_ret) {

@@ -11,6 +11,7 @@ pkgs=(
     gperf cmake dpkg-dev
     util-linux iproute2 procps psmisc file binutils
     valgrind strace cppcheck clang-format
+    docker.io crun debootstrap
 )
 
 missing=()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Static checks of the Dockerfile (no Docker engine where the tests run): a multi-stage build
+"""Static checks of the Dockerfile (tests/containers/ builds and runs it): a multi-stage build
 whose final stage is FROM scratch, runs as a numeric non-root user, has the OCI labels and an
 exec-form ENTRYPOINT, and COPYs only paths that the make targets run in the builder produce
 (asked from make itself with -n, so a renamed rule or output breaks this test).

@@ -2,8 +2,8 @@
 """Static checks of deploy/: every manifest parses, the kustomizations compose, and the result
 passes Pod Security "restricted" and clrattach's own needs.
 
-kubectl/kustomize are not available where the tests run (and cannot be fetched), so the
-composition kustomize would do is done here: resources, namespace, strategic-merge patches
+The composition kustomize would do is done here, so these checks need no cluster tooling
+(tests/containers/ renders the same directories with `kubectl kustomize` and runs them): resources, namespace, strategic-merge patches
 (lists merged by name, $patch: delete) and Components. Only what deploy/ uses is implemented;
 anything else is reported as a failure rather than ignored. Field names are checked against
 the saved Kubernetes OpenAPI (core/v1) so that a typo cannot pass as an unknown field.

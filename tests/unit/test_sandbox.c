@@ -725,22 +725,14 @@ static void test_profile_json(void **state)
     assert_string_equal(json_string_value(json_object_get(root, "defaultAction")),
                         "SCMP_ACT_ERRNO");
     assert_int_equal(json_integer_value(json_object_get(root, "defaultErrnoRet")), EPERM);
-    const json_t *archmap = json_object_get(root, "archMap");
-    assert_int_equal(json_array_size(archmap), 2);
-    const json_t *x86 = json_array_get(archmap, 0), *arm = json_array_get(archmap, 1);
-    assert_string_equal(json_string_value(json_object_get(x86, "architecture")),
-                        "SCMP_ARCH_X86_64");
-    assert_true(list_has(json_object_get(x86, "subArchitectures"), "SCMP_ARCH_X86"));
-    assert_true(list_has(json_object_get(x86, "subArchitectures"), "SCMP_ARCH_X32"));
-    assert_string_equal(json_string_value(json_object_get(arm, "architecture")),
-                        "SCMP_ARCH_AARCH64");
-    assert_true(list_has(json_object_get(arm, "subArchitectures"), "SCMP_ARCH_ARM"));
+    /* "architectures" and the one-action-per-syscall shape: tests/unit/test_profile_load.c */
+    assert_non_null(json_object_get(root, "architectures"));
 
     /* Collect the allowed names; check the shape of every entry on the way. */
     json_t *allowed = json_array();
     const json_t *entry;
     size_t i;
-    bool netlink_errno = false, clone_thread = false;
+    bool clone_thread = false;
     const json_t *syscalls = json_object_get(root, "syscalls");
     assert_true(json_array_size(syscalls) > 1);
     for (i = 0; i < json_array_size(syscalls); i++) {
@@ -755,10 +747,9 @@ static void test_profile_json(void **state)
         const char *name0 = json_string_value(json_array_get(names, 0));
         if (strcmp(action, "SCMP_ACT_ERRNO") == 0) {
             assert_true(json_integer_value(json_object_get(entry, "errnoRet")) > 0);
-            if (strcmp(name0, "socket") == 0 &&
-                json_integer_value(json_object_get(arg, "value")) == AF_NETLINK &&
-                json_integer_value(json_object_get(entry, "errnoRet")) == EAFNOSUPPORT)
-                netlink_errno = true;
+            /* socket() is allowed for some domains: the others fall to the default (one
+             * action per syscall, or runc refuses the profile) */
+            assert_string_not_equal(name0, "socket");
             continue;
         }
         assert_string_equal(action, "SCMP_ACT_ALLOW");
@@ -773,7 +764,6 @@ static void test_profile_json(void **state)
                 json_array_append_new(allowed, json_string(name));
         }
     }
-    assert_true(netlink_errno);
     assert_true(clone_thread);
 
     /* Exactly the table's FULL and STARTUP allows: nothing more, nothing less. */
