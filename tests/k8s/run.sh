@@ -35,10 +35,12 @@ T0=1790000000123456789 # event time in unix ns; the event name is derived from i
 ctl() { curl -sS --fail --cacert "$ca" -X "$1" "$url$2" ${3:+--data-binary "$3"}; }
 
 passed=0 failed=0 name= ok=1
-# begin NAME [FAULTS-JSON]: a fresh server state with these faults.
+# begin NAME [FAULTS-JSON [DENIED-JSON [UNSERVED-JSON]]]: a fresh server state with these faults,
+# requests the token may not make ("VERB GROUP/RESOURCE") and group versions not served.
 begin() {
     name=$1 ok=1
-    ctl POST /_test/reset >/dev/null && ctl POST /_test/faults "${2:-[]}" >/dev/null || ok=0
+    ctl POST /_test/reset >/dev/null && ctl POST /_test/faults "${2:-[]}" >/dev/null &&
+        ctl POST /_test/deny "${3:-[]}" >/dev/null && ctl POST /_test/unserved "${4:-[]}" >/dev/null || ok=0
     rm -f "$work/out.json" "$work/requests.json" "$work/events.json"
 }
 # drive [VAR=VALUE...] [-- DRIVER-ARGS...]: runs the driver in a clean env (nothing leaks from
@@ -91,19 +93,43 @@ expect 'R[0]["content_type"] is None and R[0]["body"] is None'
 finish
 
 begin pod_missing
+# Any pod the server does not know is 404 (the old stand-in made up a uid for every name).
 drive CLRATTACH_POD_NAME=missing-pod
 expect 'calls == [("GET", "/api/v1/namespaces/shop/pods/missing-pod", 404)]'
 expect 'o["errno"] == "ENOENT" and "pods \"missing-pod\" not found" in o["error"] and E == []'
 finish
 
-begin fallback_core_v1 '[{"match": "POST /apis/events.k8s.io/", "do": "status", "status": 404}]'
+# events.k8s.io/v1 not served (a real server started with --runtime-config=events.k8s.io/v1=false
+# answers the mux's text/plain 404, tests/apiserver/run.sh).
+begin fallback_core_v1 '[]' '[]' '["events.k8s.io/v1"]'
 drive "${POD[@]}" "$UID_ENV" -- --type Warning --reason ProfilerAttachFailed --note "no socket"
 expect 'calls == [("POST", POST_V1, 404), ("POST", POST_CORE, 201)]'
+expect 'R[0]["response"] == "404 page not found\n"'
 expect 'o["rc"] == 0 and o["used_core_v1"] is True and o["attempts"] == 2'
 expect 'R[1]["body"]["apiVersion"] == "v1" and R[1]["body"]["involvedObject"]["fieldPath"] == "spec.containers{app}"'
 expect 'R[1]["body"]["message"] == "no socket" and R[1]["body"]["reportingComponent"] == "clrattach.dev/clrattach"'
 expect 'not any(k in R[1]["body"] for k in ("note", "regarding", "reportingController", "source", "count"))'
 expect 'len(E) == 1 and E[0]["postedAs"] == "v1" and E[0]["type"] == "Warning"'
+finish
+
+# A 404 Status that names nothing (how an aggregated or older server may say "not served").
+begin fallback_on_status_404_without_details '[{"match": "POST /apis/events.k8s.io/", "do": "status", "status": 404}]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 404), ("POST", POST_CORE, 201)] and o["used_core_v1"] is True'
+finish
+
+# Authorization runs before routing: a Role without events.k8s.io gets 403 even where the group
+# is not served, never the 404 that would switch to core/v1.
+begin forbidden_before_routing '[]' '["create events.k8s.io/events"]' '["events.k8s.io/v1"]'
+drive "${POD[@]}" "$UID_ENV"
+expect 'calls == [("POST", POST_V1, 403)] and o["errno"] == "EACCES" and o["used_core_v1"] is False'
+expect 'R[0]["response"]["message"] == "events.events.k8s.io is forbidden: User \"system:serviceaccount:shop:default\" cannot create resource \"events\" in API group \"events.k8s.io\" in the namespace \"shop\""'
+finish
+
+begin pod_get_forbidden '[]' '["get /pods"]'
+drive "${POD[@]}"
+expect 'calls == [("GET", GET_POD, 403)] and o["errno"] == "EACCES" and E == []'
+expect '"cannot get resource \"pods\" in API group \"\"" in o["error"] and "get" in o["hint"] and "pods" in o["hint"]'
 finish
 
 begin namespace_404_is_final '[{"match": "POST", "do": "status", "status": 404, "body":
@@ -305,7 +331,7 @@ expect "(len(E) == 1 and E[0]['metadata']['name'] == o['runs'][1]['event_name'] 
   E[0]['series'] == {'count': 2, 'lastObservedTime': '$T2'})"
 finish
 
-begin series_core_v1_fallback '[{"match": "POST /apis/events.k8s.io/", "do": "status", "status": 404, "times": 9}]'
+begin series_core_v1_fallback '[]' '[]' '["events.k8s.io/v1"]'
 drive "${POD[@]}" "$UID_ENV" -- --repeat 3 --key k
 expect 'calls == [("POST", POST_V1, 404), ("POST", POST_CORE, 201)] + [("PATCH", POST_CORE + "/" + o["event_name"], 200)] * 2'
 expect '[(r["used_core_v1"], r["series_count"]) for r in o["runs"]] == [(True, 1), (True, 2), (True, 3)]'
