@@ -11,6 +11,9 @@ pkgs=(
     gperf cmake dpkg-dev
     util-linux iproute2 procps psmisc file binutils
     valgrind strace cppcheck clang-format
+    # tests/apiserver: kube-apiserver built from Debian's `kubernetes` source package with its
+    # Go (rsync is that package's build dependency), and etcd to store what it serves
+    golang-1.19-go etcd-server rsync
 )
 
 missing=()
