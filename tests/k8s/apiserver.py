@@ -19,16 +19,25 @@ and compares this stand-in's answers with the real server's for the probes liste
          path, even one in a group the server does not serve (never the 404 that would send a
          client to the core/v1 fallback). Every token may do everything unless /_test/deny says
          otherwise.
-  [1.20] an API group version that is not served (POST /_test/unserved, as with
-         --runtime-config=events.k8s.io/v1=false) answers text/plain "404 page not found".
+  [1.20] what is not served (POST /_test/unserved): a group version whose group still serves
+         another version ("events.k8s.io/v1", as with --runtime-config=events.k8s.io/v1=false)
+         answers a Status 404 NotFound with empty details; a group none of whose versions is
+         served ("events.k8s.io", as with events.k8s.io/v1beta1=false too) answers the mux's
+         text/plain "404 page not found".
   [1.20] a pod GET answers 404 NotFound for a pod it does not know (the defaults below, --pod,
          POST /_test/pods), 403 when denied, else the pod with a uid derived from its name.
   [1.20] PATCH with Content-Type application/json is 415 UnsupportedMediaType.
-  [1.20] Event validation (ValidateEventCreate/ValidateEventUpdate, MicroTime parsing, 409 for a
-         name that exists, 404 for a PATCH of an unknown Event).
+  [1.20] Event creates (ValidateEventCreate on both groups: required fields, lengths in bytes,
+         qualified reportingController, type, deprecated* unset, series.count >= 2; MicroTime
+         parsing with exactly six fractional digits; 409 for a name that exists; 400 for a body
+         namespace other than the URL's) and 404 for a PATCH of an unknown Event.
 Stricter than 1.20, on purpose (what newer servers or stricter settings refuse):
   [1.25+ fieldValidation=Strict] unknown fields are 400 (1.20 drops them silently, 1.23+ drops
          them with a Warning header), so a typo in the client shows up here.
+  [current upstream validation, kubernetes.md 1.3; 1.20.2 answers 201/200] an events.k8s.io
+         Event whose regarding.namespace is not the Event's namespace is 422; a PATCH is
+         validated by ValidateEventUpdate: only series and metadata may change, and series.count
+         must stay >= 2.
   [stricter than every version] PATCH takes application/merge-patch+json only: a real server
          also takes strategic-merge-patch+json and json-patch+json; clrattach sends merge patches.
 Not modelled: HTTP/2 (Python's http.server speaks HTTP/1.1 only; a real apiserver negotiates h2
@@ -45,7 +54,8 @@ Test endpoints (no auth):
   POST /_test/reset-events  drop the stored events only (as the apiserver's event TTL does)
   POST /_test/deny       replace the denied requests: ["VERB GROUP/RESOURCE", ...], e.g.
                          ["get /pods", "create events.k8s.io/events"] ("" group for core)
-  POST /_test/unserved   replace the group versions not served: ["events.k8s.io/v1"]
+  POST /_test/unserved   replace what is not served: ["events.k8s.io/v1"] (a version) or
+                         ["events.k8s.io"] (the whole group)
   POST /_test/pods       replace the known pods: ["NS/NAME", ...]
 PATCH .../events/{name} (both groups) takes application/merge-patch+json only (415 otherwise),
 404 for an unknown name, applies the patch to the object in the URL's group form, and validates the result as a
@@ -521,9 +531,13 @@ class Handler(BaseHTTPRequestHandler):
             verb, group, version, resource = attrs[:4]
             if "%s %s/%s" % (verb, group, resource) in st.denied:
                 return self.send_json(403, forbidden(attrs))
-            if ("%s/%s" % (group, version) if group else version) in st.unserved:
-                # The mux's NotFoundHandler, not a Status.
+            if group and group in st.unserved:
+                # No version of the group is served: the mux's NotFoundHandler, not a Status.
                 return self.send_text(404, "404 page not found\n")
+            if ("%s/%s" % (group, version) if group else version) in st.unserved:
+                # The group is there but not this version: its handler's NotFound Status.
+                return self.send_json(404, status_body(404, "NotFound", "the server could not "
+                                                       "find the requested resource", {}))
 
         fault = st.take_fault("%s %s" % (method, path))
         kind = fault.get("do") if fault else None
