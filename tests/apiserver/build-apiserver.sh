@@ -8,7 +8,8 @@
 # in a temporary directory outside build/ (the top-level Makefile includes every *.d under
 # build/, and vendor/ has such files), removed afterwards; Go's build cache is kept outside the
 # repository (APISERVER_GOCACHE, default ~/.cache/clrattach-apiserver-go) so that a failed or
-# repeated build does not start from nothing. About 12 minutes on 2 cores from nothing.
+# repeated build does not start from nothing. From nothing on 2 cores: 8 minutes on a quiet
+# machine (fetch, gen_openapi, go build), 12 when the cores are shared.
 #
 # Needs: golang-1.19-go, rsync and dpkg-dev (scripts/install-deps.sh), and deb-src entries,
 # which it adds the way scripts/build-static.sh does when they are missing (root or sudo).
@@ -107,7 +108,7 @@ if ! (cd "$tree" && env -u GOTOOLCHAIN -u GOFLAGS GO111MODULE=off GOPROXY=off CG
     die "make gen_openapi failed (full log: $LOG)"
 fi
 
-say "building kube-apiserver v$real with $("$GO" env GOVERSION) (about 12 minutes on 2 cores)"
+say "building kube-apiserver v$real with $("$GO" env GOVERSION) (8 to 12 minutes on 2 cores from an empty Go cache)"
 # Kubernetes 1.20 builds in GOPATH mode, as its own hack/lib/init.sh and Debian's rules do
 # (GO111MODULE=off; its go.mod does not satisfy a module-mode -mod=vendor build with Go 1.19):
 # the tree is linked at $GOPATH/src/k8s.io/kubernetes and everything comes from vendor/

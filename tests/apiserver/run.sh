@@ -45,7 +45,8 @@ for f in "$CLRATTACH" "$STATIC" "$PROBE" "$TARGET_DLL"; do
     [ -e "$f" ] || skip_or_fail "$f missing (make all target static)"
 done
 
-# The build is the long pole (about 12 minutes on 2 cores, once per machine and source version).
+# The build is the long pole (8 to 12 minutes on 2 cores, once per machine and source version);
+# the checks take about a minute.
 t0=$(date +%s)
 if ! timeout 3000 "$(dirname "$0")/build-apiserver.sh"; then
     skip_or_fail "kube-apiserver could not be built (see build/apiserver/build.log)"
@@ -105,17 +106,23 @@ EOF
 K() { timeout 60 kubectl --kubeconfig "$KCFG" --cache-dir "$WORK/kcache" --request-timeout=30s "$@"; }
 
 # ---- etcd and kube-apiserver -------------------------------------------------------------------
-ETCD_PID= API_PID=
+ETCD_PID= API_PID= W_PID=
+# Stops a running watch (its timeout forwards the TERM; a KILL of the timeout alone would leave
+# clrattach running), kube-apiserver and etcd: TERM, 3 s, then KILL.
 stop_servers() {
-    local p
-    for p in $API_PID $ETCD_PID; do
-        kill -TERM "$p" 2>/dev/null
-        for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$p" 2>/dev/null
+    local p i
+    for p in $W_PID $API_PID $ETCD_PID; do kill -TERM "$p" 2>/dev/null; done
+    for i in $(seq 30); do
+        for p in $W_PID $API_PID $ETCD_PID; do kill -0 "$p" 2>/dev/null && break; p=; done
+        [ -z "$p" ] && break
+        sleep 0.1
     done
-    API_PID= ETCD_PID=
+    for p in $W_PID $API_PID $ETCD_PID; do kill -KILL "$p" 2>/dev/null; done
+    API_PID= ETCD_PID= W_PID=
 }
 trap 'stop_servers; cleanup_targets' EXIT
+# A timeout's TERM (tests/run-all.sh) must still stop etcd, kube-apiserver and the targets.
+trap 'exit 143' TERM INT
 
 start_etcd() {
     etcd --name test --data-dir "$WORK/etcd" \
@@ -544,6 +551,7 @@ wait_log() {
 watch_stop() {
     kill -TERM "$W_PID" 2>/dev/null
     for _ in $(seq 50); do kill -0 "$W_PID" 2>/dev/null || break; sleep 0.1; done
+    W_PID=
 }
 
 # Watch: two runtimes attached alike are one Event whose series.count is 2 (a merge PATCH), and
