@@ -634,6 +634,7 @@ suite dyn "$CLRATTACH" HTTP/2
 suite static "$STATIC" HTTP/1.1
 watch_rotation dyn "$CLRATTACH" 151
 watch_repeated_failure dyn "$CLRATTACH" 152 events.k8s.io
+watch_repeated_failure static "$STATIC" 154 events.k8s.io
 
 # The core-events-only Role: 403 on events.k8s.io, and no fallback to core/v1.
 if start_target core-only-app --pidns --uid 1000; then
