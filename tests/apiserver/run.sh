@@ -46,7 +46,7 @@ for f in "$CLRATTACH" "$STATIC" "$PROBE" "$TARGET_DLL"; do
 done
 
 # The build is the long pole (8 to 12 minutes on 2 cores, once per machine and source version);
-# the checks take about a minute.
+# the checks take about two minutes.
 t0=$(date +%s)
 if ! timeout 3000 "$(dirname "$0")/build-apiserver.sh"; then
     skip_or_fail "kube-apiserver could not be built (see build/apiserver/build.log)"
