@@ -38,6 +38,7 @@ help:
 	@echo "make test         unit tests, then end-to-end tests against a real .NET runtime"
 	@echo "make SAN=1 test   the same under ASan+UBSan"
 	@echo "make test-containers  the image, deploy/ and the seccomp profile under Docker (runc, crun)"
+	@echo "make test-apiserver  Events against a real kube-apiserver (built once, ~12 min)"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
 	@echo "make lint         banned calls and static checks"
 	@echo "make fuzz         run every libFuzzer target for FUZZ_SECONDS (docs/fuzzing.md)"
@@ -95,6 +96,12 @@ test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clri
 # (docs/deploy.md): its own dockerd, images made locally, runc and crun.
 test-containers: all target
 	BUILD=$(BUILD) tests/containers/run.sh
+
+# Events against a real kube-apiserver + etcd (built once from Debian's source into
+# build/apiserver; a test dependency, never shipped): tests/apiserver/run.sh.
+.PHONY: test-apiserver
+test-apiserver: all target static
+	BUILD=$(BUILD) tests/apiserver/run.sh
 
 demo: all target
 	BUILD=$(BUILD) scripts/demo.sh

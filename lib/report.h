@@ -28,8 +28,9 @@ void report_event_from_result(const struct attach_result *r, const char *profile
                               struct report_event *ret);
 
 /* Writes the termination-log text: `json` itself when it fits the 4096-byte limit, else a
- * one-line summary cut on a UTF-8 boundary. Returns the length written into out (which holds
- * REPORT_TERMINATION_LOG_MAX + 1 bytes). */
-size_t report_termination_message(const struct attach_result *r, const char *json, char *out);
+ * one-line summary with `exit_code` (the process's own) cut on a UTF-8 boundary. Returns the
+ * length written into out (which holds REPORT_TERMINATION_LOG_MAX + 1 bytes). */
+size_t report_termination_message(const struct attach_result *r, const char *json, int exit_code,
+                                  char *out);
 
 #endif

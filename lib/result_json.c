@@ -35,7 +35,7 @@ static char *dump(json_t *o)
 }
 
 char *result_attach_json(const struct attach_result *r, const char *profiler,
-                         const struct ipc_guid *clsid)
+                         const struct ipc_guid *clsid, int exit_code)
 {
     json_t *o = json_object();
     if (!o)
@@ -44,7 +44,7 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     ipc_guid_format(clsid, guid);
     set_str(o, "command", "attach");
     set_str(o, "outcome", attach_outcome_name(r->outcome));
-    json_object_set_new(o, "exit_code", json_integer(attach_outcome_exit_code(r->outcome)));
+    json_object_set_new(o, "exit_code", json_integer(exit_code));
     json_object_set_new(o, "pid", json_integer(r->pid));
     if (r->nspid)
         json_object_set_new(o, "ns_pid", json_integer(r->nspid));

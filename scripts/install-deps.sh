@@ -12,6 +12,9 @@ pkgs=(
     util-linux iproute2 procps psmisc file binutils
     valgrind strace cppcheck clang-format
     docker.io crun debootstrap
+    # tests/apiserver: kube-apiserver built from Debian's `kubernetes` source package with its
+    # Go (rsync is that package's build dependency), and etcd to store what it serves
+    golang-1.19-go etcd-server rsync
 )
 
 missing=()

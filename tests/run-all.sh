@@ -17,6 +17,9 @@ run tests/run-unit.sh "$@"
 for suite in tests/e2e/run.sh tests/k8s/run.sh tests/deploy/run.sh tests/containers/run.sh; do
     [ -x "$suite" ] && run "$suite"
 done
+# Against a real kube-apiserver: the first run on a machine builds it (8 to 12 minutes on 2
+# cores, then cached in build/apiserver); the checks themselves take about two minutes.
+run timeout -k 30 3600 tests/apiserver/run.sh
 
 # Fuzzing: every saved seed and crash replayed through the plain (and, with SAN=1, sanitized)
 # build of each harness, then a short libFuzzer run of each target. Hours-long runs are

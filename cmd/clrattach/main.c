@@ -744,14 +744,16 @@ static void release_job(struct attach_cli *a)
     util_closep(&a->rep.termination_fd);
 }
 
-/* Prints one result and reports its Event (unless !send_event); returns the exit code for it. */
+/* Reports a result's Event (unless !send_event), then prints it; returns the exit code for it.
+ * The report goes first because its failure can change the code (--events=required), and
+ * stdout and the termination log must carry the code the process really ends with. */
 static int emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event)
 {
     int code = attach_outcome_exit_code(res->outcome);
     if (send_event && report_event(&a->rep, res, a->profiler, &a->clsid) < 0 &&
         a->rep.mode == EVENTS_REQUIRED && code == 0)
         code = EXIT_EVENT_REQUIRED;
-    _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid);
+    _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid, code);
     if (a->co.json) {
         if (js)
             printf("%s\n", js);
@@ -763,7 +765,7 @@ static int emit_result(struct attach_cli *a, const struct attach_result *res, bo
     fflush(stdout);
     if (a->rep.termination_fd >= 0) {
         char msg[REPORT_TERMINATION_LOG_MAX + 1];
-        size_t n = report_termination_message(res, js, msg);
+        size_t n = report_termination_message(res, js, code, msg);
         /* The kubelet reads the file once the container ends: keep only the latest result.
          * ftruncate is not on the seccomp list, so a shorter message is padded with spaces
          * over the end of a longer earlier one (JSON readers skip trailing white space). */

@@ -66,6 +66,8 @@ assert e["reportingController"] == "clrattach.dev/clrattach"
     if [ $RC -eq 3 ] && events_check '
 assert len(ev) == 1 and ev[0]["reason"] == "ProfilerAlreadyActive" and ev[0]["type"] == "Normal", ev
 assert "0x8013136A" in ev[0]["note"], ev
+n = ev[0]["note"]
+assert ".." not in n.replace("...", "") and n.endswith(".") and ". Next step: " in n, n
 '; then ok "event-already-active"; else fail "event-already-active" "exit $RC $(cat "$ERR")"; fi
 
     # The API refuses (403): the attach outcome is unchanged, a warning says why.
@@ -91,6 +93,14 @@ if start_target events-app2 --pidns; then
         ok "events-required-exit-10"
     else
         fail "events-required-exit-10" "exit $RC: $(cat "$ERR")"
+    fi
+    # stdout and the termination log carry the code the process ends with (issue 15: they
+    # said 0 while the process exited 10).
+    if [ $RC -eq 10 ] && [ "$(json_get "$OUT" exit_code)" = 10 ] &&
+        [ "$(json_get "$WORK/tlog" exit_code)" = 10 ] && [ "$(json_get "$WORK/tlog" outcome)" = attached ]; then
+        ok "events-required-exit-code-in-json-and-termination-log"
+    else
+        fail "events-required-exit-code-in-json-and-termination-log" "exit $RC: $(cat "$OUT") tlog: $(cat "$WORK/tlog")"
     fi
 fi
 sleep 300 &

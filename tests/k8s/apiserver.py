@@ -11,16 +11,54 @@ events, answers pod GETs, applies series PATCHes (merge patches only), and recor
 Unknown fields are rejected with 400, as with fieldValidation=Strict, so that a typo in the
 client shows up in tests instead of being dropped.
 
+How closely it follows a real server. The rules marked [1.20] were checked against kube-apiserver
+1.20.2 built from Debian bookworm's source (tests/apiserver/run.sh runs clrattach against it,
+and compares this stand-in's answers with the real server's for the probes listed there):
+  [1.20] authentication first (401 Status "Unauthorized"), then AUTHORIZATION BEFORE ROUTING: a
+         request the token may not make gets 403 Forbidden with the RBAC message, whatever the
+         path, even one in a group the server does not serve (never the 404 that would send a
+         client to the core/v1 fallback). Every token may do everything unless /_test/deny says
+         otherwise.
+  [1.20] what is not served (POST /_test/unserved): a group version whose group still serves
+         another version ("events.k8s.io/v1", as with --runtime-config=events.k8s.io/v1=false)
+         answers a Status 404 NotFound with empty details; a group none of whose versions is
+         served ("events.k8s.io", as with events.k8s.io/v1beta1=false too) answers the mux's
+         text/plain "404 page not found".
+  [1.20] a pod GET answers 404 NotFound for a pod it does not know (the defaults below, --pod,
+         POST /_test/pods), 403 when denied, else the pod with a uid derived from its name.
+  [1.20] PATCH with Content-Type application/json is 415 UnsupportedMediaType.
+  [1.20] Event creates (ValidateEventCreate on both groups: required fields, lengths in bytes,
+         qualified reportingController, type, deprecated* unset, series.count >= 2; MicroTime
+         parsing with exactly six fractional digits; 409 for a name that exists; 400 for a body
+         namespace other than the URL's) and 404 for a PATCH of an unknown Event.
+Stricter than 1.20, on purpose (what newer servers or stricter settings refuse):
+  [1.25+ fieldValidation=Strict] unknown fields are 400 (1.20 drops them silently, 1.23+ drops
+         them with a Warning header), so a typo in the client shows up here.
+  [current upstream validation, kubernetes.md 1.3; 1.20.2 answers 201/200] an events.k8s.io
+         Event whose regarding.namespace is not the Event's namespace is 422; a PATCH is
+         validated by ValidateEventUpdate: only series and metadata may change, and series.count
+         must stay >= 2.
+  [stricter than every version] PATCH takes application/merge-patch+json only: a real server
+         also takes strategic-merge-patch+json and json-patch+json; clrattach sends merge patches.
+Not modelled: HTTP/2 (Python's http.server speaks HTTP/1.1 only; a real apiserver negotiates h2
+through ALPN, and the glibc build of clrattach then uses it), watches, list selectors,
+resourceVersion semantics, admission.
+
 Test endpoints (no auth):
   GET  /_test/requests   every API request so far: method, path, token, body, status and
                          response body
   GET  /_test/events     the stored events (events.k8s.io/v1 form, plus "postedAs")
   POST /_test/faults     replace the fault list (JSON array, see Fault below)
-  POST /_test/reset      clear requests, events and faults
+  POST /_test/reset      clear requests, events, faults, denials and unserved versions (the
+                         known pods stay)
   POST /_test/reset-events  drop the stored events only (as the apiserver's event TTL does)
-PATCH .../events/{name} (both groups) takes application/merge-patch+json only (415 otherwise,
-where the real apiserver would also take JSON and strategic merge patches), 404 for an unknown
-name, applies the patch to the object in the URL's group form, and validates the result as a
+  POST /_test/deny       replace the denied requests: ["VERB GROUP/RESOURCE", ...], e.g.
+                         ["get /pods", "create events.k8s.io/events"] ("" group for core)
+  POST /_test/unserved   replace what is not served: ["events.k8s.io/v1"] (a version) or
+                         ["events.k8s.io"] (the whole group)
+  POST /_test/pods       replace the known pods: ["NS/NAME", ...]
+PATCH .../events/{name} (both groups) takes application/merge-patch+json only (415 otherwise),
+404 for an unknown name, applies the patch to the object in the URL's group form, and validates the result as a
 create plus, on events.k8s.io, the update rule that only series and metadata may change.
 A fault is {"match": "<substring of 'METHOD /path'>", "times": N, "do": KIND, ...}; the first
 fault that matches and has times left is used. KIND is one of:
@@ -260,6 +298,53 @@ def to_core(ev):
     return out
 
 
+# The pods the clients in tests/ report about; any other name is 404 as on a real server.
+DEFAULT_PODS = ["shop/orders-api-1", "shop/orders-api-2", "shop/orders-7d9c8b6f5-x2x7k",
+                "shop/orders-eph"]
+SA_USER = "system:serviceaccount:{ns}:default"
+
+
+def request_attributes(method, path):
+    """What the apiserver's RequestInfoFactory makes of a request, before any routing:
+    (verb, group, version, resource, namespace, name), or None for a non-resource path."""
+    parts = [p for p in path.split("/") if p]
+    if len(parts) >= 2 and parts[0] == "api":
+        group, version, rest = "", parts[1], parts[2:]
+    elif len(parts) >= 3 and parts[0] == "apis":
+        group, version, rest = parts[1], parts[2], parts[3:]
+    else:
+        return None
+    ns = ""
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+        if not rest:  # the namespace object itself
+            rest = ["namespaces", ns]
+    if not rest:
+        return None
+    resource, name = rest[0], (rest[1] if len(rest) > 1 else "")
+    verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update",
+            "PATCH": "patch", "DELETE": "delete"}.get(method, method.lower())
+    return verb, group, version, resource, ns, name
+
+
+def forbidden(attrs):
+    """The RBAC denial as kube-apiserver words it (k8s.io/apiserver endpoints/handlers/
+    responsewriters, forbidden())."""
+    verb, group, _, resource, ns, name = attrs
+    what = resource + ("." + group if group else "")
+    user = SA_USER.format(ns=ns or "default")
+    msg = '%s%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s"' % (
+        what, ' "%s"' % name if name else "", user, verb, resource, group)
+    if ns:
+        msg += ' in the namespace "%s"' % ns
+    details = {"kind": resource}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    return status_body(403, "Forbidden", msg, details)
+
+
 def pod_uid(ns, name):
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "pod/%s/%s" % (ns, name)))
 
@@ -273,10 +358,14 @@ class State:
         self.faults = []
         self.revoked = set()
         self.rv = 1000
+        self.denied = set()
+        self.unserved = set()
+        self.pods = set(DEFAULT_PODS)
 
     def reset(self):
         with self.lock:
             self.requests, self.events, self.faults = [], {}, []
+            self.denied, self.unserved = set(), set()
 
     def current_token(self):
         try:
@@ -434,6 +523,21 @@ class Handler(BaseHTTPRequestHandler):
         current = st.current_token()
         if not token or token != current or token in st.revoked:
             return self.send_json(401, status_body(401, "Unauthorized", "Unauthorized"))
+        # Authorization runs before the request is routed (k8s.io/apiserver's handler chain:
+        # WithAuthorization wraps the mux), so a denied request is 403 even where no handler
+        # exists.
+        attrs = request_attributes(method, path)
+        if attrs:
+            verb, group, version, resource = attrs[:4]
+            if "%s %s/%s" % (verb, group, resource) in st.denied:
+                return self.send_json(403, forbidden(attrs))
+            if group and group in st.unserved:
+                # No version of the group is served: the mux's NotFoundHandler, not a Status.
+                return self.send_text(404, "404 page not found\n")
+            if ("%s/%s" % (group, version) if group else version) in st.unserved:
+                # The group is there but not this version: its handler's NotFound Status.
+                return self.send_json(404, status_body(404, "NotFound", "the server could not "
+                                                       "find the requested resource", {}))
 
         fault = st.take_fault("%s %s" % (method, path))
         kind = fault.get("do") if fault else None
@@ -464,7 +568,7 @@ class Handler(BaseHTTPRequestHandler):
 
         if pod and method == "GET":
             pns, pname = pod
-            if pname.startswith("missing-"):
+            if "%s/%s" % (pns, pname) not in st.pods:
                 return self.send_json(404, status_body(
                     404, "NotFound", 'pods "%s" not found' % pname,
                     {"name": pname, "kind": "pods"}))
@@ -602,6 +706,11 @@ class Handler(BaseHTTPRequestHandler):
         if method == "POST" and path == "/_test/reset":
             st.reset()
             return self.send_json(200, {})
+        if method == "POST" and path in ("/_test/deny", "/_test/unserved", "/_test/pods"):
+            items = json.loads(raw or b"[]")
+            with st.lock:
+                setattr(st, {"deny": "denied"}.get(path[7:], path[7:]), set(items))
+            return self.send_json(200, {path[7:]: len(items)})
         if method == "POST" and path == "/_test/reset-events":
             with st.lock:
                 st.events = {}
@@ -637,6 +746,8 @@ def main():
     ap.add_argument("--port-file", required=True, help="written with the port once listening")
     ap.add_argument("--faults", default="[]", help="initial fault list (JSON)")
     ap.add_argument("--bind", default="127.0.0.1", help="127.0.0.1 (default) or ::1")
+    ap.add_argument("--pod", action="append", default=[],
+                    help="NS/NAME of a pod the server knows, besides the defaults")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
 
@@ -646,6 +757,7 @@ def main():
                                                                           "server.key"))
     state = State(os.path.abspath(a.token_file))
     state.faults = json.loads(a.faults)
+    state.pods |= set(a.pod)
     if ":" in a.bind:
         Server.address_family = socket.AF_INET6
     srv = Server((a.bind, 0), ctx, state, a.verbose)

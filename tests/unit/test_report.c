@@ -5,9 +5,12 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hresult.h"
 #include "report.h"
+#include "result_json.h"
 
 static struct ipc_guid clsid(void)
 {
@@ -97,16 +100,143 @@ static void test_termination_message(void **state)
     (void)state;
     struct attach_result r = {.outcome = ATTACH_OK, .pid = 3};
     char out[REPORT_TERMINATION_LOG_MAX + 1];
-    assert_int_equal(report_termination_message(&r, "{\"a\":1}", out), 7);
+    assert_int_equal(report_termination_message(&r, "{\"a\":1}", 0, out), 7);
     assert_string_equal(out, "{\"a\":1}");
     static char big[6000];
     memset(big, 'x', sizeof(big) - 1);
     r.outcome = ATTACH_DELIVERY;
     snprintf(r.error.msg, sizeof(r.error.msg), "no directory");
-    size_t n = report_termination_message(&r, big, out);
+    size_t n = report_termination_message(&r, big, 6, out);
     assert_true(n <= REPORT_TERMINATION_LOG_MAX);
     assert_non_null(strstr(out, "outcome=delivery_failed exit_code=6 pid=3"));
     assert_non_null(strstr(out, "error=no directory"));
+    /* The summary carries the code the process ends with, not the outcome's own. */
+    r.outcome = ATTACH_OK;
+    n = report_termination_message(&r, big, 10, out);
+    assert_non_null(strstr(out, "outcome=attached exit_code=10 pid=3"));
+}
+
+/* A failed required Event turns exit 0 into 10: the JSON says 10 (issue 15: it said 0). */
+static void test_json_exit_code_is_the_process_code(void **state)
+{
+    (void)state;
+    struct attach_result r = {.outcome = ATTACH_OK, .pid = 3, .nspid = 1};
+    struct ipc_guid g = clsid();
+    char *js = result_attach_json(&r, "p.so", &g, 10);
+    assert_non_null(js);
+    assert_non_null(strstr(js, "\"outcome\":\"attached\",\"exit_code\":10,"));
+    free(js);
+    r.outcome = ATTACH_ALREADY_ACTIVE;
+    js = result_attach_json(&r, "p.so", &g, 3);
+    assert_non_null(strstr(js, "\"exit_code\":3,"));
+    free(js);
+}
+
+/* Double punctuation: one of ".,;:!?" followed, after optional spaces, by another; an ellipsis
+ * of exactly three periods inside a text ("OBJECT_ALLOCATED...)") is allowed. */
+static const char *double_punctuation(const char *s)
+{
+    static const char punct[] = ".,;:!?";
+    for (const char *p = s; *p; p++) {
+        if (!strchr(punct, *p))
+            continue;
+        if (p[0] == '.' && p[1] == '.' && p[2] == '.' && p[3] != '.' && (p == s || p[-1] != '.')) {
+            p += 2;
+            continue;
+        }
+        const char *q = p + 1;
+        while (*q == ' ')
+            q++;
+        if (*q && strchr(punct, *q))
+            return p;
+    }
+    return NULL;
+}
+
+/* Every sentence of the note ends with one period, and the whole note is such sentences. */
+static void assert_well_formed(const char *note)
+{
+    const char *bad = double_punctuation(note);
+    if (bad)
+        fail_msg("double punctuation at '%.30s' in: %s", bad, note);
+    size_t n = strlen(note);
+    assert_true(n > 0);
+    if (note[n - 1] != '.')
+        fail_msg("no closing period: %s", note);
+    assert_null(strstr(note, "  "));
+    assert_true(note[0] >= 'A' && note[0] <= 'Z');
+}
+
+static enum attach_outcome outcome_of_class(enum hresult_class cls)
+{
+    switch (cls) {
+    case HRESULT_CLASS_ALREADY: return ATTACH_ALREADY_ACTIVE;
+    case HRESULT_CLASS_NOT_READY: return ATTACH_NOT_READY;
+    case HRESULT_CLASS_PROTOCOL: return ATTACH_PROTOCOL;
+    default: return ATTACH_LOAD_FAILED;
+    }
+}
+
+/* The note for every HRESULT the table knows, built from the texts lib/attach.c puts in the
+ * error (message "the runtime answered NAME (0x...): <cause>", hint <next step>). */
+static void test_note_every_hresult_well_formed(void **state)
+{
+    (void)state;
+    size_t count;
+    const struct hresult_info *t = hresult_table(&count);
+    struct ipc_guid g = clsid();
+    for (size_t i = 0; i <= count; i++) {
+        /* The last round: a code the table does not know. */
+        uint32_t code = i < count ? t[i].code : 0x8badf00du;
+        const struct hresult_info *hi = hresult_lookup(code);
+        for (int env = 0; env < 2; env++) {
+            struct attach_result r = {.outcome = outcome_of_class(hi->cls), .pid = 9, .nspid = 1,
+                                      .have_hresult = true, .hresult = code};
+            snprintf(r.error.msg, sizeof(r.error.msg), "the runtime answered %s (0x%08X): %s",
+                     hi->name, code, hi->cause);
+            if (env)
+                snprintf(r.error.hint, sizeof(r.error.hint),
+                         "%s is set in the target's environment: a profiler was loaded at "
+                         "startup. %s",
+                         "CORECLR_PROFILER", hi->next_step);
+            else
+                snprintf(r.error.hint, sizeof(r.error.hint), "%s", hi->next_step);
+            struct report_event ev;
+            report_event_from_result(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
+            assert_well_formed(ev.note);
+            assert_non_null(strstr(ev.note, "). The runtime answered "));
+            assert_non_null(strstr(ev.note, ". Next step: "));
+            if (strlen(hi->next_step) < 300)
+                assert_non_null(strstr(ev.note, hi->next_step));
+        }
+    }
+}
+
+/* Messages and hints without a final period, or with trailing white space, get exactly one. */
+static void test_note_sentences_from_bare_messages(void **state)
+{
+    (void)state;
+    struct ipc_guid g = clsid();
+    struct report_event ev;
+    struct attach_result r = {.outcome = ATTACH_NOT_DOTNET, .pid = 77};
+    snprintf(r.error.msg, sizeof(r.error.msg), "pid 77 has no diagnostic socket");
+    snprintf(r.error.hint, sizeof(r.error.hint), "list .NET processes with 'clrattach ps' ");
+    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    assert_well_formed(ev.note);
+    assert_string_equal(ev.note, "Profiler p.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}, pid 77: "
+                                 "not_dotnet. Pid 77 has no diagnostic socket. Next step: list "
+                                 ".NET processes with 'clrattach ps'.");
+    /* No hint: no "Next step" sentence at all. */
+    r.error.hint[0] = '\0';
+    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    assert_well_formed(ev.note);
+    assert_null(strstr(ev.note, "Next step"));
+    /* The success note is one sentence too. */
+    struct attach_result ok = {.outcome = ATTACH_OK, .pid = 4, .nspid = 1, .startup_load = true};
+    snprintf(ok.delivered_path, sizeof(ok.delivered_path), "/tmp/libclrprobe-0123.so");
+    report_event_from_result(&ok, "p.so", &g, &when, &ev);
+    assert_well_formed(ev.note);
+    assert_non_null(strstr(ev.note, "as a startup profiler: /tmp/libclrprobe-0123.so."));
 }
 
 int main(void)
@@ -117,6 +247,9 @@ int main(void)
         cmocka_unit_test(test_failure_is_warning_with_next_step),
         cmocka_unit_test(test_note_cut_to_1024_on_utf8),
         cmocka_unit_test(test_termination_message),
+        cmocka_unit_test(test_json_exit_code_is_the_process_code),
+        cmocka_unit_test(test_note_every_hresult_well_formed),
+        cmocka_unit_test(test_note_sentences_from_bare_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
