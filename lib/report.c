@@ -58,8 +58,9 @@ void report_event_from_result(const struct attach_result *r, const char *profile
         append_sentence(text, sizeof(text), "", part);
     } else {
         const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
-        ret->spec.reason =
-            r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive" : "ProfilerAttachFailed";
+        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
+                           : r->outcome == ATTACH_TARGET_DIED  ? "ProfilerTargetDied"
+                                                               : "ProfilerAttachFailed";
         /* Another profiler already loaded is a fact about the app, not a fault. */
         ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
         /* Three sentences: what was attempted and the outcome, why, what to do. */

@@ -24,8 +24,8 @@ static const struct timespec when = {1790000000, 123456789};
 static void test_attached(void **state)
 {
     (void)state;
-    struct attach_result r = {.outcome = ATTACH_OK, .pid = 4242, .nspid = 1, .uid = 1000,
-                              .duration_ms = 7};
+    struct attach_result r = {
+        .outcome = ATTACH_OK, .pid = 4242, .nspid = 1, .uid = 1000, .duration_ms = 7};
     snprintf(r.runtime_version, sizeof(r.runtime_version), "10.0.12");
     snprintf(r.delivered_path, sizeof(r.delivered_path), "/tmp/libclrprobe-0123.so");
     struct ipc_guid g = clsid();
@@ -43,8 +43,11 @@ static void test_attached(void **state)
 static void test_already_active_is_normal(void **state)
 {
     (void)state;
-    struct attach_result r = {.outcome = ATTACH_ALREADY_ACTIVE, .pid = 5, .nspid = 5,
-                              .have_hresult = true, .hresult = 0x8013136A};
+    struct attach_result r = {.outcome = ATTACH_ALREADY_ACTIVE,
+                              .pid = 5,
+                              .nspid = 5,
+                              .have_hresult = true,
+                              .hresult = 0x8013136A};
     snprintf(r.error.msg, sizeof(r.error.msg), "a profiler is loaded");
     struct ipc_guid g = clsid();
     struct report_event ev;
@@ -57,8 +60,11 @@ static void test_already_active_is_normal(void **state)
 static void test_failure_is_warning_with_next_step(void **state)
 {
     (void)state;
-    struct attach_result r = {.outcome = ATTACH_LOAD_FAILED, .pid = 9, .nspid = 1,
-                              .have_hresult = true, .hresult = 0x8007007E};
+    struct attach_result r = {.outcome = ATTACH_LOAD_FAILED,
+                              .pid = 9,
+                              .nspid = 1,
+                              .have_hresult = true,
+                              .hresult = 0x8007007E};
     snprintf(r.error.msg, sizeof(r.error.msg), "the runtime could not load it");
     snprintf(r.error.hint, sizeof(r.error.hint), "check the libc");
     struct ipc_guid g = clsid();
@@ -69,6 +75,27 @@ static void test_failure_is_warning_with_next_step(void **state)
     assert_non_null(strstr(ev.note, "load_failed"));
     assert_non_null(strstr(ev.note, "0x8007007E"));
     assert_non_null(strstr(ev.note, "Next step: check the libc"));
+}
+
+/* A profiler that killed the app is a Warning of its own reason, not a plain load failure. */
+static void test_target_died_has_its_reason(void **state)
+{
+    (void)state;
+    struct attach_result r = {.outcome = ATTACH_TARGET_DIED,
+                              .pid = 9,
+                              .nspid = 1,
+                              .have_hresult = true,
+                              .hresult = 0x80131375,
+                              .died = true,
+                              .died_after_ms = 42};
+    snprintf(r.error.msg, sizeof(r.error.msg), "the app died 42 ms later");
+    struct ipc_guid g = clsid();
+    struct report_event ev;
+    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerTargetDied");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_non_null(strstr(ev.note, "target_died"));
+    assert_non_null(strstr(ev.note, "42 ms"));
 }
 
 static void test_note_cut_to_1024_on_utf8(void **state)
@@ -190,8 +217,11 @@ static void test_note_every_hresult_well_formed(void **state)
         uint32_t code = i < count ? t[i].code : 0x8badf00du;
         const struct hresult_info *hi = hresult_lookup(code);
         for (int env = 0; env < 2; env++) {
-            struct attach_result r = {.outcome = outcome_of_class(hi->cls), .pid = 9, .nspid = 1,
-                                      .have_hresult = true, .hresult = code};
+            struct attach_result r = {.outcome = outcome_of_class(hi->cls),
+                                      .pid = 9,
+                                      .nspid = 1,
+                                      .have_hresult = true,
+                                      .hresult = code};
             snprintf(r.error.msg, sizeof(r.error.msg), "the runtime answered %s (0x%08X): %s",
                      hi->name, code, hi->cause);
             if (env)
@@ -245,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_attached),
         cmocka_unit_test(test_already_active_is_normal),
         cmocka_unit_test(test_failure_is_warning_with_next_step),
+        cmocka_unit_test(test_target_died_has_its_reason),
         cmocka_unit_test(test_note_cut_to_1024_on_utf8),
         cmocka_unit_test(test_termination_message),
         cmocka_unit_test(test_json_exit_code_is_the_process_code),
