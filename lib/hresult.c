@@ -71,10 +71,10 @@ static const struct hresult_info table[] = {
      "Report it with the runtime version clrattach printed: the attach path should not produce "
      "it."},
     {0x8007007E, "ERROR_MOD_NOT_FOUND", HRESULT_CLASS_LOAD,
-     "The target's dlopen() failed: path wrong in its mount namespace, missing dependency, "
-     "glibc/musl or arch mismatch, noexec mount, or unreadable by its uid.",
-     "Read clrattach's mount and ELF/libc checks; use `--target-dir` on an exec mount, `--rid` "
-     "for musl; restart the target with LD_DEBUG=files (glibc)."},
+     "The target's dlopen() failed past clrattach's checks (libraries, libc, machine, noexec): "
+     "a missing symbol, a glibc/musl or arch check skipped, or a library failing in turn.",
+     "Attach without `--skip-dependency-check` or `--force-rid` (never a `--rid` against the "
+     "runtime's); `--target-dir` on an exec mount; restart with LD_DEBUG=files (glibc)."},
     {0x8007007F, "ERROR_PROC_NOT_FOUND", HRESULT_CLASS_LOAD,
      "The library loaded but does not export DllGetClassObject: not a CLR profiler (a plugin or "
      "helper library), or built with hidden visibility or C++ name mangling.",
