@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deliver.h"
 #include "sha256.h"
 #include "tarstream.h"
 #include "util.h"
@@ -214,22 +215,12 @@ int profdir_choose_entry(struct profdir *pd, const char *want, const char *shown
 
 int profdir_dir_name(const struct profdir *pd, char *out, size_t size)
 {
-    const char *base = base_of(pd->files[pd->entry].path);
-    char stem[65];
-    size_t n = 0, len = strlen(base);
-    if (len >= 3 && strcmp(base + len - 3, ".so") == 0)
-        len -= 3;
-    for (size_t i = 0; i < len && n < sizeof(stem) - 1; i++) {
-        char c = base[i];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                  c == '_' || c == '-' || (c == '.' && n > 0);
-        stem[n++] = ok ? c : '_';
-    }
-    if (n == 0)
-        stem[n++] = 'p';
-    stem[n] = '\0';
-    int w = snprintf(out, size, "%s-%.16s", stem, pd->digest);
-    return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
+    /* The same sanitised stem as a single file's name, without its ".so". */
+    int r = deliver_final_name(base_of(pd->files[pd->entry].path), pd->digest, out, size);
+    if (r < 0)
+        return r;
+    out[strlen(out) - 3] = '\0';
+    return 0;
 }
 
 int profdir_from_tar(const uint8_t *buf, size_t len, struct profdir *ret, struct cla_error *e)

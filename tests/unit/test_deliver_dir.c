@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "shell.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,18 +31,6 @@
 static char base[128];
 static int rootfd = -1;
 static struct profdir pd;
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    if (system(cmd) != 0)
-        fail_msg("command failed: %s", cmd);
-}
 
 static int setup(void **state)
 {

@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "shell.h"
+
 #include "profdir.h"
 #include "profdir_read.h"
 #include "util.h"
@@ -26,18 +28,6 @@
 #define FIX "tests/fixtures/elf/"
 
 static char root[64];
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    if (system(cmd) != 0)
-        fail_msg("command failed: %s", cmd);
-}
 
 /* A vendor-shaped tree: the entry, a helper in lib/, a config, a link to the entry. */
 static int setup(void **state)

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "shell.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,18 +24,6 @@
 #define FIX "tests/fixtures/elf/"
 
 static char base[64];
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    if (system(cmd) != 0)
-        fail_msg("command failed: %s", cmd);
-}
 
 /* A NuGet-shaped package: two exporters per RID (engine and plugin, as CLRIE ships them), a
  * config; and other layouts made from the same fixtures. */
