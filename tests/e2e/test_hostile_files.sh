@@ -155,6 +155,26 @@ else
     fail fifo-name "fake runtime did not start"
 fi
 
+# (a'') The FIFO trap under valgrind (plain build, --seccomp=off as in test_valgrind.sh): refused
+# in bounded time with no memory error or leak on that path.
+if start_fake fifo-valgrind --pre "mkfifo -m 666 /tmp/$NAME"; then
+    P=$TARGET_PID
+    VGF=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
+    VGF_CLRATTACH=$(vg_clrattach) || VGF_CLRATTACH=""
+    timeout -s KILL 120 "${VGF[@]}" "$VGF_CLRATTACH" attach --seccomp=off --pid "$P" \
+        --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout "$TIMEOUT_S" --target-dir /tmp \
+        >"$WORK/fifo-vg.out" 2>"$WORK/fifo-vg.err"
+    vrc=$?
+    if [ $vrc -eq 6 ] && grep -q "is a FIFO" "$WORK/fifo-vg.err" && ! grep -q "==[0-9]*==" "$WORK/fifo-vg.err" &&
+        [ "$(type_of "$P" "/tmp/$NAME")" = fifo ]; then
+        ok "fifo-name-valgrind (exit 6, no valgrind error)"
+    else
+        fail fifo-name-valgrind "exit $vrc: $(head -30 "$WORK/fifo-vg.err")"
+    fi
+else
+    fail fifo-name-valgrind "fake runtime did not start"
+fi
+
 # (a') The same FIFO against `clrattach watch`: it reports the failure and still stops at once on
 # SIGTERM (it used to sit in open() with SIGTERM pending).
 if start_fake fifo-watch --pre "mkfifo -m 666 /tmp/$NAME"; then
