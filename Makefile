@@ -94,7 +94,7 @@ test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clri
 
 # The image, the deploy/ manifests and the exported seccomp profile under a real engine
 # (docs/deploy.md): its own dockerd, images made locally, runc and crun.
-test-containers: all target
+test-containers: all target vendorprof
 	BUILD=$(BUILD) tests/containers/run.sh
 
 # Events against a real kube-apiserver + etcd (built once from Debian's source into

@@ -309,6 +309,22 @@ if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL \
     t0=$(now_ms)
     attach_once node-host-pid 0 --pid host --network none --user 0:0 --cap-add SYS_PTRACE -- \
         --pid "$hostpid" && attached node-host-pid "$dbg" "$t0" "pid $hostpid"
+    # kubectl clrattach --profiler LOCAL_PATH: a vendor-shaped profiler directory from the
+    # operator's side streamed as a tar into the one-shot's stdin (docker run -i standing in for
+    # kubectl debug -i), with only the clrattach image in the cluster.
+    restart_app "$dbg" 4 || fail kubectl-debug-stdin-directory "app restart"
+    tar -C "$ROOT/$BUILD/vendorprof" -c . |
+        dk run --rm -i --pid "container:$dbg" --network none "${rf[@]}" "$IMG" attach --pid 1 \
+            --profiler - --clsid '{7C1E4B52-3A9D-4F60-B8E2-5D0A91C36F17}' --settle 0 \
+            --client-data "out=/tmp/vendorprof.json" -o json --events off \
+            >"$work/stdin-dir.out" 2>"$work/stdin-dir.err"
+    src=$?
+    if [ $src -eq 0 ] && dk exec "$dbg" cat /tmp/vendorprof.json 2>/dev/null |
+        grep -q '"helper":"vendorhelper 1.0"'; then
+        ok kubectl-debug-stdin-directory
+    else
+        fail kubectl-debug-stdin-directory "exit $src: $(why "$work/stdin-dir.out") $(why "$work/stdin-dir.err")"
+    fi
 else
     fail kubectl-debug-app "$(why "$work/$dbg.err") $(logs_of "$dbg")"
 fi
