@@ -92,6 +92,7 @@ cp "$work/certs/ca.crt" "$work/sa/ca.crt"
 echo shop >"$work/sa/namespace"
 chmod 644 "$work/sa"/*
 python3 "$ROOT/tests/k8s/apiserver.py" --ca-dir "$work/certs" --token-file "$work/sa/token" \
+    --pod "shop/$POD" \
     --port-file "$work/port" 2>"$work/server.log" &
 srv_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done

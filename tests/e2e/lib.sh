@@ -117,9 +117,13 @@ start_target() {
             fi
         fi
         if [ $suspended = 1 ]; then
-            # A runtime suspended at startup prints nothing: wait for its socket instead.
+            # A runtime suspended at startup prints nothing: wait for its socket instead, named
+            # for its own pid. Before the namespace's tmpfs is mounted its /tmp is the host's,
+            # where other runtimes (the SDK's build servers) have sockets of their own.
+            local own=$TARGET_PID
+            [ $pidns = 1 ] && own=1
             [ -n "$TARGET_PID" ] && ls "/proc/$TARGET_PID/root${tmpdir:-/tmp}" 2>/dev/null |
-                grep -q '^dotnet-diagnostic-' && return 0
+                grep -q "^dotnet-diagnostic-$own-" && return 0
         else
             grep -q '^ready' "$TARGET_LOG" 2>/dev/null && return 0
         fi

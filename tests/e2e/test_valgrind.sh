@@ -41,7 +41,7 @@ fi
 K8S="$ROOT/tests/k8s"
 "$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1
 echo "token-vg" >"$WORK/token"
-python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" \
+python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" --pod shop/vg-pod \
     --port-file "$WORK/port" 2>/dev/null &
 SRV=$!
 disown "$SRV"
