@@ -25,6 +25,7 @@
 
 #include "clientdata.h"
 #include "clrprobe.h"
+#include "com.h"
 #include "corprof.h"
 #include "report.h"
 
@@ -35,17 +36,6 @@
 #define DETACH_EXPECTED_MS 5000
 #define REPORT_BUF_SIZE    (8 * CLRPROBE_CLIENT_DATA_MAX + 4096) /* escaping grows bytes up to 6x */
 
-/* A COM vtable entry in its generic form. The runtime calls each entry through its real C++
- * type, and every function below is defined with exactly that parameter list, so the cast to
- * and from this type is only storage. */
-typedef void (*fnptr)(void);
-#define F(f) ((fnptr)(f))
-
-/* An interface pointer points at a struct whose first member is the vtable pointer. */
-struct com_object {
-    const fnptr *vtbl;
-};
-
 typedef HRESULT (*qi_fn)(void *self, const struct guid *iid, void **ppv);
 typedef uint32_t (*release_fn)(void *self);
 typedef HRESULT (*set_event_mask_fn)(void *self, uint32_t mask);
@@ -54,17 +44,7 @@ typedef HRESULT (*get_runtime_info_fn)(void *self, uint16_t *instance, int *type
                                        uint16_t *minor, uint16_t *build, uint16_t *qfe,
                                        uint32_t cch, uint32_t *pcch, WCHAR *version);
 
-/* IIDs from corprof.idl / unknwn.h, in the in-memory layout the runtime passes. */
-static const struct guid iid_iunknown = {
-    0x00000000, 0x0000, 0x0000, {0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46}};
-static const struct guid iid_iclassfactory = {
-    0x00000001, 0x0000, 0x0000, {0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46}};
-static const struct guid iid_callback = {
-    0x176FBED1, 0xA55C, 0x4796, {0x98, 0xCA, 0xA9, 0xDA, 0x0E, 0xF8, 0x83, 0xE7}};
-static const struct guid iid_callback2 = {
-    0x8A8CC829, 0xCCF2, 0x49FE, {0xBB, 0xAE, 0x0F, 0x02, 0x22, 0x28, 0x07, 0x1A}};
-static const struct guid iid_callback3 = {
-    0x4FD2ED52, 0x7731, 0x4B8D, {0x94, 0x69, 0x03, 0xD2, 0xCC, 0x30, 0x86, 0xC5}};
+/* ICorProfilerInfo3, asked of the runtime's Info object. */
 static const struct guid iid_info3 = {
     0xB555ED4F, 0x452A, 0x4E54, {0x8B, 0x39, 0xB5, 0x36, 0x0B, 0xAD, 0x32, 0xA0}};
 
@@ -758,13 +738,6 @@ _Static_assert(ARRAY_SIZE(callback3_vtbl) == CALLBACK3_SLOTS, "ICorProfilerCallb
 
 static struct com_object g_probe = {callback3_vtbl};
 
-static bool guid_eq(const struct guid *a, const struct guid *b)
-{
-    return memcmp(a, b, sizeof(*a)) == 0;
-}
-
-/* Callback4+ are answered E_NOINTERFACE: the runtime then settles on v3 (it asks 11, 10, ...
- * down to 3) and never calls a slot past 82. */
 static HRESULT probe_query_interface(struct com_object *self, const struct guid *iid, void **ppv)
 {
     (void)self;
@@ -773,8 +746,7 @@ static HRESULT probe_query_interface(struct com_object *self, const struct guid 
     *ppv = NULL;
     if (!iid)
         return E_INVALIDARG;
-    if (guid_eq(iid, &iid_iunknown) || guid_eq(iid, &iid_callback) ||
-        guid_eq(iid, &iid_callback2) || guid_eq(iid, &iid_callback3)) {
+    if (com_is_callback3(iid)) {
         probe_add_ref(&g_probe);
         *ppv = &g_probe;
         return S_OK;
@@ -784,85 +756,17 @@ static HRESULT probe_query_interface(struct com_object *self, const struct guid 
 
 /* ---- class factory ------------------------------------------------------------------------ */
 
-static HRESULT factory_query_interface(struct com_object *self, const struct guid *iid, void **ppv)
+static HRESULT probe_create(const struct guid *iid, void **ppv)
 {
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (!iid)
-        return E_INVALIDARG;
-    if (guid_eq(iid, &iid_iunknown) || guid_eq(iid, &iid_iclassfactory)) {
-        *ppv = self;
-        return S_OK;
-    }
-    return E_NOINTERFACE;
-}
-
-/* The factory is static too; its reference count has no effect. */
-static uint32_t factory_add_ref(struct com_object *self)
-{
-    (void)self;
-    return 2;
-}
-
-static uint32_t factory_release(struct com_object *self)
-{
-    (void)self;
-    return 1;
-}
-
-/* Side-effect free on purpose: a second attach runs this before the runtime refuses it with
- * ALREADY_ACTIVE, and it must not disturb the profiler that is already active. */
-static HRESULT factory_create_instance(struct com_object *self, void *outer, const struct guid *iid,
-                                       void **ppv)
-{
-    (void)self;
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (outer)
-        return CLASS_E_NOAGGREGATION;
     return probe_query_interface(&g_probe, iid, ppv);
 }
 
-static HRESULT factory_lock_server(struct com_object *self, BOOL lock)
-{
-    (void)self;
-    (void)lock;
-    return S_OK;
-}
+static struct com_factory g_factory = {com_factory_vtbl, probe_create};
 
-static const fnptr factory_vtbl[] = {
-    F(factory_query_interface), F(factory_add_ref),     F(factory_release),
-    F(factory_create_instance), F(factory_lock_server),
-};
-
-static struct com_object g_factory = {factory_vtbl};
-
-/* CLRPROBE_CLSID is the single source of truth; comparing text avoids a second, hand-kept copy
- * of the same GUID as bytes. */
-static bool clsid_is_ours(const struct guid *g_)
-{
-    char s[40];
-    snprintf(s, sizeof(s), "{%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X}", g_->data1,
-             g_->data2, g_->data3, g_->data4[0], g_->data4[1], g_->data4[2], g_->data4[3],
-             g_->data4[4], g_->data4[5], g_->data4[6], g_->data4[7]);
-    return strcasecmp(s, CLRPROBE_CLSID) == 0;
-}
-
-/* The only exported symbol. The runtime passes the CLSID from the AttachProfiler request
- * unchecked, so the check here is what keeps a request for some other profiler from loading
- * this one. */
+/* The only exported symbol (com.h checks the CLSID: CLRPROBE_CLSID is the one source). */
 EXPORT HRESULT DllGetClassObject(const struct guid *rclsid, const struct guid *riid, void **ppv);
 
 EXPORT HRESULT DllGetClassObject(const struct guid *rclsid, const struct guid *riid, void **ppv)
 {
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (!rclsid || !riid)
-        return E_INVALIDARG;
-    if (!clsid_is_ours(rclsid))
-        return CLASS_E_CLASSNOTAVAILABLE;
-    return factory_query_interface(&g_factory, riid, ppv);
+    return com_get_class_object(rclsid, riid, ppv, CLRPROBE_CLSID, &g_factory);
 }

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../profiler/com.h"
 #include "../../profiler/corprof.h"
 #include "vendorhelper.h"
 
@@ -43,27 +44,6 @@
 
 /* CORPROF_E_PROFILER_CANCEL_ACTIVATION: what CLRIE answers when it gives up. */
 #define CORPROF_E_PROFILER_CANCEL_ACTIVATION ((HRESULT)0x80131375)
-
-typedef void (*fnptr)(void);
-#define F(f) ((fnptr)(f))
-
-struct com_object {
-    const fnptr *vtbl;
-};
-
-typedef HRESULT (*qi_fn)(void *self, const struct guid *iid, void **ppv);
-typedef uint32_t (*release_fn)(void *self);
-
-static const struct guid iid_iunknown = {
-    0x00000000, 0x0000, 0x0000, {0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46}};
-static const struct guid iid_iclassfactory = {
-    0x00000001, 0x0000, 0x0000, {0xC0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x46}};
-static const struct guid iid_callback = {
-    0x176FBED1, 0xA55C, 0x4796, {0x98, 0xCA, 0xA9, 0xDA, 0x0E, 0xF8, 0x83, 0xE7}};
-static const struct guid iid_callback2 = {
-    0x8A8CC829, 0xCCF2, 0x49FE, {0xBB, 0xAE, 0x0F, 0x02, 0x22, 0x28, 0x07, 0x1A}};
-static const struct guid iid_callback3 = {
-    0x4FD2ED52, 0x7731, 0x4B8D, {0x94, 0x69, 0x03, 0xD2, 0xCC, 0x30, 0x86, 0xC5}};
 
 enum mode { MODE_OK, MODE_FAIL, MODE_CRASH };
 
@@ -296,11 +276,6 @@ static uint32_t obj_release(struct com_object *self)
     return 1;
 }
 
-static bool guid_eq(const struct guid *a, const struct guid *b)
-{
-    return memcmp(a, b, sizeof(*a)) == 0;
-}
-
 static struct com_object g_obj;
 
 static HRESULT obj_query_interface(struct com_object *self, const struct guid *iid, void **ppv)
@@ -311,8 +286,7 @@ static HRESULT obj_query_interface(struct com_object *self, const struct guid *i
     *ppv = NULL;
     if (!iid)
         return E_INVALIDARG;
-    if (guid_eq(iid, &iid_iunknown) || guid_eq(iid, &iid_callback) ||
-        guid_eq(iid, &iid_callback2) || guid_eq(iid, &iid_callback3)) {
+    if (com_is_callback3(iid)) {
         *ppv = &g_obj;
         return S_OK;
     }
@@ -329,7 +303,7 @@ __attribute__((constructor)) static void fill_vtable(void)
     callback3_vtbl[1] = F(obj_add_ref);
     callback3_vtbl[2] = F(obj_release);
     callback3_vtbl[3] = F(cb_initialize);
-    callback3_vtbl[4] = F(cb_no_args);  /* Shutdown */
+    callback3_vtbl[4] = F(cb_no_args); /* Shutdown */
     callback3_vtbl[80] = F(cb_initialize_for_attach);
     callback3_vtbl[81] = F(cb_no_args); /* ProfilerAttachComplete */
     callback3_vtbl[82] = F(cb_no_args); /* ProfilerDetachSucceeded */
@@ -338,65 +312,16 @@ __attribute__((constructor)) static void fill_vtable(void)
 
 /* ---- class factory ------------------------------------------------------------------------ */
 
-static HRESULT factory_query_interface(struct com_object *self, const struct guid *iid, void **ppv)
+static HRESULT obj_create(const struct guid *iid, void **ppv)
 {
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (!iid)
-        return E_INVALIDARG;
-    if (guid_eq(iid, &iid_iunknown) || guid_eq(iid, &iid_iclassfactory)) {
-        *ppv = self;
-        return S_OK;
-    }
-    return E_NOINTERFACE;
-}
-
-static HRESULT factory_create_instance(struct com_object *self, void *outer, const struct guid *iid,
-                                       void **ppv)
-{
-    (void)self;
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (outer)
-        return CLASS_E_NOAGGREGATION;
     return obj_query_interface(&g_obj, iid, ppv);
 }
 
-static HRESULT factory_lock_server(struct com_object *self, int32_t lock)
-{
-    (void)self;
-    (void)lock;
-    return S_OK;
-}
-
-static const fnptr factory_vtbl[] = {
-    F(factory_query_interface), F(obj_add_ref),         F(obj_release),
-    F(factory_create_instance), F(factory_lock_server),
-};
-
-static struct com_object g_factory = {factory_vtbl};
-
-static bool clsid_is_ours(const struct guid *g_)
-{
-    char s[40];
-    snprintf(s, sizeof(s), "{%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X}", g_->data1,
-             g_->data2, g_->data3, g_->data4[0], g_->data4[1], g_->data4[2], g_->data4[3],
-             g_->data4[4], g_->data4[5], g_->data4[6], g_->data4[7]);
-    return strcasecmp(s, VENDORPROF_CLSID) == 0;
-}
+static struct com_factory g_factory = {com_factory_vtbl, obj_create};
 
 EXPORT HRESULT DllGetClassObject(const struct guid *rclsid, const struct guid *riid, void **ppv);
 
 EXPORT HRESULT DllGetClassObject(const struct guid *rclsid, const struct guid *riid, void **ppv)
 {
-    if (!ppv)
-        return E_POINTER;
-    *ppv = NULL;
-    if (!rclsid || !riid)
-        return E_INVALIDARG;
-    if (!clsid_is_ours(rclsid))
-        return CLASS_E_CLASSNOTAVAILABLE;
-    return factory_query_interface(&g_factory, riid, ppv);
+    return com_get_class_object(rclsid, riid, ppv, VENDORPROF_CLSID, &g_factory);
 }

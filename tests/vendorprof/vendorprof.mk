@@ -14,7 +14,8 @@ $(VENDORPROF_DIR)/lib/libvendorhelper.so: tests/vendorprof/vendorhelper.c \
 	$(CC) $(VENDORPROF_FLAGS) -Wl,-soname,libvendorhelper.so -o $@ $<
 
 $(VENDORPROF_DIR)/libvendorprof.so: tests/vendorprof/vendorprof.c tests/vendorprof/vendorhelper.h \
-                                    profiler/corprof.h $(VENDORPROF_DIR)/lib/libvendorhelper.so
+                                    profiler/corprof.h profiler/com.h \
+                                    $(VENDORPROF_DIR)/lib/libvendorhelper.so
 	$(CC) $(VENDORPROF_FLAGS) -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib' -o $@ $< \
 	    -L$(VENDORPROF_DIR)/lib -lvendorhelper -ldl -lpthread
 
