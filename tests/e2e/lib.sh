@@ -136,6 +136,59 @@ start_target() {
     return 0
 }
 
+# start_fake NAME MODE [--uid N] [--env K=V]... [--pre CMD] [--link-to PATH] [--arg STR]
+#            [--pi-extra TEXT] [--comm HEX]
+# Like start_target, but the process is the fake runtime (tests/tools/fake_runtime.py), always
+# in its own PID namespace (its socket is named for its namespace pid) with private tmpfs on
+# /tmp, /var/tmp and /dev/shm: the fallback delivery directories are then the fake's own and can
+# be listed before and after. --arg shapes its command line, --pi-extra its ProcessInfo strings,
+# --comm (hex bytes) its process name. Sets TARGET_PID (its pid in OUR namespace), TARGET_LOG.
+FAKE="$ROOT/tests/tools/fake_runtime.py"
+start_fake() {
+    local name=$1 mode=$2
+    shift 2
+    local uid=0 pre="" fake_args=""
+    local envs=(HOME=/tmp)
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --uid) uid=$2; shift ;;
+        --env) envs+=("$2"); shift ;;
+        --pre) pre="$pre$2 && "; shift ;;
+        --link-to) fake_args="$fake_args --link-to '$2'"; shift ;;
+        --arg) fake_args="$fake_args '$2'"; shift ;;
+        --pi-extra) fake_args="$fake_args --pi-extra '$2'"; shift ;;
+        --comm) fake_args="$fake_args --comm $2"; shift ;;
+        *) echo "start_fake: unknown $1" >&2; return 2 ;;
+        esac
+        shift
+    done
+    TARGET_LOG="$WORK/$name.log"
+    local drop=""
+    [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
+    local tmpfs="mount -t tmpfs -o mode=1777 tmpfs"
+    pre=${pre//"$ROOT"/$NS_ROOT}
+    local inner="${NS_PROLOGUE}$tmpfs /tmp && $tmpfs /var/tmp && $tmpfs /dev/shm && ${pre}exec env -i \
+PATH=/usr/bin:/bin ${envs[*]} $drop python3 '$(ns_path "$FAKE")' $mode $fake_args"
+    unshare --mount --propagation private --pid --fork --mount-proc sh -c "$inner" \
+        >"$TARGET_LOG" 2>&1 &
+    local upid=$!
+    disown "$upid"
+    TARGET_PIDS+=("$upid")
+    TARGET_PID=""
+    local i
+    for i in $(seq 1 100); do
+        if [ -z "$TARGET_PID" ]; then
+            TARGET_PID=$(tr -d ' ' <"/proc/$upid/task/$upid/children" 2>/dev/null)
+            [ -n "$TARGET_PID" ] && TARGET_PIDS+=("$TARGET_PID")
+        fi
+        grep -aq '^ready' "$TARGET_LOG" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "start_fake: $name ($mode) did not start:" >&2
+    cat -v "$TARGET_LOG" >&2
+    return 1
+}
+
 # clr [args...]: runs clrattach with the default (kill) seccomp filter; stdout to $OUT, stderr to
 # $ERR, exit code in $RC.
 clr() {

@@ -12,7 +12,6 @@
 require_env
 command -v valgrind >/dev/null || { echo "FAIL valgrind-missing: install valgrind (make deps)"; exit 1; }
 
-FAKE="$ROOT/tests/tools/fake_runtime.py"
 RACER="$ROOT/tests/tools/tmp_racer.py"
 PTY_TRAP="$ROOT/tests/tools/pty_trap.py"
 TIMEOUT_S=2
@@ -24,49 +23,17 @@ NAME="libclrprobe-$(sha256sum "$PROBE" | cut -c1-16).so"
 # never those of another suite running on the machine.
 TOKEN="hostile-files-$$"
 
-# start_fake NAME [--uid N] [--pre CMD]: the fake runtime ("good" mode) in its own mount and PID
-# namespace with private tmpfs on /tmp, /var/tmp and /dev/shm (as in test_hostile.sh). Sets
-# TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
-start_fake() {
-    local name=$1
-    shift
-    local uid=0 pre=""
-    while [ $# -gt 0 ]; do
-        case $1 in
-        --uid) uid=$2; shift ;;
-        --pre) pre="$pre$2 && "; shift ;;
-        *) echo "start_fake: unknown $1" >&2; return 2 ;;
-        esac
-        shift
-    done
-    TARGET_LOG="$WORK/$name.log"
-    local drop=""
-    [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
-    local tmpfs="mount -t tmpfs -o mode=1777 tmpfs"
-    local inner="${NS_PROLOGUE}$tmpfs /tmp && $tmpfs /var/tmp && $tmpfs /dev/shm && ${pre}exec env -i \
-PATH=/usr/bin:/bin HOME=/tmp $drop python3 '$(ns_path "$FAKE")' good '$TOKEN-$name'"
-    unshare --mount --propagation private --pid --fork --mount-proc sh -c "$inner" \
-        >"$TARGET_LOG" 2>&1 &
-    local upid=$!
-    disown "$upid"
-    TARGET_PIDS+=("$upid")
-    TARGET_PID=""
-    local i
-    for i in $(seq 1 100); do
-        if [ -z "$TARGET_PID" ]; then
-            TARGET_PID=$(tr -d ' ' <"/proc/$upid/task/$upid/children" 2>/dev/null)
-            [ -n "$TARGET_PID" ] && TARGET_PIDS+=("$TARGET_PID")
-        fi
-        grep -q '^ready' "$TARGET_LOG" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "start_fake: $name did not start:" >&2
-    cat "$TARGET_LOG" >&2
-    return 1
-}
 
 # in_target PID LOG CMD...: runs CMD in the target's mount namespace (as root), in the
 # background, output to LOG; waits for its "ready" line. Sets HELPER_PID.
+# start_good NAME [start_fake options]: the fake runtime in "good" mode (it answers like a
+# runtime, so only the file traps decide), its command line marked with this run's token.
+start_good() {
+    local n=$1
+    shift
+    start_fake "$n" good --arg "$TOKEN-$n" "$@"
+}
+
 in_target() {
     local pid=$1 log=$2
     shift 2
@@ -133,7 +100,7 @@ type_of() {
 # (a) A FIFO under the content-addressed name. The name is predictable: anyone with the .so can
 # compute it. Delivery must refuse it at once (it used to block in open() forever, deaf to
 # SIGTERM and --timeout), exit 6, and leave the target's files as they were.
-if start_fake fifo-name --uid 1000 --pre "mkfifo -m 666 /tmp/$NAME"; then
+if start_good fifo-name --uid 1000 --pre "mkfifo -m 666 /tmp/$NAME"; then
     P=$TARGET_PID
     before=$(snapshot "$P")
     timed_attach "$P" --target-dir /tmp
@@ -157,7 +124,7 @@ fi
 
 # (a'') The FIFO trap under valgrind (plain build, --seccomp=off as in test_valgrind.sh): refused
 # in bounded time with no memory error or leak on that path.
-if start_fake fifo-valgrind --pre "mkfifo -m 666 /tmp/$NAME"; then
+if start_good fifo-valgrind --pre "mkfifo -m 666 /tmp/$NAME"; then
     P=$TARGET_PID
     VGF=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite)
     VGF_CLRATTACH=$(vg_clrattach) || VGF_CLRATTACH=""
@@ -177,7 +144,7 @@ fi
 
 # (a') The same FIFO against `clrattach watch`: it reports the failure and still stops at once on
 # SIGTERM (it used to sit in open() with SIGTERM pending).
-if start_fake fifo-watch --pre "mkfifo -m 666 /tmp/$NAME"; then
+if start_good fifo-watch --pre "mkfifo -m 666 /tmp/$NAME"; then
     P=$TARGET_PID
     WOUT="$WORK/fifo-watch.out" WERR="$WORK/fifo-watch.err"
     timeout -s KILL $HANG_S "$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" \
@@ -209,7 +176,7 @@ fi
 # bounded time with either our exact file under the name (exit 0) or a refusal (exit 6, "the
 # target replaced"); a FIFO must never be published under the name the runtime is given.
 ROUNDS=20
-if start_fake racer --uid 1000; then
+if start_good racer --uid 1000; then
     P=$TARGET_PID
     if in_target "$P" "$WORK/racer-helper.log" env -i PATH=/usr/bin:/bin setpriv --reuid=1000 \
         --regid=1000 --clear-groups python3 "$(ns_path "$RACER")" /tmp; then
@@ -262,7 +229,7 @@ VG=(valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kin
     --track-fds=no)
 VG_CLRATTACH=$(vg_clrattach) || { echo "FAIL valgrind-build: the plain build for valgrind did not build"; exit 1; }
 tty_nr() { awk '{ sub(/.*\) /, ""); print $5 }' "/proc/$1/stat" 2>/dev/null; }
-if start_fake pty && in_target "$TARGET_PID" "$WORK/pty-trap.log" env -i PATH=/usr/bin:/bin python3 "$(ns_path "$PTY_TRAP")" "/tmp/$NAME"; then
+if start_good pty && in_target "$TARGET_PID" "$WORK/pty-trap.log" env -i PATH=/usr/bin:/bin python3 "$(ns_path "$PTY_TRAP")" "/tmp/$NAME"; then
     P=$TARGET_PID
     TRAP=$HELPER_PID
     WOUT="$WORK/pty-watch.out" WERR="$WORK/pty-watch.err"

@@ -10,53 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 require_env
 
-FAKE="$ROOT/tests/tools/fake_runtime.py"
 TIMEOUT_S=2 # per exchange with the runtime
 MAX_MS=6000
 CLR_LIMIT=30 # seconds for one clrattach run before it counts as a hang
 
-# start_fake NAME MODE [--env K=V]... [--pre CMD] [--arg STR] [--pi-extra TEXT] [--comm HEX]
-# As in test_hostile.sh: the fake in its own PID namespace with private tmpfs on /tmp, /var/tmp
-# and /dev/shm. Sets TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
-start_fake() {
-    local name=$1 mode=$2
-    shift 2
-    local pre="" fake_args=""
-    local envs=(HOME=/tmp)
-    while [ $# -gt 0 ]; do
-        case $1 in
-        --env) envs+=("$2"); shift ;;
-        --pre) pre="$pre$2 && "; shift ;;
-        --arg) fake_args="$fake_args '$2'"; shift ;;
-        --pi-extra) fake_args="$fake_args --pi-extra '$2'"; shift ;;
-        --comm) fake_args="$fake_args --comm $2"; shift ;;
-        *) echo "start_fake: unknown $1" >&2; return 2 ;;
-        esac
-        shift
-    done
-    TARGET_LOG="$WORK/$name.log"
-    local tmpfs="mount -t tmpfs -o mode=1777 tmpfs"
-    local inner="${NS_PROLOGUE}$tmpfs /tmp && $tmpfs /var/tmp && $tmpfs /dev/shm && ${pre}exec env -i \
-PATH=/usr/bin:/bin ${envs[*]} python3 '$(ns_path "$FAKE")' $mode $fake_args"
-    unshare --mount --propagation private --pid --fork --mount-proc sh -c "$inner" \
-        >"$TARGET_LOG" 2>&1 &
-    local upid=$!
-    disown "$upid"
-    TARGET_PIDS+=("$upid")
-    TARGET_PID=""
-    local i
-    for i in $(seq 1 100); do
-        if [ -z "$TARGET_PID" ]; then
-            TARGET_PID=$(tr -d ' ' <"/proc/$upid/task/$upid/children" 2>/dev/null)
-            [ -n "$TARGET_PID" ] && TARGET_PIDS+=("$TARGET_PID")
-        fi
-        grep -aq '^ready' "$TARGET_LOG" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "start_fake: $name ($mode) did not start:" >&2
-    cat -v "$TARGET_LOG" >&2
-    return 1
-}
 
 # snapshot PID: every entry under the target's /tmp, /var/tmp and /dev/shm (its view).
 snapshot() {
