@@ -50,8 +50,9 @@ int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, 
 /* Like rootfs_open() without O_CREAT, but symlinks inside the root are followed, resolved
  * against the root itself (RESOLVE_IN_ROOT): for trees made of links by design, such as the
  * kubelet's projected service-account volume. Magic links are still refused, and the type is
- * checked on the inode the links lead to. Needs openat2 (Linux 5.6): without it, -ENOSYS, as
- * no walk of ours could follow links as safely. */
+ * checked on the inode the links lead to. Without openat2 a walk of ours resolves each link's
+ * text inside the root; it refuses what would climb above the root (-EXDEV), a /proc link
+ * (-ELOOP) and more than TARGET_LINKS_MAX links (-ELOOP). */
 int rootfs_open_contained(int rootfd, const char *path, enum rootfs_type want, int flags,
                           struct cla_error *e);
 
