@@ -19,6 +19,11 @@
 #define SYS_openat2 437
 #endif
 
+/* What a lookup does with symbolic links: refuse every one (rootfs_open), follow them inside
+ * the root with absolute ones from the root (rootfs_open_contained), or follow them only
+ * beneath the directory, absolute ones refused (rootfs_open_beneath). */
+enum links { LINKS_NONE, LINKS_IN_ROOT, LINKS_BENEATH };
+
 static bool force_fallback;
 static bool openat2_missing;
 static bool last_openat2;
@@ -127,15 +132,17 @@ static void walk_stack_close(struct walk_stack *ws)
 }
 
 /*
- * The walk for rootfs_open_contained() where openat2 is missing: the kernel never follows a
- * link (every name is opened O_PATH|O_NOFOLLOW); a link's text is read and resolved by us, an
- * absolute one from the root, a relative one from the link's directory. What RESOLVE_IN_ROOT|
- * RESOLVE_NO_MAGICLINKS guarantees holds: a /proc magic link is refused (its text is not where
+ * The walk for rootfs_open_contained() and rootfs_open_beneath() where openat2 is missing: the
+ * kernel never follows a link (every name is opened O_PATH|O_NOFOLLOW); a link's text is read
+ * and resolved by us, a relative one from the link's directory, an absolute one from the root
+ * (LINKS_IN_ROOT) or not at all (LINKS_BENEATH: -EXDEV). What RESOLVE_IN_ROOT/RESOLVE_BENEATH|
+ * RESOLVE_NO_MAGICLINKS guarantee holds: a /proc magic link is refused (its text is not where
  * the kernel would jump), at most TARGET_LINKS_MAX links are followed (a loop ends in ELOOP),
  * and ".." above the root is refused with EXDEV rather than clamped, as nothing legitimate in a
  * service-account tree or a library path climbs out of the root. Returns an O_PATH fd.
  */
-static int open_walk_contained(int rootfd, const char *path, struct cla_error *e)
+static int open_walk_contained(int rootfd, const char *path, enum links links_mode,
+                               struct cla_error *e)
 {
     char todo[TARGET_PATH_MAX], link[TARGET_PATH_MAX], next[TARGET_PATH_MAX];
     snprintf(todo, sizeof(todo), "%s", path);
@@ -230,6 +237,11 @@ static int open_walk_contained(int rootfd, const char *path, struct cla_error *e
             break;
         }
         link[len] = '\0';
+        if (link[0] == '/' && links_mode == LINKS_BENEATH) {
+            r = err_set(e, -EXDEV, "'%s': an absolute link, not followed beneath the directory",
+                        path);
+            break;
+        }
         int w = snprintf(next, sizeof(next), "%s%s", link, p);
         if (w < 0 || (size_t)w >= sizeof(next)) {
             r = err_set(e, -ENAMETOOLONG,
@@ -250,17 +262,18 @@ static int open_walk_contained(int rootfd, const char *path, struct cla_error *e
 
 /*
  * One resolution of `path` with `flags` exactly as given: openat2 where the kernel has it, else
- * the walk that matches (`contained` follows links inside the root). No type check here.
+ * the walk that matches `links`. No type check here.
  */
-static int resolve(int rootfd, const char *path, int flags, mode_t mode, bool contained,
+static int resolve(int rootfd, const char *path, int flags, mode_t mode, enum links links,
                    struct cla_error *e)
 {
+    bool contained = links != LINKS_NONE;
     if (!force_fallback && !openat2_missing) {
         struct open_how how = {
             .flags = (uint64_t)flags,
             .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-            .resolve =
-                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (contained ? 0 : RESOLVE_NO_SYMLINKS),
+            .resolve = (links == LINKS_BENEATH ? RESOLVE_BENEATH : RESOLVE_IN_ROOT) |
+                       RESOLVE_NO_MAGICLINKS | (contained ? 0 : RESOLVE_NO_SYMLINKS),
         };
         const char *rel = path;
         while (*rel == '/')
@@ -290,7 +303,7 @@ static int resolve(int rootfd, const char *path, int flags, mode_t mode, bool co
     last_openat2 = false;
     /* The contained walk opens O_PATH only: open_typed() asks nothing else of it. */
     if (contained)
-        return open_walk_contained(rootfd, path, e);
+        return open_walk_contained(rootfd, path, links, e);
     int r = open_walk(rootfd, path, flags, mode);
     if (r < 0)
         return err_setsys(e, r, "open '%s' in the target root", path);
@@ -375,8 +388,9 @@ static int reopen(int pin, const struct stat *pst, enum rootfs_type want, int fl
 
 /* The one place every open below a target root ends up: pin, check the type, reopen. */
 static int open_typed(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
-                      bool contained, struct cla_error *e)
+                      enum links links, struct cla_error *e)
 {
+    bool contained = links != LINKS_NONE;
     int r = check_path(path, e);
     if (r < 0)
         return r;
@@ -387,8 +401,9 @@ static int open_typed(int rootfd, const char *path, enum rootfs_type want, int f
         if (want != ROOTFS_REG || !(flags & O_EXCL) || contained)
             return err_set(e, -EINVAL, "'%s': creation needs O_EXCL and a regular file", path);
         /* O_EXCL never opens what is there (a FIFO, a link): it fails with EEXIST. */
-        _cleanup_close_ int fd = resolve(
-            rootfd, path, flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, mode, false, e);
+        _cleanup_close_ int fd =
+            resolve(rootfd, path, flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, mode,
+                    LINKS_NONE, e);
         if (fd < 0)
             return fd;
         struct stat st;
@@ -402,7 +417,7 @@ static int open_typed(int rootfd, const char *path, enum rootfs_type want, int f
     /* O_PATH runs no driver's open, waits for no FIFO peer and takes no terminal: the name is
      * pinned before anything about it is known. */
     _cleanup_close_ int pin =
-        resolve(rootfd, path, O_PATH | O_CLOEXEC | (contained ? 0 : O_NOFOLLOW), 0, contained, e);
+        resolve(rootfd, path, O_PATH | O_CLOEXEC | (contained ? 0 : O_NOFOLLOW), 0, links, e);
     if (pin < 0)
         return pin;
     struct stat st;
@@ -418,11 +433,17 @@ static int open_typed(int rootfd, const char *path, enum rootfs_type want, int f
 int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
                 struct cla_error *e)
 {
-    return open_typed(rootfd, path, want, flags, mode, false, e);
+    return open_typed(rootfd, path, want, flags, mode, LINKS_NONE, e);
 }
 
 int rootfs_open_contained(int rootfd, const char *path, enum rootfs_type want, int flags,
                           struct cla_error *e)
 {
-    return open_typed(rootfd, path, want, flags, 0, true, e);
+    return open_typed(rootfd, path, want, flags, 0, LINKS_IN_ROOT, e);
+}
+
+int rootfs_open_beneath(int dirfd, const char *path, enum rootfs_type want, int flags,
+                        struct cla_error *e)
+{
+    return open_typed(dirfd, path, want, flags, 0, LINKS_BENEATH, e);
 }

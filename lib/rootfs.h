@@ -56,6 +56,12 @@ int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, 
 int rootfs_open_contained(int rootfd, const char *path, enum rootfs_type want, int flags,
                           struct cla_error *e);
 
+/* Like rootfs_open_contained(), but links may only lead beneath `dirfd` (RESOLVE_BENEATH): an
+ * absolute link is refused (-EXDEV) as well as one climbing above it. For a tree of our own
+ * that must be self-contained, such as a profiler directory. */
+int rootfs_open_beneath(int dirfd, const char *path, enum rootfs_type want, int flags,
+                        struct cla_error *e);
+
 /* Tests only: force the fallback walk (true) or let openat2 be tried first (false). */
 void rootfs_force_fallback(bool on);
 

@@ -77,10 +77,12 @@ else
 fi
 
 # 3. A profiler directory: the tree is created and the entry library finds its helper and config.
+# It holds a link (a versioned name, as vendors ship), read through rootfs.c's beneath walk.
+cp -r "$VP" "$WORK/vp" && ln -s libvendorprof.so "$WORK/vp/libvendorprof.so.1"
 if start_target noa2-dir --pidns --uid 1000; then
     P=$TARGET_PID
-    noa2 -- attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --client-data "out=/tmp/vp.json" \
-        --settle 300 -o json
+    noa2 -- attach --pid "$P" --profiler "$WORK/vp" --clsid "$VP_CLSID" --client-data "out=/tmp/vp.json" \
+        --settle 300 --entry libvendorprof.so -o json
     DIR=$(json_get "$OUT" delivered_dir)
     REP=""
     for _ in $(seq 50); do
@@ -89,6 +91,7 @@ if start_target noa2-dir --pidns --uid 1000; then
     done
     if [ $RC -eq 0 ] && [ -n "$DIR" ] && [ "$(json_get "$OUT" delivered_path)" = "$DIR/libvendorprof.so" ] &&
         [ -f "/proc/$P/root$DIR/lib/libvendorhelper.so" ] &&
+        [ -f "/proc/$P/root$DIR/libvendorprof.so.1" ] && [ ! -L "/proc/$P/root$DIR/libvendorprof.so.1" ] &&
         [ "$(stat -c '%a %u' "/proc/$P/root$DIR")" = "555 1000" ] &&
         python3 -c 'import json,sys; r=json.loads(sys.argv[1]); d=sys.argv[2]
 assert r["self"] == d + "/libvendorprof.so", r

@@ -488,6 +488,19 @@ static void check_sa_links(void)
     assert_int_equal(sa_open("loop1", &e), -ELOOP);
     assert_int_equal(sa_open("chain", &e), -ELOOP);
     assert_int_equal(sa_open("outside", &e), -ENOENT);
+
+    /* Beneath sa/: relative links that stay below it are followed; an absolute link or one
+     * climbing above it is EXDEV, whichever strategy. */
+    int sadir = rootfs_open(saroot, "sa", ROOTFS_DIR, O_PATH, 0, &e);
+    assert_true(sadir >= 0);
+    fd = rootfs_open_beneath(sadir, "token", ROOTFS_REG, O_RDONLY, &e);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(rootfs_open_beneath(sadir, "abs", ROOTFS_REG, O_RDONLY, &e), -EXDEV);
+    assert_int_equal(rootfs_open_beneath(sadir, "up", ROOTFS_REG, O_RDONLY, &e), -EXDEV);
+    assert_int_equal(rootfs_open_beneath(sadir, "escape", ROOTFS_REG, O_RDONLY, &e), -EXDEV);
+    assert_int_equal(rootfs_open_beneath(sadir, "loop1", ROOTFS_REG, O_RDONLY, &e), -ELOOP);
+    close(sadir);
     if (!rootfs_last_used_openat2()) {
         assert_int_equal(sa_open("escape", &e), -EXDEV);
         assert_non_null(strstr(e.msg, "out of the root"));
