@@ -74,12 +74,9 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
         char *s = p;
         while (*p && *p != '/')
             p++;
-        bool last = true;
-        for (char *q = p; *q; q++)
-            if (*q != '/') {
-                last = false;
-                break;
-            }
+        /* A trailing slash makes the last name a directory position, as in the kernel's own
+         * lookup: "tmp/link/" crosses the link (refused) where "tmp/link" would pin it. */
+        bool last = *p == '\0';
         if (p == s) {
             /* Path was empty or only slashes: the root itself. */
             int fd = openat(cur, ".", (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC, mode);
@@ -101,6 +98,12 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
         int next = dot ? fcntl(cur, F_DUPFD_CLOEXEC, 0)
                        : openat(cur, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int saved_errno = errno;
+        /* A link there is ELOOP, what openat2's RESOLVE_NO_SYMLINKS answers: the same refusal
+         * reads the same with either strategy. */
+        struct stat lst;
+        if (next < 0 && saved_errno == ENOTDIR && fstatat(cur, s, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(lst.st_mode))
+            saved_errno = ELOOP;
         close(cur);
         if (next < 0)
             return -saved_errno;

@@ -38,11 +38,11 @@ enum rootfs_type {
  * and REG: it never opens an existing name, and the new file is checked to be regular. `mode`
  * is used with O_CREAT only.
  *
- * Returns the fd. Errors: -ENOENT; -ELOOP (a symlink; -ENOTDIR for a link in a directory
- * position); -EINVAL for ".." or flags outside the above; and when something else than `want`
- * is there, a message naming it ("is a FIFO, not a regular file") with -ENXIO (REG found a
- * FIFO, device or socket: what open(2) itself answers for a socket), -EISDIR (REG found a
- * directory), -ENOTDIR (DIR), -ENOTSOCK (SOCK).
+ * Returns the fd. Errors: -ENOENT; -ELOOP (a symlink on the way, or as the last name when
+ * REG is wanted or the path ends in '/'), with either strategy; -EINVAL for ".." or flags outside
+ * the above; and when something else than `want` is there, a message naming it ("is a FIFO, not a
+ * regular file") with -ENXIO (REG found a FIFO, device or socket: what open(2) itself answers for a
+ * socket), -EISDIR (REG found a directory), -ENOTDIR (DIR), -ENOTSOCK (SOCK).
  */
 int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
                 struct cla_error *e);

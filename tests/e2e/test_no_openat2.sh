@@ -78,7 +78,7 @@ fi
 
 # 3. A profiler directory: the tree is created and the entry library finds its helper and config.
 # It holds a link (a versioned name, as vendors ship), read through rootfs.c's beneath walk.
-cp -r "$VP" "$WORK/vp" && ln -s libvendorprof.so "$WORK/vp/libvendorprof.so.1"
+mkdir "$WORK/vp" && cp -r "$VP/." "$WORK/vp/" && ln -s libvendorprof.so "$WORK/vp/libvendorprof.so.1"
 if start_target noa2-dir --pidns --uid 1000; then
     P=$TARGET_PID
     noa2 -- attach --pid "$P" --profiler "$WORK/vp" --clsid "$VP_CLSID" --client-data "out=/tmp/vp.json" \
@@ -138,6 +138,24 @@ if [ -n "${LEARNED:-}" ]; then
     fi
 else
     fail "planted-link" "no delivered name learned from attach-probe"
+fi
+
+# The target's TMPDIR is a link inside its own root (to the directory its socket is really in):
+# discovery follows no link, with or without openat2, and says so in the same words.
+if start_target noa2-tmplink --uid 1000 --pre "mkdir -m 1777 /tmp/real && ln -s /tmp/real /tmp/link" \
+    --env TMPDIR=/tmp/link; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout 10
+    want_rc=$RC want_msg=$(head -1 "$ERR")
+    noa2 -- attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout 10
+    if [ $RC -eq "$want_rc" ] && [ $RC -ne 0 ] && [ "$(head -1 "$ERR")" = "$want_msg" ] &&
+        grep -qi "symbolic link\|symlink" "$ERR" && fallback_proven && ! is_mapped "$P" clrprobe; then
+        ok "tmpdir-link-refused (exit $RC, same message as with openat2)"
+    else
+        fail "tmpdir-link-refused" "exit $RC (openat2: $want_rc): $(cat "$ERR") vs '$want_msg'"
+    fi
+else
+    fail "tmpdir-link-refused" "target did not start"
 fi
 
 # 5. Events over TLS to the test API server: token and CA on the command line, then, as an
