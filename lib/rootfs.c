@@ -112,14 +112,6 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
     }
 }
 
-/* Is the rest of a walk (from `p`) nothing but slashes? */
-static bool only_slashes(const char *p)
-{
-    while (*p == '/')
-        p++;
-    return *p == '\0';
-}
-
 /* The directories a link-following walk holds: [0] is the root. ".." pops back to a directory
  * this walk itself opened, never asks the kernel for a parent: a directory the target moves
  * elsewhere meanwhile cannot take the walk out of the root. */
@@ -204,7 +196,8 @@ static int open_walk_contained(int rootfd, const char *path, enum links links_mo
             continue;
         }
         if (!S_ISLNK(st.st_mode)) {
-            if (!only_slashes(p)) {
+            /* "file/" is ENOTDIR too, as in the kernel. */
+            if (*p) {
                 close(fd);
                 r = err_set(e, -ENOTDIR, "'%s' in the target root: a %s in a directory position",
                             path, util_file_type_name(st.st_mode));

@@ -470,12 +470,17 @@ static void sa_expect_token(const char *name)
 
 static void check_sa_links(void)
 {
+    struct cla_error e = {0};
+    int fd;
     sa_expect_token("token");
     sa_expect_token("abs");
     sa_expect_token("up");
     sa_expect_token("..data/token");
-    struct cla_error e = {0};
-    int fd = sa_open("ca.crt", &e);
+    assert_int_equal(sa_open("token/", &e), -ENOTDIR);
+    fd = rootfs_open_contained(saroot, "/sa/..data/", ROOTFS_DIR, O_RDONLY, &e);
+    assert_true(fd >= 0);
+    close(fd);
+    fd = sa_open("ca.crt", &e);
     assert_true(fd >= 0);
     close(fd);
 
