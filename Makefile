@@ -76,6 +76,12 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libclrattach.a \
 	    -lcmocka $(LDLIBS_TOOL)
 
+# The e2e harness that hides openat2 (ENOSYS) from what it runs: tests/e2e/test_no_openat2.sh.
+NO_OPENAT2 := $(BUILD)/tests/no_openat2
+$(NO_OPENAT2): tests/tools/no_openat2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lseccomp
+
 # The C# target app used by the end-to-end tests (no NuGet package needed).
 target: $(BUILD)/target/ClrTarget.dll
 $(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.csproj)
@@ -84,11 +90,11 @@ $(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.cspro
 unit: $(UNIT_BINS) all
 	tests/run-unit.sh $(UNIT_BINS)
 
-e2e: all target profiler-musl vendorprof clrie
+e2e: all target profiler-musl vendorprof clrie $(NO_OPENAT2)
 	BUILD=$(BUILD) tests/e2e/run.sh
 
 test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clrie $(REPLAY_BINS) \
-      $(FUZZ_BINS)
+      $(FUZZ_BINS) $(NO_OPENAT2)
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 tests/run-all.sh $(UNIT_BINS)
 

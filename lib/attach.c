@@ -484,10 +484,34 @@ static int startup_load(const struct attach_opts *o, int sockfd, const char *pat
 }
 
 /*
+ * The architecture of the CoreCLR library mapped in the target, read through its root (maps
+ * shows resolved paths: no link to follow). When the executable is an interpreter rather than
+ * the runtime host (binfmt_misc: qemu-user runs an arm64 dotnet on x64, and /proc/<pid>/exe is
+ * qemu, of the host's architecture), this is the one that says which build can load. UNKNOWN
+ * when no runtime library is mapped (a single-file app) or it cannot be read.
+ */
+static enum rid_arch runtime_library_arch(const struct target *t, const char *maps, size_t mlen)
+{
+    char lib[TARGET_PATH_MAX];
+    if (proc_maps_runtime_library(maps, mlen, lib, sizeof(lib)) != 1)
+        return RID_ARCH_UNKNOWN;
+    struct cla_error ie = {0};
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, &ie);
+    _cleanup_free_ char *buf = NULL;
+    size_t len;
+    struct elf_info ei;
+    if (fd < 0 || util_read_all(fd, ELF_READ_MAX, &buf, &len) < 0 ||
+        elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) < 0)
+        return RID_ARCH_UNKNOWN;
+    return ei.arch;
+}
+
+/*
  * The target's runtime identifier decides which profiler build can load there. In order of
  * trust: --rid; the runtime's own ProcessInfo3 answer (normalised: old spellings such as
  * alpine.3.17-x64 mean linux-musl-x64); else the loader mapped in the target (ld-musl vs
- * ld-linux) and the ELF machine of its executable.
+ * ld-linux) and the ELF machine of the mapped libcoreclr.so, or of the executable when no
+ * runtime library is mapped.
  */
 static int target_rid(const struct attach_opts *o, const struct target *t,
                       struct attach_result *res, struct rid *ret)
@@ -518,9 +542,9 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
         enum rid_arch arch = RID_ARCH_UNKNOWN;
         struct cla_error ie = {0};
         _cleanup_free_ char *maps = NULL;
-        size_t len;
-        if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &len, &ie) == 0) {
-            int k = proc_maps_libc(maps, len);
+        size_t len, len_maps = 0;
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &len_maps, &ie) == 0) {
+            int k = proc_maps_libc(maps, len_maps);
             libc = k == 1 ? RID_LIBC_MUSL : k == 2 ? RID_LIBC_GLIBC : RID_LIBC_UNKNOWN;
         }
         _cleanup_free_ char *exe = NULL;
@@ -533,6 +557,9 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
             if (libc == RID_LIBC_UNKNOWN)
                 libc = ei.libc;
         }
+        enum rid_arch lib_arch = maps ? runtime_library_arch(t, maps, len_maps) : RID_ARCH_UNKNOWN;
+        if (lib_arch != RID_ARCH_UNKNOWN)
+            arch = lib_arch;
         rid_from_parts(libc, arch, ret);
         res->rid_source = attach_rid_sources[2];
     }

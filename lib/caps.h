@@ -37,6 +37,8 @@
 #define TARGET_PATH_MAX         4096
 #define TARGET_DIR_ENTRIES_MAX  100000 /* directory entries scanned for sockets */
 #define TARGET_OPEN_RETRIES_MAX 64     /* openat2 EAGAIN/EINTR retries of one lookup */
+#define TARGET_LINKS_MAX        40     /* links one lookup follows (the kernel's MAXSYMLINKS) */
+#define TARGET_WALK_DEPTH_MAX   64     /* directories a link-following walk holds open */
 
 /* The profiler we copy. */
 #define PROFILER_MAX_SIZE (256 * 1024 * 1024)

@@ -25,14 +25,11 @@ static const char *base_of(const char *path)
 }
 
 /* Does a regular file exist at `path` in the target's root? Links inside the root are followed
- * (system libraries are links to versioned files); without openat2, any entry at the name
- * counts, as no walk of ours follows links safely. */
+ * (system libraries are links to versioned files), with or without openat2. */
 static bool exists_in_root(int rootfd, const char *path)
 {
     struct cla_error ignored = {0};
     int fd = rootfs_open_contained(rootfd, path, ROOTFS_REG, O_PATH, &ignored);
-    if (fd == -ENOSYS)
-        fd = rootfs_open(rootfd, path, ROOTFS_ANY, O_PATH, 0, &ignored);
     if (fd < 0)
         return false;
     close(fd);

@@ -46,6 +46,20 @@ enum socket_state discover_choose(const struct discover_entry *entries, size_t n
     return s.state;
 }
 
+void discover_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t size)
+{
+    uint64_t off = key > starttime ? key - starttime : starttime - key;
+    if (off <= DISCOVER_KEY_SKEW_TICKS)
+        snprintf(buf, size,
+                 "start time off by %llu tick%s: an emulator (qemu-user) or a time namespace",
+                 (unsigned long long)off, off == 1 ? "" : "s");
+    else
+        snprintf(buf, size,
+                 "the socket's key %llu is not the start time %llu: a time namespace, or the "
+                 "socket of an earlier process with this pid",
+                 (unsigned long long)key, (unsigned long long)starttime);
+}
+
 const char *discover_file_type_name(unsigned file_type)
 {
     return util_file_type_name(file_type);

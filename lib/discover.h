@@ -53,6 +53,16 @@ const char *discover_file_type_name(unsigned file_type);
 enum socket_state discover_choose(const struct discover_entry *entries, size_t n, pid_t nspid,
                                   uint64_t starttime, struct discover_socket *ret);
 
+/* How far a socket's key may be from the start time and still be this process's own: under
+ * qemu-user the runtime's start time (its own /proc read, through the emulator) comes out 1-2
+ * ticks later than the kernel's. */
+#define DISCOVER_KEY_SKEW_TICKS 2
+
+/* For an unkeyed socket: the sentence `ps` shows (pure, NUL-terminated in `size` bytes). A key
+ * within DISCOVER_KEY_SKEW_TICKS of `starttime` says by how many ticks and why that happens;
+ * any other key says the socket may belong to an earlier process. */
+void discover_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t size);
+
 struct discover_cache;
 
 /* A cache of TMPDIR listings keyed by (root inode, mount namespace, TMPDIR, the process's

@@ -552,3 +552,27 @@ size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, 
     }
     return n;
 }
+
+int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t size)
+{
+    static const char name[] = "libcoreclr.so";
+    const size_t nlen = sizeof(name) - 1;
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *path = maps_path(p, le);
+        p = nl ? nl + 1 : end;
+        if (!path || *path != '/' || memchr(path, '\0', (size_t)(le - path)))
+            continue;
+        size_t plen = (size_t)(le - path);
+        if (plen <= nlen || le[-(ptrdiff_t)nlen - 1] != '/' || memcmp(le - nlen, name, nlen) != 0)
+            continue;
+        if (plen + 1 > size)
+            return 0;
+        memcpy(out, path, plen);
+        out[plen] = '\0';
+        return 1;
+    }
+    return 0;
+}

@@ -105,4 +105,9 @@ int proc_maps_has(const char *buf, size_t len, const char *name);
  * text: for lookups in its root, never for printing raw. */
 size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max);
 
+/* The path of the mapped CoreCLR runtime library (last component exactly "libcoreclr.so"), the
+ * first one mapped, into `out` (NUL-terminated). Returns 1 when found, 0 when none is mapped or
+ * its path does not fit `size`. The target's text, as above. */
+int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t size);
+
 #endif

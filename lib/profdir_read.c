@@ -4,30 +4,21 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "rootfs.h"
 #include "util.h"
 
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-
 /* Opens a link's target for reading only if it resolves beneath the tree's root (`rootfd`):
- * RESOLVE_BENEATH refuses absolute targets and ".." that would leave it. */
+ * absolute targets and ".." that would leave it are refused, with or without openat2. */
 static int open_link_target(int rootfd, const char *rel)
 {
-    struct open_how how = {
-        .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-    };
-    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-    return fd < 0 ? -errno : fd;
+    struct cla_error ignored = {0};
+    return rootfs_open_beneath(rootfd, rel, ROOTFS_REG, O_RDONLY, &ignored);
 }
 
 static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, size_t *ret_len,
@@ -116,6 +107,10 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
             }
         } else if (S_ISLNK(st.st_mode)) {
             ffd = open_link_target(rootfd, path);
+            if (ffd == -EISDIR || ffd == -ENXIO) {
+                r = err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, path);
+                break;
+            }
             if (ffd < 0) {
                 r = err_set(e, -EINVAL,
                             "'%s/%s' is a symbolic link that does not lead to a file inside "

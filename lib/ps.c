@@ -131,7 +131,10 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
         goto out;
     case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
     case SOCKET_FOUND: en->state = "ready"; break;
-    case SOCKET_FOUND_UNKEYED: en->state = "unkeyed"; break;
+    case SOCKET_FOUND_UNKEYED:
+        en->state = "unkeyed";
+        discover_unkeyed_detail(s.key, t.stat.starttime, en->detail, sizeof(en->detail));
+        break;
     }
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
     if (s.state == SOCKET_NOT_SOCKET || !query)

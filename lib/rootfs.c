@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +18,11 @@
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
+
+/* What a lookup does with symbolic links: refuse every one (rootfs_open), follow them inside
+ * the root with absolute ones from the root (rootfs_open_contained), or follow them only
+ * beneath the directory, absolute ones refused (rootfs_open_beneath). */
+enum links { LINKS_NONE, LINKS_IN_ROOT, LINKS_BENEATH };
 
 static bool force_fallback;
 static bool openat2_missing;
@@ -67,12 +74,9 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
         char *s = p;
         while (*p && *p != '/')
             p++;
-        bool last = true;
-        for (char *q = p; *q; q++)
-            if (*q != '/') {
-                last = false;
-                break;
-            }
+        /* A trailing slash makes the last name a directory position, as in the kernel's own
+         * lookup: "tmp/link/" crosses the link (refused) where "tmp/link" would pin it. */
+        bool last = *p == '\0';
         if (p == s) {
             /* Path was empty or only slashes: the root itself. */
             int fd = openat(cur, ".", (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC, mode);
@@ -94,6 +98,12 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
         int next = dot ? fcntl(cur, F_DUPFD_CLOEXEC, 0)
                        : openat(cur, s, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int saved_errno = errno;
+        /* A link there is ELOOP, what openat2's RESOLVE_NO_SYMLINKS answers: the same refusal
+         * reads the same with either strategy. */
+        struct stat lst;
+        if (next < 0 && saved_errno == ENOTDIR && fstatat(cur, s, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(lst.st_mode))
+            saved_errno = ELOOP;
         close(cur);
         if (next < 0)
             return -saved_errno;
@@ -102,24 +112,164 @@ static int open_walk(int rootfd, const char *path, int flags, mode_t mode)
     }
 }
 
+/* The directories a link-following walk holds: [0] is the root. ".." pops back to a directory
+ * this walk itself opened, never asks the kernel for a parent: a directory the target moves
+ * elsewhere meanwhile cannot take the walk out of the root. */
+struct walk_stack {
+    int fd[TARGET_WALK_DEPTH_MAX + 1];
+    int depth;
+};
+
+static void walk_stack_close(struct walk_stack *ws)
+{
+    for (; ws->depth >= 0; ws->depth--)
+        util_closep(&ws->fd[ws->depth]);
+}
+
+/*
+ * The walk for rootfs_open_contained() and rootfs_open_beneath() where openat2 is missing: the
+ * kernel never follows a link (every name is opened O_PATH|O_NOFOLLOW); a link's text is read
+ * and resolved by us, a relative one from the link's directory, an absolute one from the root
+ * (LINKS_IN_ROOT) or not at all (LINKS_BENEATH: -EXDEV). What RESOLVE_IN_ROOT/RESOLVE_BENEATH|
+ * RESOLVE_NO_MAGICLINKS guarantee holds: a /proc magic link is refused (its text is not where
+ * the kernel would jump), at most TARGET_LINKS_MAX links are followed (a loop ends in ELOOP),
+ * and ".." above the root is refused with EXDEV rather than clamped, as nothing legitimate in a
+ * service-account tree or a library path climbs out of the root. Returns an O_PATH fd.
+ */
+static int open_walk_contained(int rootfd, const char *path, enum links links_mode,
+                               struct cla_error *e)
+{
+    char todo[TARGET_PATH_MAX], link[TARGET_PATH_MAX], next[TARGET_PATH_MAX];
+    snprintf(todo, sizeof(todo), "%s", path);
+    struct walk_stack ws = {.depth = 0};
+    ws.fd[0] = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+    if (ws.fd[0] < 0)
+        return err_setsys(e, -errno, "open '%s' in the target root", path);
+    int r, links = 0;
+    char *p = todo;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p) {
+            /* Ends at a directory (the root itself for "" or "/"). */
+            r = ws.fd[ws.depth];
+            ws.fd[ws.depth--] = -1;
+            break;
+        }
+        char *s = p;
+        while (*p && *p != '/')
+            p++;
+        size_t n = (size_t)(p - s);
+        if (n == 1 && s[0] == '.')
+            continue;
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            if (ws.depth == 0) {
+                r = err_set(e, -EXDEV, "'%s' in the target root: a link leads out of the root",
+                            path);
+                break;
+            }
+            util_closep(&ws.fd[ws.depth--]);
+            continue;
+        }
+        char saved = *p;
+        *p = '\0';
+        int fd = openat(ws.fd[ws.depth], s, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            r = err_setsys(e, -errno, "open '%s' in the target root", path);
+            break;
+        }
+        *p = saved;
+        struct stat st;
+        if (fstat(fd, &st) < 0) {
+            r = err_setsys(e, -errno, "stat '%s' in the target root", path);
+            close(fd);
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (ws.depth >= TARGET_WALK_DEPTH_MAX) {
+                close(fd);
+                r = err_set(e, -ENAMETOOLONG, "'%s' in the target root: more than %d levels", path,
+                            TARGET_WALK_DEPTH_MAX);
+                break;
+            }
+            ws.fd[++ws.depth] = fd;
+            continue;
+        }
+        if (!S_ISLNK(st.st_mode)) {
+            /* "file/" is ENOTDIR too, as in the kernel. */
+            if (*p) {
+                close(fd);
+                r = err_set(e, -ENOTDIR, "'%s' in the target root: a %s in a directory position",
+                            path, util_file_type_name(st.st_mode));
+                break;
+            }
+            r = fd;
+            break;
+        }
+        /* A link. procfs links (/proc/<pid>/root, fd/N, exe) are the magic ones: the kernel
+         * jumps to an inode, anywhere, whatever their text says. Refused by filesystem, as
+         * RESOLVE_NO_MAGICLINKS does; an ordinary link's text is ours to resolve. */
+        struct statfs sfs;
+        if (fstatfs(fd, &sfs) < 0 || sfs.f_type == PROC_SUPER_MAGIC) {
+            close(fd);
+            r = err_set(e, -ELOOP, "'%s' in the target root: a link of /proc, not followed", path);
+            break;
+        }
+        if (++links > TARGET_LINKS_MAX) {
+            close(fd);
+            r = err_set(e, -ELOOP, "'%s' in the target root: more than %d symbolic links", path,
+                        TARGET_LINKS_MAX);
+            break;
+        }
+        ssize_t len = readlinkat(fd, "", link, sizeof(link));
+        int saved_errno = errno;
+        close(fd);
+        if (len <= 0 || (size_t)len >= sizeof(link)) {
+            r = len < 0 ? err_setsys(e, -saved_errno, "readlink '%s' in the target root", path)
+                        : err_set(e, -ENAMETOOLONG,
+                                  "'%s' in the target root: a link's text is "
+                                  "empty or too long",
+                                  path);
+            break;
+        }
+        link[len] = '\0';
+        if (link[0] == '/' && links_mode == LINKS_BENEATH) {
+            r = err_set(e, -EXDEV, "'%s': an absolute link, not followed beneath the directory",
+                        path);
+            break;
+        }
+        int w = snprintf(next, sizeof(next), "%s%s", link, p);
+        if (w < 0 || (size_t)w >= sizeof(next)) {
+            r = err_set(e, -ENAMETOOLONG,
+                        "'%s' in the target root: longer than %d bytes once "
+                        "its links are expanded",
+                        path, TARGET_PATH_MAX);
+            break;
+        }
+        if (link[0] == '/')
+            while (ws.depth > 0)
+                util_closep(&ws.fd[ws.depth--]);
+        memcpy(todo, next, (size_t)w + 1);
+        p = todo;
+    }
+    walk_stack_close(&ws);
+    return r;
+}
+
 /*
  * One resolution of `path` with `flags` exactly as given: openat2 where the kernel has it, else
- * the walk (never for `contained`, which follows links inside the root). No type check here.
+ * the walk that matches `links`. No type check here.
  */
-static int resolve(int rootfd, const char *path, int flags, mode_t mode, bool contained,
+static int resolve(int rootfd, const char *path, int flags, mode_t mode, enum links links,
                    struct cla_error *e)
 {
-    if (contained && (force_fallback || openat2_missing))
-        return err_set(e, -ENOSYS,
-                       "'%s' in the target root: following its links safely needs "
-                       "openat2 (Linux 5.6)",
-                       path);
+    bool contained = links != LINKS_NONE;
     if (!force_fallback && !openat2_missing) {
         struct open_how how = {
             .flags = (uint64_t)flags,
             .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-            .resolve =
-                RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | (contained ? 0 : RESOLVE_NO_SYMLINKS),
+            .resolve = (links == LINKS_BENEATH ? RESOLVE_BENEATH : RESOLVE_IN_ROOT) |
+                       RESOLVE_NO_MAGICLINKS | (contained ? 0 : RESOLVE_NO_SYMLINKS),
         };
         const char *rel = path;
         while (*rel == '/')
@@ -142,11 +292,14 @@ static int resolve(int rootfd, const char *path, int flags, mode_t mode, bool co
         /* ENOSYS: old kernel; EPERM: seccomp profiles of container runtimes often deny it
          * this way (and our own filter does after delivery). Both mean "use the walk"; every
          * other errno is the real answer. */
-        if (contained || (errno != ENOSYS && errno != EPERM))
+        if (errno != ENOSYS && errno != EPERM)
             return err_setsys(e, -errno, "openat2 '%s' in the target root", path);
         openat2_missing = true;
     }
     last_openat2 = false;
+    /* The contained walk opens O_PATH only: open_typed() asks nothing else of it. */
+    if (contained)
+        return open_walk_contained(rootfd, path, links, e);
     int r = open_walk(rootfd, path, flags, mode);
     if (r < 0)
         return err_setsys(e, r, "open '%s' in the target root", path);
@@ -231,8 +384,9 @@ static int reopen(int pin, const struct stat *pst, enum rootfs_type want, int fl
 
 /* The one place every open below a target root ends up: pin, check the type, reopen. */
 static int open_typed(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
-                      bool contained, struct cla_error *e)
+                      enum links links, struct cla_error *e)
 {
+    bool contained = links != LINKS_NONE;
     int r = check_path(path, e);
     if (r < 0)
         return r;
@@ -243,8 +397,9 @@ static int open_typed(int rootfd, const char *path, enum rootfs_type want, int f
         if (want != ROOTFS_REG || !(flags & O_EXCL) || contained)
             return err_set(e, -EINVAL, "'%s': creation needs O_EXCL and a regular file", path);
         /* O_EXCL never opens what is there (a FIFO, a link): it fails with EEXIST. */
-        _cleanup_close_ int fd = resolve(
-            rootfd, path, flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, mode, false, e);
+        _cleanup_close_ int fd =
+            resolve(rootfd, path, flags | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC, mode,
+                    LINKS_NONE, e);
         if (fd < 0)
             return fd;
         struct stat st;
@@ -258,7 +413,7 @@ static int open_typed(int rootfd, const char *path, enum rootfs_type want, int f
     /* O_PATH runs no driver's open, waits for no FIFO peer and takes no terminal: the name is
      * pinned before anything about it is known. */
     _cleanup_close_ int pin =
-        resolve(rootfd, path, O_PATH | O_CLOEXEC | (contained ? 0 : O_NOFOLLOW), 0, contained, e);
+        resolve(rootfd, path, O_PATH | O_CLOEXEC | (contained ? 0 : O_NOFOLLOW), 0, links, e);
     if (pin < 0)
         return pin;
     struct stat st;
@@ -274,11 +429,17 @@ static int open_typed(int rootfd, const char *path, enum rootfs_type want, int f
 int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
                 struct cla_error *e)
 {
-    return open_typed(rootfd, path, want, flags, mode, false, e);
+    return open_typed(rootfd, path, want, flags, mode, LINKS_NONE, e);
 }
 
 int rootfs_open_contained(int rootfd, const char *path, enum rootfs_type want, int flags,
                           struct cla_error *e)
 {
-    return open_typed(rootfd, path, want, flags, 0, true, e);
+    return open_typed(rootfd, path, want, flags, 0, LINKS_IN_ROOT, e);
+}
+
+int rootfs_open_beneath(int dirfd, const char *path, enum rootfs_type want, int flags,
+                        struct cla_error *e)
+{
+    return open_typed(dirfd, path, want, flags, 0, LINKS_BENEATH, e);
 }

@@ -38,11 +38,11 @@ enum rootfs_type {
  * and REG: it never opens an existing name, and the new file is checked to be regular. `mode`
  * is used with O_CREAT only.
  *
- * Returns the fd. Errors: -ENOENT; -ELOOP (a symlink; -ENOTDIR for a link in a directory
- * position); -EINVAL for ".." or flags outside the above; and when something else than `want`
- * is there, a message naming it ("is a FIFO, not a regular file") with -ENXIO (REG found a
- * FIFO, device or socket: what open(2) itself answers for a socket), -EISDIR (REG found a
- * directory), -ENOTDIR (DIR), -ENOTSOCK (SOCK).
+ * Returns the fd. Errors: -ENOENT; -ELOOP (a symlink on the way, or as the last name when
+ * REG is wanted or the path ends in '/'), with either strategy; -EINVAL for ".." or flags outside
+ * the above; and when something else than `want` is there, a message naming it ("is a FIFO, not a
+ * regular file") with -ENXIO (REG found a FIFO, device or socket: what open(2) itself answers for a
+ * socket), -EISDIR (REG found a directory), -ENOTDIR (DIR), -ENOTSOCK (SOCK).
  */
 int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
                 struct cla_error *e);
@@ -50,10 +50,17 @@ int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, 
 /* Like rootfs_open() without O_CREAT, but symlinks inside the root are followed, resolved
  * against the root itself (RESOLVE_IN_ROOT): for trees made of links by design, such as the
  * kubelet's projected service-account volume. Magic links are still refused, and the type is
- * checked on the inode the links lead to. Needs openat2 (Linux 5.6): without it, -ENOSYS, as
- * no walk of ours could follow links as safely. */
+ * checked on the inode the links lead to. Without openat2 a walk of ours resolves each link's
+ * text inside the root; it refuses what would climb above the root (-EXDEV), a /proc link
+ * (-ELOOP) and more than TARGET_LINKS_MAX links (-ELOOP). */
 int rootfs_open_contained(int rootfd, const char *path, enum rootfs_type want, int flags,
                           struct cla_error *e);
+
+/* Like rootfs_open_contained(), but links may only lead beneath `dirfd` (RESOLVE_BENEATH): an
+ * absolute link is refused (-EXDEV) as well as one climbing above it. For a tree of our own
+ * that must be self-contained, such as a profiler directory. */
+int rootfs_open_beneath(int dirfd, const char *path, enum rootfs_type want, int flags,
+                        struct cla_error *e);
 
 /* Tests only: force the fallback walk (true) or let openat2 be tried first (false). */
 void rootfs_force_fallback(bool on);

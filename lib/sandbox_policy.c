@@ -157,6 +157,9 @@ static const struct sandbox_rule rules[] = {
     ALLOW("getdents64", ATTACH, "listing /proc and the target's TMPDIR"),
     ALLOW("readlinkat", ATTACH, "/proc/<pid>/exe, fd checks"),
     ALLOW("readlink", ATTACH, "glibc readlink() on x86_64"),
+    /* Without openat2, rootfs.c's link-following walk refuses a link by its filesystem: procfs
+     * holds the magic links that RESOLVE_NO_MAGICLINKS would refuse. */
+    ALLOW("fstatfs", ATTACH, "rootfs walk: is a link a magic one of /proc?"),
 
     /* Placing the profiler: temporary name, owner and mode, then rename into place. */
     ALLOW("fchown", DISCOVERY, "the delivered file belongs to the target's user"),

@@ -65,6 +65,27 @@ static void test_not_a_socket(void **state)
     assert_int_equal(discover_choose(es, 1, 1, 100, &s), SOCKET_NOT_SOCKET);
 }
 
+/* Under qemu-user the key is 1-2 ticks past the kernel's start time: explained as such; a key
+ * further off is a time namespace or an earlier process's socket. */
+static void test_unkeyed_detail(void **state)
+{
+    (void)state;
+    char buf[160];
+    discover_unkeyed_detail(1002, 1000, buf, sizeof(buf));
+    assert_string_equal(buf, "start time off by 2 ticks: an emulator (qemu-user) or a time namespace");
+    discover_unkeyed_detail(999, 1000, buf, sizeof(buf));
+    assert_string_equal(buf, "start time off by 1 tick: an emulator (qemu-user) or a time namespace");
+    discover_unkeyed_detail(1003, 1000, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "key 1003 is not the start time 1000"));
+    assert_non_null(strstr(buf, "earlier process"));
+    discover_unkeyed_detail(0, UINT64_MAX, buf, sizeof(buf));
+    assert_null(strstr(buf, "off by"));
+    /* Cut to the caller's buffer, still terminated. */
+    char small[8];
+    discover_unkeyed_detail(1001, 1000, small, sizeof(small));
+    assert_string_equal(small, "start t");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -72,6 +93,7 @@ int main(void)
         cmocka_unit_test(test_key_match_beats_newer),
         cmocka_unit_test(test_newest_when_no_key_matches),
         cmocka_unit_test(test_not_a_socket),
+        cmocka_unit_test(test_unkeyed_detail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -381,6 +381,29 @@ static void test_maps(void **state)
     assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, 20, 8), 0);
 }
 
+/* Under qemu-user (binfmt_misc), exe is the emulator and maps lists the guest's runtime: the
+ * RID fallback reads libcoreclr.so's ELF header. Only that exact name counts. */
+static void test_maps_runtime_library(void **state)
+{
+    (void)state;
+    static const char qemu[] =
+        "4000-5000 r-xp 0 08:01 1 /usr/libexec/qemu-binfmt/aarch64-binfmt-P\n"
+        "5000-6000 r-xp 0 08:01 2 /usr/share/dotnet/shared/x/libnotcoreclr.so\n"
+        "6000-7000 r-xp 0 08:01 3 /usr/share/dotnet/shared/x/libcoreclr.so.bak\n"
+        "7000-8000 r-xp 0 08:01 4 /usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.1/"
+        "libcoreclr.so\n"
+        "8000-9000 r-xp 0 08:01 5 /opt/other/libcoreclr.so\n";
+    char lib[128];
+    assert_int_equal(proc_maps_runtime_library(qemu, sizeof(qemu) - 1, lib, sizeof(lib)), 1);
+    assert_string_equal(lib, "/usr/share/dotnet/shared/Microsoft.NETCore.App/8.0.1/libcoreclr.so");
+    assert_int_equal(proc_maps_runtime_library(qemu, sizeof(qemu) - 1, lib, 20), 0);
+    static const char none[] = "1-2 r-xp 0 08:01 1 /usr/bin/dotnet\n"
+                               "3-4 r-xp 0 08:01 2 libcoreclr.so\n"
+                               "5-6 r-xp 0 08:01 3 /libcoreclr.so (deleted)\n";
+    assert_int_equal(proc_maps_runtime_library(none, sizeof(none) - 1, lib, sizeof(lib)), 0);
+    assert_int_equal(proc_maps_runtime_library("", 0, lib, sizeof(lib)), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_mountinfo),
         cmocka_unit_test(test_mountinfo_malformed),
         cmocka_unit_test(test_maps),
+        cmocka_unit_test(test_maps_runtime_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include "shell.h"
 
 #include "profdir.h"
+#include "rootfs.h"
 #include "profdir_read.h"
 #include "util.h"
 
@@ -191,11 +192,30 @@ static void test_model_caps(void **state)
     profdir_free(&pd);
 }
 
+/* The same trees where openat2 is missing: links are followed by rootfs.c's walk. */
+static void test_vendor_tree_walk(void **state)
+{
+    sh("printf 'conf-v1\\n' >%s/v/vendor.conf", root); /* the first run changed it */
+    rootfs_force_fallback(true);
+    test_vendor_tree(state);
+    rootfs_force_fallback(false);
+}
+
+static void test_refused_walk(void **state)
+{
+    sh("rm -rf %s/out", root);
+    rootfs_force_fallback(true);
+    test_refused(state);
+    rootfs_force_fallback(false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vendor_tree),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_vendor_tree_walk),
+        cmocka_unit_test(test_refused_walk),
         cmocka_unit_test(test_model_caps),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

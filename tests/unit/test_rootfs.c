@@ -133,12 +133,17 @@ static void check_plain(void)
 static void check_traps(void)
 {
     struct cla_error e = {0};
-    /* An absolute link in a directory position: refused, never resolved against OUR root. */
+    /* An absolute link in a directory position: refused, never resolved against OUR root. The
+     * same errno from both strategies, so a refusal reads the same on every kernel. */
     int r = rootfs_open(rootfd, "/linkdir/passwd", ROOTFS_REG, O_RDONLY, 0, &e);
-    assert_true(r == -ELOOP || r == -ENOTDIR);
+    assert_int_equal(r, -ELOOP);
     /* Even a link that stays inside is refused: links are never followed. */
     r = rootfs_open(rootfd, "/reldir/file", ROOTFS_REG, O_RDONLY, 0, &e);
-    assert_true(r == -ELOOP || r == -ENOTDIR);
+    assert_int_equal(r, -ELOOP);
+    /* A trailing slash makes the last name a directory position: the link is crossed. */
+    assert_int_equal(rootfs_open(rootfd, "/reldir/", ROOTFS_DIR, O_RDONLY, 0, &e), -ELOOP);
+    assert_int_equal(rootfs_open(rootfd, "/reldir", ROOTFS_DIR, O_PATH, 0, &e), -ENOTDIR);
+    assert_int_equal(rootfs_open(rootfd, "/tmp/file/", ROOTFS_REG, O_RDONLY, 0, &e), -ENOTDIR);
     /* A link as the last component. */
     r = rootfs_open(rootfd, "/tmp/evil", ROOTFS_REG, O_RDONLY, 0, &e);
     assert_int_equal(r, -ELOOP);
@@ -330,9 +335,8 @@ static void test_pins(void **state)
 
 /* Links inside the root are followed by rootfs_open_contained(), but the type is still checked
  * on what they lead to: a link to a FIFO is refused without blocking. */
-static void test_contained(void **state)
+static void check_contained(void)
 {
-    (void)state;
     struct cla_error e = {0};
     volatile int r = 0;
     BOUNDED(5, r = rootfs_open_contained(rootfd, "/tmp/tofifo", ROOTFS_REG, O_RDONLY, &e));
@@ -344,10 +348,204 @@ static void test_contained(void **state)
     close(fd);
     assert_int_equal(rootfs_open_contained(rootfd, "/tmp/sub", ROOTFS_REG, O_RDONLY, &e),
                      -EISDIR);
-    rootfs_force_fallback(true);
-    assert_int_equal(rootfs_open_contained(rootfd, "/reldir/file", ROOTFS_REG, O_RDONLY, &e),
-                     -ENOSYS);
+}
+
+static void test_contained(void **state)
+{
+    (void)state;
+    both(check_contained);
+}
+
+/* A kubelet-like projected volume and link traps around it, in a root of its own:
+ *   sa/..2026_11_23/{token,ca.crt}   the files
+ *   sa/..data -> ..2026_11_23        sa/token -> ..data/token (the kubelet's two hops)
+ *   sa/abs -> /sa/..data/token       absolute, resolved from the root
+ *   sa/up -> ../sa/token             ".." that stays inside
+ *   sa/escape -> ../../../out        ".." above the root
+ *   sa/absout -> /../out             absolute, then above the root
+ *   sa/outside -> <real path of out> absolute path of OUR tree: must resolve inside the root
+ *   sa/loop1 -> loop2, loop2 -> loop1
+ *   sa/self -> /proc/self/root       no /proc in this root: nothing there
+ *   sa/chain -> c1, c1 -> c2 ... c40 -> token: 41 links in all
+ *   out                              beside the root: must never be reached
+ */
+static char sabase[256];
+static int saroot = -1;
+
+static void sa_link(const char *target, const char *name)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/root/sa/%s", sabase, name);
+    assert_int_equal(symlink(target, p), 0);
+}
+
+static void sa_setup(void)
+{
+    snprintf(sabase, sizeof(sabase), "/tmp/clrattach-sa.XXXXXX");
+    assert_non_null(mkdtemp(sabase));
+    char p[512];
+    const char *dirs[] = {"root", "root/sa", "root/sa/..2026_11_23"};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", sabase, dirs[i]);
+        assert_int_equal(mkdir(p, 0755), 0);
+    }
+    const char *files[] = {"root/sa/..2026_11_23/token", "root/sa/..2026_11_23/ca.crt", "out"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", sabase, files[i]);
+        int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        close(fd);
+    }
+    sa_link("..2026_11_23", "..data");
+    sa_link("..data/token", "token");
+    sa_link("..data/ca.crt", "ca.crt");
+    sa_link("/sa/..data/token", "abs");
+    sa_link("../sa/token", "up");
+    sa_link("../../../out", "escape");
+    sa_link("/../out", "absout");
+    snprintf(p, sizeof(p), "%s/out", sabase);
+    sa_link(p, "outside");
+    sa_link("loop2", "loop1");
+    sa_link("loop1", "loop2");
+    sa_link("/proc/self/root", "self");
+    sa_link("c1", "chain");
+    for (int i = 1; i <= 40; i++) {
+        char name[16], target[16];
+        snprintf(name, sizeof(name), "c%d", i);
+        snprintf(target, sizeof(target), i == 40 ? "token" : "c%d", i + 1);
+        sa_link(target, name);
+    }
+    snprintf(p, sizeof(p), "%s/root", sabase);
+    saroot = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(saroot >= 0);
+}
+
+static void sa_teardown(void)
+{
+    close(saroot);
+    char p[512];
+    /* Test-only cleanup of our own temporary tree: links first, then files, then dirs. */
+    const char *names[] = {"..data", "token", "ca.crt", "abs",   "up",    "escape",
+                           "absout", "outside", "loop1", "loop2", "self", "chain"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(p, sizeof(p), "%s/root/sa/%s", sabase, names[i]);
+        unlink(p);
+    }
+    for (int i = 1; i <= 40; i++) {
+        snprintf(p, sizeof(p), "%s/root/sa/c%d", sabase, i);
+        unlink(p);
+    }
+    const char *rest[] = {"root/sa/..2026_11_23/token", "root/sa/..2026_11_23/ca.crt", "out",
+                          "root/sa/..2026_11_23",       "root/sa",                     "root",
+                          ""};
+    for (size_t i = 0; i < sizeof(rest) / sizeof(rest[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", sabase, rest[i]);
+        if (remove(p) < 0 && errno != ENOENT)
+            fprintf(stderr, "cleanup %s: %s\n", p, strerror(errno));
+    }
+}
+
+/* Opens `name` in the projected volume; checks it is the token file when `want_token`. */
+static int sa_open(const char *name, struct cla_error *e)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/sa/%s", name);
+    return rootfs_open_contained(saroot, path, ROOTFS_REG, O_RDONLY, e);
+}
+
+static void sa_expect_token(const char *name)
+{
+    struct cla_error e = {0};
+    int fd = sa_open(name, &e);
+    if (fd < 0)
+        fail_msg("%s: %d %s", name, fd, e.msg);
+    struct stat st, want;
+    char p[512];
+    snprintf(p, sizeof(p), "%s/root/sa/..2026_11_23/token", sabase);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(stat(p, &want), 0);
+    assert_true(st.st_ino == want.st_ino && st.st_dev == want.st_dev);
+    close(fd);
+}
+
+static void check_sa_links(void)
+{
+    struct cla_error e = {0};
+    int fd;
+    sa_expect_token("token");
+    sa_expect_token("abs");
+    sa_expect_token("up");
+    sa_expect_token("..data/token");
+    assert_int_equal(sa_open("token/", &e), -ENOTDIR);
+    fd = rootfs_open_contained(saroot, "/sa/..data/", ROOTFS_DIR, O_RDONLY, &e);
+    assert_true(fd >= 0);
+    close(fd);
+    fd = sa_open("ca.crt", &e);
+    assert_true(fd >= 0);
+    close(fd);
+
+    /* Every trap: refused, and never the file beside the root. openat2 clamps ".." at the
+     * root (ENOENT: no /out inside); the walk refuses it (EXDEV). Either way nothing opens. */
+    const char *traps[] = {"escape", "absout", "outside", "loop1", "self", "chain"};
+    for (size_t i = 0; i < sizeof(traps) / sizeof(traps[0]); i++) {
+        err_clear(&e);
+        fd = sa_open(traps[i], &e);
+        if (fd >= 0)
+            fail_msg("%s was opened (%s)", traps[i],
+                     rootfs_last_used_openat2() ? "openat2" : "walk");
+        assert_true(fd == -ENOENT || fd == -EXDEV || fd == -ELOOP || fd == -ENOTDIR);
+    }
+    assert_int_equal(sa_open("loop1", &e), -ELOOP);
+    assert_int_equal(sa_open("chain", &e), -ELOOP);
+    assert_int_equal(sa_open("outside", &e), -ENOENT);
+
+    /* Beneath sa/: relative links that stay below it are followed; an absolute link or one
+     * climbing above it is EXDEV, whichever strategy. */
+    int sadir = rootfs_open(saroot, "sa", ROOTFS_DIR, O_PATH, 0, &e);
+    assert_true(sadir >= 0);
+    fd = rootfs_open_beneath(sadir, "token", ROOTFS_REG, O_RDONLY, &e);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(rootfs_open_beneath(sadir, "abs", ROOTFS_REG, O_RDONLY, &e), -EXDEV);
+    assert_int_equal(rootfs_open_beneath(sadir, "up", ROOTFS_REG, O_RDONLY, &e), -EXDEV);
+    assert_int_equal(rootfs_open_beneath(sadir, "escape", ROOTFS_REG, O_RDONLY, &e), -EXDEV);
+    assert_int_equal(rootfs_open_beneath(sadir, "loop1", ROOTFS_REG, O_RDONLY, &e), -ELOOP);
+    close(sadir);
+    if (!rootfs_last_used_openat2()) {
+        assert_int_equal(sa_open("escape", &e), -EXDEV);
+        assert_non_null(strstr(e.msg, "out of the root"));
+        assert_int_equal(sa_open("chain", &e), -ELOOP);
+        assert_non_null(strstr(e.msg, "40"));
+    }
+}
+
+/* With our own "/" as the root, a real procfs: /proc/self/root is a magic link, refused by both
+ * (openat2 by RESOLVE_NO_MAGICLINKS, the walk by the link's filesystem). */
+static void check_magic(void)
+{
+    int slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(slash >= 0);
+    struct cla_error e = {0};
+    int fd = rootfs_open_contained(slash, "/proc/self/root/etc/passwd", ROOTFS_REG, O_RDONLY, &e);
+    assert_int_equal(fd, -ELOOP);
+    fd = rootfs_open_contained(slash, "/proc/self/exe", ROOTFS_REG, O_RDONLY, &e);
+    assert_int_equal(fd, -ELOOP);
+    close(slash);
+}
+
+static void test_contained_links(void **state)
+{
+    (void)state;
+    sa_setup();
     rootfs_force_fallback(false);
+    check_sa_links();
+    assert_true(rootfs_last_used_openat2());
+    rootfs_force_fallback(true);
+    check_sa_links();
+    assert_false(rootfs_last_used_openat2());
+    rootfs_force_fallback(false);
+    sa_teardown();
+    both(check_magic);
 }
 
 /* In a session leader without a terminal (a container's entrypoint): whatever is asked of a pty
@@ -413,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_create),        cmocka_unit_test(test_strategy_used),
         cmocka_unit_test(test_too_long),      cmocka_unit_test(test_types),
         cmocka_unit_test(test_pins),          cmocka_unit_test(test_contained),
+        cmocka_unit_test(test_contained_links),
         cmocka_unit_test(test_pty_never_ctty),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
