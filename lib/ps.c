@@ -187,7 +187,8 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         if (inspect(proc_dirfd, (pid_t)v, cache, query, timeout_ms, &list[n]))
             n++;
     }
-    qsort(list, n, sizeof(*list), cmp_pid);
+    if (n)
+        qsort(list, n, sizeof(*list), cmp_pid); /* list is NULL when nothing was seen */
 out:
     discover_cache_free(cache);
     closedir(dir);
