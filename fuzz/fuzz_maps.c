@@ -26,5 +26,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(l > 0 && q + l < libs + sizeof(libs) && q[0] == '/');
         q += l + 1;
     }
+    char lib[256];
+    r = proc_maps_runtime_library(buf, size, lib, sizeof(lib));
+    if (r == 1)
+        FUZZ_CHECK(lib[0] == '/' && strnlen(lib, sizeof(lib)) < sizeof(lib));
     return 0;
 }
