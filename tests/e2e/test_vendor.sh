@@ -151,7 +151,7 @@ if start_target vendor-crash --pidns; then
     clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" -o json \
         --client-data "mode=crash;out=/tmp/vpc.json"
     if [ $RC -eq 12 ] && [ "$(json_get "$OUT" outcome)" = target_died ] &&
-        [ -n "$(json_get "$OUT" died_after_ms)" ] && grep -q "then the app died" "$ERR" &&
+        [ -n "$(json_get "$OUT" died_after_ms)" ] && grep -qE "then the app died|app died during the attach" "$ERR" &&
         ! kill -0 "$P" 2>/dev/null; then
         ok "vendor-target-died ($(json_get "$OUT" died_after_ms) ms after the answer)"
     else
