@@ -39,6 +39,9 @@ help:
 	@echo "make SAN=1 test   the same under ASan+UBSan"
 	@echo "make test-containers  the image, deploy/ and the seccomp profile under Docker (runc, crun)"
 	@echo "make test-apiserver  Events against a real kube-apiserver (built once, ~12 min)"
+	@echo "make arm64        cross-build clrattach, the profilers and the unit tests for arm64"
+	@echo "make static ARCH=arm64  the static clrattach for arm64 (build/static-arm64)"
+	@echo "make test-arm64   arm64 builds under qemu-user against an arm64 .NET runtime"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
 	@echo "make lint         banned calls and static checks"
 	@echo "make fuzz         run every libFuzzer target for FUZZ_SECONDS (docs/fuzzing.md)"
@@ -97,6 +100,41 @@ test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clri
       $(FUZZ_BINS) $(NO_OPENAT2)
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 tests/run-all.sh $(UNIT_BINS)
+
+# linux/arm64, cross-compiled here (docs/deploy.md): $(ARM64_BUILD) holds the dynamic clrattach,
+# the glibc and musl sample profilers and the unit tests, built by this Makefile run again with
+# the aarch64 compilers; `make static ARCH=arm64` gives build/static-arm64/clrattach.
+# `make test-arm64` runs them under qemu-user against an arm64 CoreCLR (tests/arm64/run.sh).
+ARM64_BUILD := $(BUILD)/arm64
+ARM64_MAKE  := $(MAKE) --no-print-directory BUILD=$(ARM64_BUILD) SAN= SECCOMP_ARCH=aarch64 \
+               CC=aarch64-linux-gnu-gcc MUSL_CC=aarch64-linux-musl-gcc
+ARM64_UNIT_BINS := $(UNIT_BINS:$(BUILD)/%=$(ARM64_BUILD)/%)
+.PHONY: arm64 test-arm64 FORCE
+arm64: $(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so
+# The sub-make knows the sources each of these depends on.
+$(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so \
+$(ARM64_UNIT_BINS): FORCE
+	+$(ARM64_MAKE) $@
+FORCE:
+
+# The test app published self-contained for linux-arm64 (the SDK fetches the arm64 runtime pack
+# from NuGet), from a copy of its sources: the x64 build's obj/ is left alone.
+ARM64_TARGET := $(ARM64_BUILD)/target/ClrTarget
+$(ARM64_TARGET): $(wildcard tests/target/*.cs tests/target/*.csproj)
+	rm -rf $(ARM64_BUILD)/target-src && mkdir -p $(ARM64_BUILD)/target-src
+	cp $^ $(ARM64_BUILD)/target-src/
+	dotnet publish $(ARM64_BUILD)/target-src/ClrTarget.csproj -c Release -r linux-arm64 \
+	    --self-contained -p:UseAppHost=true -o $(ARM64_BUILD)/target --nologo -v q
+
+# Which syscalls the emulator lacks, asked from inside it (tests/arm64/run.sh).
+$(ARM64_BUILD)/tests/syscall_probe: tests/arm64/syscall_probe.c
+	@mkdir -p $(dir $@)
+	aarch64-linux-gnu-gcc -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
+
+ARM64_TEST_DEPS := arm64 $(ARM64_UNIT_BINS) $(ARM64_TARGET) $(ARM64_BUILD)/tests/syscall_probe
+test-arm64: $(ARM64_TEST_DEPS) all target
+	+$(MAKE) --no-print-directory static ARCH=arm64
+	BUILD=$(BUILD) timeout -k 30 1200 tests/arm64/run.sh $(ARM64_UNIT_BINS)
 
 # The image, the deploy/ manifests and the exported seccomp profile under a real engine
 # (docs/deploy.md): its own dockerd, images made locally, runc and crun.

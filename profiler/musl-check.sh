@@ -3,6 +3,9 @@
 # docs/bundles.md describes: each build loads under its own libc and hands out its class factory,
 # and fails to load under the other. Needs gcc and musl-gcc.
 #   usage: profiler/musl-check.sh GLIBC_SO MUSL_SO
+# For another architecture, HOST_CC and HOST_MUSL_CC name its compilers (aarch64-linux-gnu-gcc,
+# aarch64-linux-musl-gcc) and CHECK_PREFIX its check names; the host programs then run under
+# binfmt_misc (qemu-user), loaded by that architecture's own dynamic linkers.
 set -euo pipefail
 glibc_so=$(realpath "$1")
 musl_so=$(realpath "$2")
@@ -42,8 +45,9 @@ int main(int argc, char **argv)
     return hr == 0 && cf && (uint32_t)hr2 == 0x80040111u && !none ? 0 : 1;
 }
 C
-gcc -o "$work/host-glibc" "$work/host.c" -ldl
-musl-gcc -o "$work/host-musl" "$work/host.c"
+${HOST_CC:-gcc} -o "$work/host-glibc" "$work/host.c" -ldl
+${HOST_MUSL_CC:-musl-gcc} -o "$work/host-musl" "$work/host.c"
+p=${CHECK_PREFIX:-}
 
 expect() { # name, expected exit, host, so
     local rc=0 out
@@ -55,16 +59,16 @@ expect() { # name, expected exit, host, so
         fails=$((fails + 1))
     fi
 }
-expect glibc-loads-glibc-build 0 "$work/host-glibc" "$glibc_so"
-expect musl-loads-musl-build 0 "$work/host-musl" "$musl_so"
-expect glibc-refuses-musl-build 2 "$work/host-glibc" "$musl_so"
-expect musl-refuses-glibc-build 2 "$work/host-musl" "$glibc_so"
+expect "${p}glibc-loads-glibc-build" 0 "$work/host-glibc" "$glibc_so"
+expect "${p}musl-loads-musl-build" 0 "$work/host-musl" "$musl_so"
+expect "${p}glibc-refuses-musl-build" 2 "$work/host-glibc" "$musl_so"
+expect "${p}musl-refuses-glibc-build" 2 "$work/host-musl" "$glibc_so"
 
 exports=$(nm -D --defined-only "$musl_so" | awk '{print $3}')
 if [ "$exports" = DllGetClassObject ]; then
-    echo "ok musl-build-exports"
+    echo "ok ${p}musl-build-exports"
 else
-    echo "FAIL musl-build-exports: $exports"
+    echo "FAIL ${p}musl-build-exports: $exports"
     fails=$((fails + 1))
 fi
 [ "$fails" -eq 0 ]

@@ -13,7 +13,11 @@
 # variants, and with glibc's gone it only adds a warning on some toolchains.
 
 MUSL_CC         ?= musl-gcc
-MUSL_PROF_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=%,$(PROF_CFLAGS))
+# For aarch64 (MUSL_CC=aarch64-linux-musl-gcc, from musl-dev:arm64): gcc's default outline
+# atomics call libgcc helpers whose initialiser needs glibc's __getauxval, which musl lacks
+# (-Wl,-z,defs would refuse the link).
+MUSL_PROF_CFLAGS := $(filter-out -D_FORTIFY_SOURCE=%,$(PROF_CFLAGS)) \
+    $(if $(filter aarch64-%,$(shell $(MUSL_CC) -dumpmachine 2>/dev/null)),-mno-outline-atomics)
 
 .PHONY: profiler-musl
 profiler-musl: $(BUILD)/musl/libclrprobe.so

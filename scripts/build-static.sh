@@ -12,10 +12,39 @@
 # match iPAddress SANs, and in-cluster clients reach the API server by IP
 # (KUBERNETES_SERVICE_HOST), whose certificate names it only as an IP SAN: verification fails
 # with BADCERT_CN_MISMATCH. OpenSSL is also what the glibc build uses through libcurl4-openssl.
+#
+# ARCH=x86_64 (amd64, x64) or ARCH=aarch64 (arm64) picks the target; the default is the host's.
+# A foreign target is cross-compiled on the host (no emulation): Debian has no cross musl-tools,
+# but musl-dev:<arch> ships a <triplet>-gcc wrapper that drives the distribution's cross gcc
+# with musl's headers and start files. Each architecture has its own output directory
+# (build/static for the host's, build/static-arm64 for a foreign aarch64), dependencies included.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OUT=${STATIC_OUT:-$ROOT/build/static}
+HOST_ARCH=$(uname -m)
+case ${ARCH:-$HOST_ARCH} in
+x86_64 | amd64 | x64) ARCH=x86_64 RID_ARCH=x64 ;;
+aarch64 | arm64) ARCH=aarch64 RID_ARCH=arm64 ;;
+*) echo "build-static: ARCH=$ARCH: only x86_64 (amd64) and aarch64 (arm64) are built" >&2; exit 2 ;;
+esac
+TRIPLET=$ARCH-linux-musl
+# The kernel's uapi headers (asm/) of the target, from linux-libc-dev:<arch>.
+MULTIARCH=$ARCH-linux-gnu
+if [ "$ARCH" = "$HOST_ARCH" ]; then
+    OUT=${STATIC_OUT:-$ROOT/build/static}
+    MUSL_CC=musl-gcc
+    CROSS=""
+else
+    OUT=${STATIC_OUT:-$ROOT/build/static-$RID_ARCH}
+    MUSL_CC=$TRIPLET-gcc
+    # binutils-<arch>-linux-gnu: a host ar/strip does not know a foreign ELF machine.
+    CROSS=$MULTIARCH-
+fi
+# -mno-outline-atomics: gcc 10+ calls libgcc's __aarch64_* atomics helpers by default, whose
+# initialiser reads the CPU's features with glibc's __getauxval, which musl does not have.
+ARCH_CFLAGS=""
+[ "$ARCH" = aarch64 ] && ARCH_CFLAGS="-mno-outline-atomics"
+export AR=${CROSS}ar RANLIB=${CROSS}ranlib
 DEPS=$OUT/deps
 # The source trees are unpacked and built OUTSIDE build/: they hold files named *.d (curl's
 # docs, OpenSSL's dependency files) that the top-level Makefile would include from build/.
@@ -23,14 +52,15 @@ SRC=$(mktemp -d "${TMPDIR:-/tmp}/clrattach-static-src.XXXXXX")
 trap 'rm -rf "$SRC"' EXIT
 PREFIX=$DEPS/prefix
 JOBS=${JOBS:-$(nproc)}
-export CC=musl-gcc
+export CC=$MUSL_CC
 LOG=$DEPS/log
 mkdir -p "$PREFIX/include" "$PREFIX/lib" "$LOG"
 
 say() { echo "build-static: $*" >&2; }
 die() { say "$*"; exit 1; }
 
-command -v musl-gcc >/dev/null || die "musl-gcc missing: apt-get install musl-tools"
+command -v "$CC" >/dev/null || die "$CC missing: scripts/install-deps.sh (musl-tools, musl-dev:arm64)"
+command -v "${CROSS}strip" >/dev/null || die "${CROSS}strip missing: scripts/install-deps.sh"
 command -v cmake >/dev/null || die "cmake missing (jansson's build): apt-get install cmake"
 
 as_root() {
@@ -112,16 +142,19 @@ run() {
 # host's uapi headers in the prefix, rather than -idirafter /usr/include, keeps glibc's own
 # headers out of reach of a musl build (a glibc <stdio.h> found by mistake would link, then fail).
 kernel_headers() {
-    local multi
-    multi=$(gcc -print-multiarch)
+    [ -d "/usr/include/$MULTIARCH/asm" ] ||
+        die "/usr/include/$MULTIARCH/asm missing: apt-get install linux-libc-dev:$RID_ARCH"
     [ -f "$PREFIX/include/linux/seccomp.h" ] && [ -f "$PREFIX/include/asm/unistd.h" ] && return 0
     say "copying kernel uapi headers into the prefix"
     cp -a /usr/include/linux /usr/include/asm-generic "$PREFIX/include/"
     rm -rf "$PREFIX/include/asm"
-    cp -aL "/usr/include/$multi/asm" "$PREFIX/include/asm"
+    cp -aL "/usr/include/$MULTIARCH/asm" "$PREFIX/include/asm"
 }
 
-COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong"
+COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
+# OpenSSL's own name for the target platform.
+OPENSSL_TARGET=linux-$ARCH
+[ "$ARCH" = aarch64 ] && OPENSSL_TARGET=linux-aarch64
 
 build_openssl() {
     local dir=$1
@@ -129,7 +162,7 @@ build_openssl() {
     # no-dso: a static binary cannot load engines or providers anyway; no-afalgeng: no kernel
     # crypto sockets under the seccomp filter. OPENSSLDIR is never read for trust (clrattach
     # always names its CA file) and points where a distribution would have it.
-    (cd "$dir" && run openssl ./Configure linux-x86_64 --prefix="$PREFIX" --libdir=lib \
+    (cd "$dir" && run openssl ./Configure "$OPENSSL_TARGET" --prefix="$PREFIX" --libdir=lib \
         --openssldir=/etc/ssl no-shared no-dso no-engine no-afalgeng no-tests \
         no-legacy no-comp no-ssl3 no-tls1 no-tls1_1 no-dtls no-srp no-idea no-rc5 no-md2 \
         no-mdc2 no-whirlpool no-camellia no-seed no-sm2 no-sm3 no-sm4 no-ct no-cms \
@@ -142,7 +175,9 @@ build_jansson() {
     local dir=$1
     # Debian packages jansson's git tree, which has no generated configure script: its CMake
     # build avoids needing autoconf/automake/libtool.
-    run jansson cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER=musl-gcc \
+    run jansson cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER="$CC" \
+        -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$ARCH" \
+        -DCMAKE_AR="$(command -v "$AR")" -DCMAKE_RANLIB="$(command -v "$RANLIB")" \
         -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$COMMON_CFLAGS" \
         -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib \
         -DJANSSON_BUILD_SHARED_LIBS=OFF -DJANSSON_BUILD_DOCS=OFF -DJANSSON_EXAMPLES=OFF \
@@ -154,7 +189,7 @@ build_jansson() {
 build_libseccomp() {
     local dir=$1
     # Only the library and its header: the tools and tests are not needed.
-    (cd "$dir" && run libseccomp ./configure --host=x86_64-linux-musl --prefix="$PREFIX" \
+    (cd "$dir" && run libseccomp ./configure --host="$TRIPLET" --prefix="$PREFIX" \
         --disable-shared --enable-static --disable-python \
         CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include")
     run libseccomp make -C "$dir/src" -j"$JOBS" install
@@ -168,7 +203,7 @@ build_curl() {
     # OPENSSL_CONF would otherwise be read from the environment.
     # No threaded resolver: musl's getaddrinfo has its own timeouts, the API address is
     # normally an IP (KUBERNETES_SERVICE_HOST), and one thread fewer means no clone() to allow.
-    (cd "$dir" && run curl ./configure --host=x86_64-linux-musl --prefix="$PREFIX" \
+    (cd "$dir" && run curl ./configure --host="$TRIPLET" --prefix="$PREFIX" \
         --disable-shared --enable-static \
         --with-openssl="$PREFIX" --without-gnutls --without-nss --without-mbedtls \
         --without-wolfssl \
@@ -220,7 +255,7 @@ compat_shim() {
     local inc=$PREFIX/include/clrattach-musl-compat.h
     printf '#define _GNU_SOURCE\n#include <stdio.h>\nint main(void) { return renameat2(0, "", 0, "", 0); }\n' \
         >"$DEPS/probe-renameat2.c"
-    if musl-gcc -static -Werror=implicit-function-declaration -o "$DEPS/probe-renameat2" \
+    if "$CC" $ARCH_CFLAGS -static -Werror=implicit-function-declaration -o "$DEPS/probe-renameat2" \
         "$DEPS/probe-renameat2.c" 2>/dev/null; then
         rm -f "$inc" "$PREFIX/lib/libclrcompat.a"
         return 0
@@ -250,9 +285,9 @@ int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpa
     return (int)syscall(SYS_renameat2, olddirfd, oldpath, newdirfd, newpath, flags);
 }
 EOF2
-    musl-gcc -std=gnu11 -O2 -Wall -Wextra -Werror -Wmissing-prototypes -fstack-protector-strong \
+    "$CC" $ARCH_CFLAGS -std=gnu11 -O2 -Wall -Wextra -Werror -Wmissing-prototypes -fstack-protector-strong \
         -I"$PREFIX/include" -c -o "$DEPS/compat.o" "$DEPS/compat.c"
-    ar rcs "$PREFIX/lib/libclrcompat.a" "$DEPS/compat.o"
+    "$AR" rcs "$PREFIX/lib/libclrcompat.a" "$DEPS/compat.o"
 }
 COMPAT_CPPFLAGS=""
 COMPAT_LIBS=""
@@ -263,23 +298,32 @@ compat_shim
 # Makefile's own, hence -Ilib here.
 OBJ=$OUT/obj
 # make does not notice changed flags or a changed libc: objects built with others are dropped.
-flags="musl $(musl-gcc -dumpversion) $(cat "$DEPS"/*.stamp | tr '\n' ' ') $COMPAT_CPPFLAGS"
+flags="musl $ARCH $("$CC" -dumpversion) $(cat "$DEPS"/*.stamp | tr '\n' ' ') $COMPAT_CPPFLAGS"
 if [ "$(cat "$OUT/obj.flags" 2>/dev/null)" != "$flags" ]; then
     rm -rf "$OBJ"
     echo "$flags" >"$OUT/obj.flags"
 fi
 # SAN= : a `make SAN=1 test` passes SAN down; a sanitizer runtime cannot be linked statically
-# with musl, and the static binary is the product, not a test build.
-make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC=musl-gcc SAN= \
-    CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS" LDFLAGS="-static -L$PREFIX/lib" \
+# with musl, and the static binary is the product, not a test build. SECCOMP_ARCH names the
+# architecture whose syscall numbers a build-time filter is generated for.
+make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" SAN= \
+    SECCOMP_ARCH="$ARCH" \
+    CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \
+    LDFLAGS="-static -L$PREFIX/lib" \
     LDLIBS_TOOL="-lcurl -lssl -lcrypto -ljansson -lseccomp $COMPAT_LIBS" \
     "${OBJ#"$ROOT"/}/clrattach"
 cp "$OBJ/clrattach" "$OUT/clrattach.tmp"
 mv "$OUT/clrattach.tmp" "$OUT/clrattach"
 
-# A dynamic section (an interpreter or a NEEDED entry) would mean the binary needs a libc.
+# A dynamic section (an interpreter or a NEEDED entry) would mean the binary needs a libc; the
+# machine must be the one asked for.
+machine=$(readelf -h "$OUT/clrattach" | sed -n 's/^ *Machine: *//p')
+case $ARCH:$machine in
+x86_64:*X86-64* | aarch64:*AArch64*) ;;
+*) die "$OUT/clrattach is built for '$machine', not $ARCH" ;;
+esac
 if readelf -d "$OUT/clrattach" 2>/dev/null | grep -q NEEDED || readelf -l "$OUT/clrattach" | grep -q INTERP; then
     die "$OUT/clrattach is not static"
 fi
-strip -o "$OUT/clrattach.stripped" "$OUT/clrattach"
+${CROSS}strip -o "$OUT/clrattach.stripped" "$OUT/clrattach"
 say "$OUT/clrattach: $(stat -c %s "$OUT/clrattach") bytes, $(stat -c %s "$OUT/clrattach.stripped") stripped"
