@@ -72,6 +72,8 @@ require_env() {
 # --pre runs a shell command as root inside the target's mount namespace before the app starts
 # (remount /tmp noexec, make the root read-only, add an emptyDir-like tmpfs...).
 # Starts the target and sets TARGET_PID (its pid in OUR namespace) and TARGET_LOG.
+# TARGET_EXEC, when set, is the app to run instead of `dotnet $TARGET_DLL`: a self-contained
+# publish such as tests/arm64/'s linux-arm64 build, which the kernel hands to qemu-user.
 start_target() {
     local name=$1
     shift
@@ -97,7 +99,9 @@ start_target() {
     [ "$uid" != 0 ] && drop="setpriv --reuid=$uid --regid=$uid --clear-groups"
     # A container's view: private mounts, a fresh tmpfs on /tmp that only the target sees.
     pre=${pre//"$ROOT"/$NS_ROOT}
-    local inner="${NS_PROLOGUE}mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}${pre}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop dotnet '$(ns_path "$TARGET_DLL")' --seconds $seconds"
+    local app="dotnet '$(ns_path "$TARGET_DLL")'"
+    [ -n "${TARGET_EXEC:-}" ] && app="'$(ns_path "$TARGET_EXEC")'"
+    local inner="${NS_PROLOGUE}mount -t tmpfs -o mode=1777 tmpfs /tmp && ${mk}${pre}exec env -i PATH=/usr/bin:/bin ${envs[*]} $drop $app --seconds $seconds"
     local ns=(--mount --propagation private)
     [ $pidns = 1 ] && ns+=(--pid --fork --mount-proc)
     unshare "${ns[@]}" sh -c "$inner" >"$TARGET_LOG" 2>&1 &
