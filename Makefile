@@ -42,6 +42,7 @@ help:
 	@echo "make arm64        cross-build clrattach, the profilers and the unit tests for arm64"
 	@echo "make static ARCH=arm64  the static clrattach for arm64 (build/static-arm64)"
 	@echo "make test-arm64   arm64 builds under qemu-user against an arm64 .NET runtime"
+	@echo "make image        the linux/amd64 + linux/arm64 image index (build/image/*.oci.tar)"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
 	@echo "make lint         banned calls and static checks"
 	@echo "make fuzz         run every libFuzzer target for FUZZ_SECONDS (docs/fuzzing.md)"
@@ -90,17 +91,6 @@ target: $(BUILD)/target/ClrTarget.dll
 $(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.csproj)
 	dotnet build tests/target/ClrTarget.csproj -c Release -o $(BUILD)/target --nologo -v q
 
-unit: $(UNIT_BINS) all
-	tests/run-unit.sh $(UNIT_BINS)
-
-e2e: all target profiler-musl vendorprof clrie $(NO_OPENAT2)
-	BUILD=$(BUILD) tests/e2e/run.sh
-
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clrie $(REPLAY_BINS) \
-      $(FUZZ_BINS) $(NO_OPENAT2)
-	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
-	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 tests/run-all.sh $(UNIT_BINS)
-
 # linux/arm64, cross-compiled here (docs/deploy.md): $(ARM64_BUILD) holds the dynamic clrattach,
 # the glibc and musl sample profilers and the unit tests, built by this Makefile run again with
 # the aarch64 compilers; `make static ARCH=arm64` gives build/static-arm64/clrattach.
@@ -109,13 +99,16 @@ ARM64_BUILD := $(BUILD)/arm64
 ARM64_MAKE  := $(MAKE) --no-print-directory BUILD=$(ARM64_BUILD) SAN= SECCOMP_ARCH=aarch64 \
                CC=aarch64-linux-gnu-gcc MUSL_CC=aarch64-linux-musl-gcc
 ARM64_UNIT_BINS := $(UNIT_BINS:$(BUILD)/%=$(ARM64_BUILD)/%)
-.PHONY: arm64 test-arm64 FORCE
+.PHONY: arm64 arm64-unit test-arm64 FORCE
 arm64: $(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so
-# The sub-make knows the sources each of these depends on.
-$(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so \
-$(ARM64_UNIT_BINS): FORCE
+# The sub-make knows the sources each of these depends on. These three share no intermediate
+# file, so a parallel make may build them side by side; the unit tests share libclrattach.a
+# with clrattach, hence one sub-make for all of them, after it.
+$(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so: FORCE
 	+$(ARM64_MAKE) $@
 FORCE:
+arm64-unit: $(ARM64_BUILD)/clrattach
+	+$(ARM64_MAKE) $(ARM64_UNIT_BINS)
 
 # The test app published self-contained for linux-arm64 (the SDK fetches the arm64 runtime pack
 # from NuGet), from a copy of its sources: the x64 build's obj/ is left alone.
@@ -131,10 +124,29 @@ $(ARM64_BUILD)/tests/syscall_probe: tests/arm64/syscall_probe.c
 	@mkdir -p $(dir $@)
 	aarch64-linux-gnu-gcc -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
 
-ARM64_TEST_DEPS := arm64 $(ARM64_UNIT_BINS) $(ARM64_TARGET) $(ARM64_BUILD)/tests/syscall_probe
-test-arm64: $(ARM64_TEST_DEPS) all target
-	+$(MAKE) --no-print-directory static ARCH=arm64
+ARM64_TEST_DEPS := arm64 arm64-unit $(ARM64_TARGET) $(ARM64_BUILD)/tests/syscall_probe
+test-arm64: $(ARM64_TEST_DEPS) all target static-arm64
 	BUILD=$(BUILD) timeout -k 30 1200 tests/arm64/run.sh $(ARM64_UNIT_BINS)
+
+# The image for linux/amd64 and linux/arm64 from the one Dockerfile, as an OCI image index in
+# build/image/clrattach-$(VERSION).oci.tar (buildah; docs/deploy.md), and its check.
+.PHONY: image test-image
+image:
+	scripts/build-image.sh
+test-image: image
+	tests/arm64/test_image.sh
+
+unit: $(UNIT_BINS) all
+	tests/run-unit.sh $(UNIT_BINS)
+
+e2e: all target profiler-musl vendorprof clrie $(NO_OPENAT2)
+	BUILD=$(BUILD) tests/e2e/run.sh
+
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clrie $(REPLAY_BINS) \
+      $(FUZZ_BINS) $(NO_OPENAT2) $(ARM64_TEST_DEPS) static-arm64 image
+	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
+	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 ARM64_UNIT_BINS="$(ARM64_UNIT_BINS)" \
+	    tests/run-all.sh $(UNIT_BINS)
 
 # The image, the deploy/ manifests and the exported seccomp profile under a real engine
 # (docs/deploy.md): its own dockerd, images made locally, runc and crun.

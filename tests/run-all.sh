@@ -17,6 +17,12 @@ run tests/run-unit.sh "$@"
 for suite in tests/e2e/run.sh tests/k8s/run.sh tests/deploy/run.sh tests/containers/run.sh; do
     [ -x "$suite" ] && run "$suite"
 done
+# linux/arm64 under qemu-user: the cross-built unit tests (ARM64_UNIT_BINS, from make test) and
+# a real arm64 CoreCLR.
+# shellcheck disable=SC2086 # a list of paths
+run timeout -k 30 1200 tests/arm64/run.sh ${ARM64_UNIT_BINS:-}
+# The multi-arch image index that `make image` wrote (make test builds it first).
+run timeout -k 30 600 tests/arm64/test_image.sh
 # Against a real kube-apiserver: the first run on a machine builds it (8 to 12 minutes on 2
 # cores, then cached in build/apiserver); the checks themselves take about two minutes.
 run timeout -k 30 3600 tests/apiserver/run.sh
