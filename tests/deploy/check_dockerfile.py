@@ -48,7 +48,7 @@ def stages():
     st = []
     for ins, rest in instructions():
         if ins == "FROM":
-            m = re.fullmatch(r"(\S+)(?:\s+AS\s+(\S+))?", rest, re.I)
+            m = re.fullmatch(r"(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?", rest, re.I)
             st.append({"image": m.group(1), "name": m.group(2), "ins": []})
         elif st:
             st[-1]["ins"].append((ins, rest))
