@@ -10,7 +10,9 @@
 # No registry is contacted: the Dockerfile's FROM debian:bookworm is made here with debootstrap
 # (--variant=minbase, cached under build/image) and kept in buildah's own storage under
 # build/image/storage, never the host's /var/lib/containers. The builder stage reaches the
-# Debian mirror (apt-get, apt-get source) through the host network. Needs root.
+# Debian mirror (apt-get, apt-get source) through the host network. RUN steps use buildah's
+# chroot isolation: no OCI runtime, so no cgroup setup (crun refuses a hybrid cgroup host).
+# Needs root.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,7 +62,7 @@ start=$(date +%s)
 bh manifest rm "$NAME" >/dev/null 2>&1 || true
 say "building $PLATFORMS"
 if ! timeout 3600 buildah --root "$OUT/storage/root" --runroot "$OUT/storage/run" \
-    --storage-driver overlay build --pull=never --network host --layers \
+    --storage-driver overlay build --pull=never --network host --layers --isolation chroot \
     --platform "$PLATFORMS" --manifest "$NAME" \
     --build-arg VERSION="$VERSION" --build-arg REVISION="$REVISION" \
     -f "$ROOT/Dockerfile" "$ROOT" >"$OUT/build.log" 2>&1; then
