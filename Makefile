@@ -171,5 +171,7 @@ format-check:
 clean:
 	rm -rf build
 
-# build/containers holds the container suite's engine state and image roots (etc/*.d dirs).
--include $(shell find $(BUILD) -path '$(BUILD)/containers' -prune -o -type f -name '*.d' -print 2>/dev/null)
+# build/containers holds the container suite's engine state and image roots (etc/*.d dirs),
+# build/image buildah's storage (make image): neither has a make dependency file.
+-include $(shell find $(BUILD) \( -path '$(BUILD)/containers' -o -path '$(BUILD)/image' \) -prune \
+    -o -type f -name '*.d' -print 2>/dev/null)
