@@ -9,6 +9,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLRATTACH="$ROOT/$BUILD/clrattach"
 PROBE="$ROOT/$BUILD/libclrprobe.so"
 TARGET_DLL="$ROOT/$BUILD/target/ClrTarget.dll"
+# The host's architecture as the runtime names it (RID) and as Debian's multiarch directories do:
+# the suite runs natively on x86_64 and arm64 hosts alike.
+case $(uname -m) in
+aarch64) RID_ARCH=arm64 MULTIARCH=aarch64-linux-gnu ;;
+*) RID_ARCH=x64 MULTIARCH=x86_64-linux-gnu ;;
+esac
+HOST_RID=linux-$RID_ARCH
 PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' "$ROOT/profiler/clrprobe.h")
 # Outside /tmp: every target mounts its own tmpfs over /tmp, and --pre commands read from here.
 mkdir -p "$ROOT/$BUILD"

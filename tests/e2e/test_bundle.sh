@@ -9,16 +9,16 @@ MUSL_PROBE="$ROOT/$BUILD/musl/libclrprobe.so"
 [ -e "$MUSL_PROBE" ] || { echo "FAIL bundle-prerequisites: $MUSL_PROBE missing (make profiler-musl)"; exit 1; }
 
 B=$WORK/bundle
-mkdir -p "$B/linux-x64" "$B/linux-musl-x64" "$WORK/muslonly/linux-musl-x64"
-cp "$PROBE" "$B/linux-x64/libclrprobe.so"
-cp "$MUSL_PROBE" "$B/linux-musl-x64/libclrprobe.so"
-cp "$MUSL_PROBE" "$WORK/muslonly/linux-musl-x64/libclrprobe.so"
+mkdir -p "$B/$HOST_RID" "$B/linux-musl-$RID_ARCH" "$WORK/muslonly/linux-musl-$RID_ARCH"
+cp "$PROBE" "$B/$HOST_RID/libclrprobe.so"
+cp "$MUSL_PROBE" "$B/linux-musl-$RID_ARCH/libclrprobe.so"
+cp "$MUSL_PROBE" "$WORK/muslonly/linux-musl-$RID_ARCH/libclrprobe.so"
 
 if start_target bundle-glibc --pidns --uid 1000; then
     P=$TARGET_PID
     clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --client-data out=/tmp/b.json -o json
-    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" variant)" = linux-x64 ] &&
-        [ "$(json_get "$OUT" rid_source)" = runtime ] && [ "$(json_get "$OUT" target_rid)" = linux-x64 ] &&
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" variant)" = "$HOST_RID" ] &&
+        [ "$(json_get "$OUT" rid_source)" = runtime ] && [ "$(json_get "$OUT" target_rid)" = "$HOST_RID" ] &&
         probe_report "$P" /tmp/b.json >/dev/null; then
         ok "bundle-picks-glibc-build"
     else
@@ -31,19 +31,19 @@ fi
 # loader, which is what a wrong choice would look like.
 if start_target bundle-forced-musl --pidns; then
     P=$TARGET_PID
-    clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid alpine.3.17-x64 -o json
-    if [ $RC -eq 2 ] && grep -q "contradicts the runtime's own answer: it runs linux-x64" "$ERR" &&
+    clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid alpine.3.17-$RID_ARCH -o json
+    if [ $RC -eq 2 ] && grep -q "contradicts the runtime's own answer: it runs $HOST_RID" "$ERR" &&
         grep -q -- "--force-rid" "$ERR" && [ "$(json_get "$OUT" outcome)" = usage_error ] &&
         ! ls "/proc/$P/root/tmp" | grep -q '^libclrprobe-'; then
         ok "bundle-rid-contradiction-refused"
     else
         fail "bundle-rid-contradiction-refused" "exit $RC: $(cat "$OUT" "$ERR")"
     fi
-    clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid alpine.3.17-x64 --force-rid \
+    clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid alpine.3.17-$RID_ARCH --force-rid \
         -o json
     sha_musl=$(sha256sum "$MUSL_PROBE" | cut -c1-64)
-    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" variant)" = linux-musl-x64 ] &&
-        [ "$(json_get "$OUT" target_rid)" = linux-musl-x64 ] && [ "$(json_get "$OUT" rid_source)" = --rid ] &&
+    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" variant)" = "linux-musl-$RID_ARCH" ] &&
+        [ "$(json_get "$OUT" target_rid)" = "linux-musl-$RID_ARCH" ] && [ "$(json_get "$OUT" rid_source)" = --rid ] &&
         [ "$(json_get "$OUT" sha256)" = "$sha_musl" ] && [ "$(json_get "$OUT" hresult)" = 0x8007007E ]; then
         ok "bundle-rid-override-normalised"
     else
@@ -55,7 +55,7 @@ if start_target wrong-libc --pidns; then
     P=$TARGET_PID
     # A single musl .so for a glibc target: refused before anything is written or sent.
     clr attach --pid "$P" --profiler "$MUSL_PROBE" --clsid "$PROBE_CLSID"
-    if [ $RC -eq 2 ] && grep -q "built for x64/musl but the target runs x64/glibc" "$ERR" &&
+    if [ $RC -eq 2 ] && grep -q "built for $RID_ARCH/musl but the target runs $RID_ARCH/glibc" "$ERR" &&
         ! ls "/proc/$P/root/tmp" | grep -q clrprobe; then
         ok "single-so-wrong-libc-refused"
     else
@@ -63,7 +63,7 @@ if start_target wrong-libc --pidns; then
     fi
     # A bundle without a build for the target's RID.
     clr attach --pid "$P" --profiler "$WORK/muslonly" --clsid "$PROBE_CLSID"
-    if [ $RC -eq 2 ] && grep -q "no build for linux-x64 (it has: linux-musl-x64)" "$ERR"; then
+    if [ $RC -eq 2 ] && grep -q "no build for $HOST_RID (it has: linux-musl-$RID_ARCH)" "$ERR"; then
         ok "bundle-without-matching-build"
     else
         fail "bundle-without-matching-build" "exit $RC: $(cat "$ERR")"

@@ -35,7 +35,7 @@ if start_target long-tmpdir --pidns --tmpdir "$long"; then
 fi
 
 # A profiler the runtime cannot load: a real shared object without DllGetClassObject.
-NOTPROF=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+NOTPROF=$(ls "/usr/lib/$MULTIARCH/libz.so.1" "/lib/$MULTIARCH/libz.so.1" 2>/dev/null | head -1)
 if start_target not-a-profiler --pidns; then
     P=$TARGET_PID
     clr attach --pid "$P" --profiler "$NOTPROF" --clsid "$PROBE_CLSID" -o json
