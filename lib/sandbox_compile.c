@@ -72,6 +72,11 @@ int sandbox_compile_stage(enum sandbox_stage stage, enum sandbox_mode mode, uint
     /* The program is only exported; sandbox.c sets no_new_privs itself. */
     if (r >= 0)
         r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+    /* A binary tree over the syscall numbers (libseccomp 2.5+): the kernel evaluates the
+     * first filter for every syscall number when it is loaded (its action cache), and a
+     * linear list of ~80 syscalls made that load take about twice as long. */
+    if (r >= 0)
+        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
     if (r < 0)
         return err_setsys(e, r, "seccomp attributes");
     /* A cross build: the program judges the target architecture's numbers only. Names are
