@@ -139,7 +139,8 @@ lint:
 	scripts/lint.sh
 
 format-check:
-	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h
+	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h \
+	    $(wildcard tools/*.c)
 
 clean:
 	rm -rf build

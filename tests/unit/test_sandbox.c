@@ -773,6 +773,36 @@ static void test_ps_stage(void **state)
     assert_sigsys(run_child(probe_ps_no_network, 0), "socket(AF_INET) in ps");
 }
 
+/* A watch child's own stages name ITS pid: signalling the watcher, allowed by the FULL filter it
+ * inherited, is refused by the DELIVERED filter the child loaded. */
+static void probe_child_gets_its_pid(long unused)
+{
+    (void)unused;
+    enter_or_die(SANDBOX_MODE_KILL);
+    pid_t watcher = getpid();
+    pid_t c = fork();
+    if (c < 0)
+        _exit(1);
+    if (c == 0) {
+        tighten_or_die(SANDBOX_STAGE_DELIVERED);
+        syscall(SYS_tgkill, watcher, watcher, 0);
+        _exit(0);
+    }
+    /* and the watcher itself still signals itself (signal 0: a check only) */
+    if (syscall(SYS_tgkill, watcher, (pid_t)syscall(SYS_gettid), 0) < 0)
+        _exit(2);
+    int st = 0;
+    if (waitpid(c, &st, 0) != c)
+        _exit(3);
+    _exit(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS ? 0 : 4);
+}
+
+static void test_child_stage_has_its_pid(void **state)
+{
+    (void)state;
+    assert_exit0(run_child(probe_child_gets_its_pid, 0), "watch child's pid in its filter");
+}
+
 /* ---- the built-in programs: compiled at build time from the same table ------------------- */
 
 static bool is_sentinel(uint32_t k)
@@ -1164,6 +1194,7 @@ int main(void)
         cmocka_unit_test(test_attach_stage_delivers),
         cmocka_unit_test(test_ps_forbids_file_changes),
         cmocka_unit_test(test_ps_stage),
+        cmocka_unit_test(test_child_stage_has_its_pid),
         cmocka_unit_test(test_builtin_equals_table),
         cmocka_unit_test(test_sentinels_patched),
         cmocka_unit_test(test_patch_rejects),
