@@ -31,14 +31,13 @@ int sandbox_bpf_check_arch(const struct sandbox_bpf_set *set, uint32_t audit_arc
                            struct cla_error *e)
 {
     if (audit_arch == 0 || set->audit_arch != audit_arch)
-        return err_set(e, -ENOEXEC,
-                       "seccomp programs built for %s (0x%08x), this binary runs as 0x%08x",
+        return err_set(e, -ENOEXEC, "filters built for %s (0x%08x), this binary runs as 0x%08x",
                        set->arch_name, set->audit_arch, audit_arch);
     for (size_t s = 0; s < ARRAY_SIZE(set->prog); s++)
         for (size_t m = 0; m < ARRAY_SIZE(set->prog[s]); m++)
             if (!starts_with_arch(&set->prog[s][m], audit_arch))
-                return err_set(e, -ENOEXEC, "seccomp program %zu/%zu does not test for 0x%08x", s,
-                               m, audit_arch);
+                return err_set(e, -ENOEXEC, "filter %zu/%zu does not test for 0x%08x", s, m,
+                               audit_arch);
     return 0;
 }
 
