@@ -23,6 +23,18 @@ endif
 
 LIB_SRCS  := $(sort $(wildcard lib/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+
+# The seccomp programs are compiled from the rule table at build time (lib/sandbox_bpf.h): by a
+# generator built with the HOST compiler and libseccomp, for the architecture clrattach is built
+# for (x86_64 or aarch64; a cross build sets SECCOMP_ARCH). The output is a C file compiled like
+# the rest of lib/.
+HOSTCC       ?= gcc
+SECCOMP_ARCH ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
+SANDBOX_GEN  := $(BUILD)/gen/sandbox_gen
+SANDBOX_GEN_SRCS := tools/sandbox_gen.c lib/sandbox_compile.c lib/sandbox_policy.c lib/err.c \
+                    lib/util.c
+SANDBOX_BPF  := $(BUILD)/gen/sandbox_bpf_$(SECCOMP_ARCH)
+LIB_OBJS     += $(SANDBOX_BPF).o
 CMD_SRCS  := $(sort $(wildcard cmd/clrattach/*.c))
 CMD_OBJS  := $(CMD_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
@@ -61,6 +73,17 @@ include tests/vendorprof/vendorprof.mk
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(SANDBOX_GEN): $(SANDBOX_GEN_SRCS) $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	$(HOSTCC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -Ilib -o $@ $(SANDBOX_GEN_SRCS) \
+	    -lseccomp -ljansson
+
+$(SANDBOX_BPF).c: $(SANDBOX_GEN)
+	$(SANDBOX_GEN) $(SECCOMP_ARCH) >$@.tmp && mv $@.tmp $@
+
+$(SANDBOX_BPF).o: $(SANDBOX_BPF).c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/libclrattach.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -166,7 +189,8 @@ lint:
 	scripts/lint.sh
 
 format-check:
-	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h
+	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h \
+	    $(wildcard tools/*.c)
 
 clean:
 	rm -rf build

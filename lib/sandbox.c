@@ -3,18 +3,21 @@
 
 #include <errno.h>
 #include <linux/capability.h>
-#include <seccomp.h>
+#include <linux/seccomp.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "sandbox_bpf.h"
 #include "util.h"
 
 /* Process-wide: a seccomp filter is a property of the process, not of a caller's object. */
 static struct {
     bool entered;
+    bool kill_process;     /* the kernel has SECCOMP_RET_KILL_PROCESS */
+    bool bounding_dropped; /* sandbox_drop_caps shrank the bounding set already */
     enum sandbox_mode mode;
     enum sandbox_stage stage;
 } state;
@@ -39,134 +42,98 @@ int sandbox_parse_mode(const char *s, enum sandbox_mode *ret_mode, struct cla_er
     return err_hint(e, "use --seccomp=kill (default), --seccomp=log or --seccomp=off");
 }
 
-static unsigned stage_bit(enum sandbox_stage stage)
+/* Whether the kernel knows SECCOMP_RET_KILL_PROCESS (4.14+): the same question libseccomp's API
+ * level 3 asks, without libseccomp. A kernel too old for GET_ACTION_AVAIL answers EINVAL. */
+static bool kernel_has_kill_process(void)
 {
-    switch (stage) {
-    case SANDBOX_STAGE_FULL: return SANDBOX_IN_FULL;
-    case SANDBOX_STAGE_DELIVERED: return SANDBOX_IN_DELIVERED;
-    case SANDBOX_STAGE_REPORT: return SANDBOX_IN_REPORT;
-    }
-    return 0;
+    uint32_t action = SECCOMP_RET_KILL_PROCESS;
+    return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }
 
-static const char *stage_name(enum sandbox_stage stage)
-{
-    switch (stage) {
-    case SANDBOX_STAGE_FULL: return "full";
-    case SANDBOX_STAGE_DELIVERED: return "delivered";
-    case SANDBOX_STAGE_REPORT: return "report";
-    }
-    return "?";
-}
-
-static uint32_t default_action(enum sandbox_mode mode)
-{
-    if (mode == SANDBOX_MODE_LOG)
-        return SCMP_ACT_LOG;
-    /* COMPAT(kernel < 4.14): without SECCOMP_RET_KILL_PROCESS only the offending thread
-     * dies and the others run on; libseccomp reports API level 3+ when the kernel has it. */
-    return seccomp_api_get() >= 3 ? SCMP_ACT_KILL_PROCESS : SCMP_ACT_KILL;
-}
-
-static uint64_t dyn_datum(enum sandbox_arg_dyn dyn, uint64_t fixed)
-{
-    switch (dyn) {
-    case SANDBOX_DYN_NONE: return fixed;
-    case SANDBOX_DYN_EUID: return (uint32_t)geteuid();
-    case SANDBOX_DYN_EGID: return (uint32_t)getegid();
-    case SANDBOX_DYN_PID: return (uint32_t)getpid();
-    }
-    return fixed;
-}
-
-static void release_ctx(scmp_filter_ctx *ctx)
-{
-    if (*ctx)
-        seccomp_release(*ctx);
-}
-
-/* Builds and loads the complete allow-list of one stage. Errors from libseccomp are negative
- * errno values already. */
+/* Loads the built-in program of one stage, its run-time data patched in. The copy lives in
+ * static storage: no allocation on the way, and one stage is loaded at a time. */
 static int load_stage(enum sandbox_stage stage, enum sandbox_mode mode, struct cla_error *e)
 {
-    __attribute__((cleanup(release_ctx))) scmp_filter_ctx ctx = seccomp_init(default_action(mode));
-    if (!ctx)
-        return err_set(e, -ENOMEM, "seccomp_init failed");
-    /* A 32-bit (int 0x80) or x32 call from a 64-bit process has its own numbering and would
-     * slip past a list of native numbers: never legitimate here, killed even in log mode. */
-    int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, default_action(SANDBOX_MODE_KILL));
+    static struct sock_filter insns[BPF_MAXINSNS];
+    /* COMPAT(kernel < 4.14): without SECCOMP_RET_KILL_PROCESS only the offending thread
+     * dies and the others run on. */
+    const struct sandbox_bpf_values v = {
+        .euid = (uint32_t)geteuid(),
+        .egid = (uint32_t)getegid(),
+        .pid = (uint32_t)getpid(),
+        .kill_process = state.kill_process,
+    };
+    int n = sandbox_bpf_patch(&sandbox_bpf_builtin.prog[stage][mode], &v, insns, ARRAY_SIZE(insns),
+                              NULL, e);
+    if (n < 0)
+        return n;
+    struct sock_fprog prog = {.len = (unsigned short)n, .filter = insns};
     /* TSYNC: libcurl's resolver threads may already run when a stage is tightened; a filter on
      * the calling thread alone would leave them the old rights. */
-    if (r >= 0)
-        r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+    long r = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
     if (r < 0)
-        return err_setsys(e, r, "seccomp attributes");
-
-    size_t n;
-    const struct sandbox_rule *rules = sandbox_policy_rules(&n);
-    unsigned bit = stage_bit(stage);
-    for (size_t i = 0; i < n; i++) {
-        const struct sandbox_rule *rule = &rules[i];
-        if (!(rule->stages & bit))
-            continue;
-        int nr = seccomp_syscall_resolve_name(rule->name);
-        /* Unknown to this libseccomp: nothing to allow. Names that exist on other
-         * architectures only (poll on arm64) resolve to pseudo numbers libseccomp skips. */
-        if (nr == __NR_SCMP_ERROR)
-            continue;
-        uint32_t action =
-            rule->errno_ret ? SCMP_ACT_ERRNO((uint32_t)rule->errno_ret) : SCMP_ACT_ALLOW;
-        struct scmp_arg_cmp cmp = {.arg = rule->arg};
-        unsigned ncmp = 0;
-        uint64_t datum = dyn_datum(rule->dyn, rule->datum);
-        if (rule->op == SANDBOX_ARG_EQ) {
-            cmp.op = SCMP_CMP_EQ;
-            cmp.datum_a = datum;
-            ncmp = 1;
-        } else if (rule->op == SANDBOX_ARG_MASKED_EQ) {
-            cmp.op = SCMP_CMP_MASKED_EQ;
-            cmp.datum_a = rule->mask;
-            cmp.datum_b = datum;
-            ncmp = 1;
-        }
-        r = seccomp_rule_add_array(ctx, action, nr, ncmp, ncmp ? &cmp : NULL);
-        if (r < 0)
-            return err_setsys(e, r, "seccomp rule for %s", rule->name);
-    }
-    r = seccomp_load(ctx);
-    if (r < 0)
-        return err_setsys(e, r, "loading the seccomp filter of stage '%s'", stage_name(stage));
+        return err_setsys(e, -errno, "loading the seccomp filter of stage '%s'",
+                          sandbox_stage_name(stage));
+    if (r > 0)
+        return err_set(e, -ESRCH, "seccomp stage '%s': thread %ld could not be synchronised",
+                       sandbox_stage_name(stage), r);
     return 0;
 }
 
-int sandbox_enter(enum sandbox_mode mode, struct cla_error *e)
+/* Stages only take rights away: ATTACH, DELIVERED and REPORT follow FULL in that order, PS
+ * follows FULL only and nothing follows PS. */
+static bool may_follow(enum sandbox_stage from, enum sandbox_stage to)
+{
+    if (from == SANDBOX_STAGE_PS || to == SANDBOX_STAGE_PS)
+        return from == SANDBOX_STAGE_FULL || from == to;
+    return to >= from;
+}
+
+int sandbox_enter_at(enum sandbox_mode mode, enum sandbox_stage stage, struct cla_error *e)
 {
     if (state.entered)
         return err_set(e, -EALREADY, "seccomp sandbox already entered");
+    if ((unsigned)stage >= SANDBOX_STAGE_COUNT)
+        return err_set(e, -EINVAL, "seccomp: no stage %d", (int)stage);
     if (mode == SANDBOX_MODE_OFF) {
-        state = (typeof(state)){.entered = true, .mode = mode, .stage = SANDBOX_STAGE_FULL};
+        state.entered = true;
+        state.mode = mode;
+        state.stage = stage;
         return 0;
+    }
+    int r = sandbox_bpf_check_arch(&sandbox_bpf_builtin, sandbox_bpf_native_arch(), e);
+    if (r < 0) {
+        err_prefix(e, "seccomp");
+        return err_hint(e, "build clrattach with SECCOMP_ARCH set to the architecture it runs on");
     }
     /* Without no_new_privs an unprivileged process may not load a filter, and with it no
      * execve could ever raise our privileges again (the filter forbids execve anyway). */
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return err_setsys(e, -errno, "prctl(PR_SET_NO_NEW_PRIVS)");
-    int r = load_stage(SANDBOX_STAGE_FULL, mode, e);
+    state.kill_process = kernel_has_kill_process();
+    r = load_stage(stage, mode, e);
     if (r < 0) {
         err_prefix(e, "seccomp");
         return err_hint(e, "run with --seccomp=off on a kernel without seccomp filters");
     }
-    state = (typeof(state)){.entered = true, .mode = mode, .stage = SANDBOX_STAGE_FULL};
+    state.entered = true;
+    state.mode = mode;
+    state.stage = stage;
     return 0;
+}
+
+int sandbox_enter(enum sandbox_mode mode, struct cla_error *e)
+{
+    return sandbox_enter_at(mode, SANDBOX_STAGE_FULL, e);
 }
 
 int sandbox_tighten(enum sandbox_stage stage, struct cla_error *e)
 {
     if (!state.entered)
         return err_set(e, -EINVAL, "seccomp: tighten before the sandbox was entered");
-    if (stage < state.stage)
+    if ((unsigned)stage >= SANDBOX_STAGE_COUNT || !may_follow(state.stage, stage))
         return err_set(e, -EINVAL, "seccomp: stage '%s' after '%s': stages only go forward",
-                       stage_name(stage), stage_name(state.stage));
+                       sandbox_stage_name(stage), sandbox_stage_name(state.stage));
     if (stage == state.stage || state.mode == SANDBOX_MODE_OFF) {
         state.stage = stage;
         return 0;
@@ -182,33 +149,39 @@ int sandbox_tighten(enum sandbox_stage stage, struct cla_error *e)
 
 int sandbox_drop_caps(uint64_t keep, struct cla_error *e)
 {
-    /* First, so that the bounding-set test below holds whatever happens later. */
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return err_setsys(e, -errno, "prctl(PR_SET_NO_NEW_PRIVS)");
-
-    /* The bounding set only limits what an execve could grant. Shrinking it takes
-     * CAP_SETPCAP; a process without it (run as the target's own user) keeps a full bounding
-     * set, which is harmless under no_new_privs: file capabilities are ignored and nothing
-     * can be gained back. PR_CAPBSET_READ says EINVAL past the kernel's last capability. */
-    for (int cap = 0; cap < 64; cap++) {
-        if (keep & (1ULL << cap))
-            continue;
-        int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-        if (in < 0)
-            break;
-        if (in == 0)
-            continue;
-        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EPERM)
-            return err_setsys(e, -errno, "dropping capability %d from the bounding set", cap);
-    }
-    /* COMPAT(kernel < 4.3): no ambient set, so nothing to clear. */
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-        return err_setsys(e, -errno, "clearing the ambient capabilities");
-
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct data[2] = {{0}};
     if (syscall(SYS_capget, &hdr, data) < 0)
         return err_setsys(e, -errno, "capget");
+
+    if (!state.bounding_dropped) {
+        /* First, so that the bounding-set reasoning below holds whatever happens later. */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            return err_setsys(e, -errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+        /* The bounding set only limits what an execve could grant. Shrinking it takes
+         * CAP_SETPCAP; a process without it (run as the target's own user) keeps a full
+         * bounding set, which is harmless under no_new_privs: file capabilities are ignored
+         * and nothing can be gained back. Dropping a capability that is not in the set is a
+         * no-op, and EINVAL past the kernel's last capability ends the loop: one call per
+         * capability the kernel has, none without CAP_SETPCAP. */
+        if (data[0].effective & (1u << CAP_SETPCAP)) {
+            for (int cap = 0; cap < 64; cap++) {
+                if (keep & (1ULL << cap))
+                    continue;
+                if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0)
+                    continue;
+                if (errno == EINVAL)
+                    break;
+                return err_setsys(e, -errno, "dropping capability %d from the bounding set", cap);
+            }
+        }
+        /* COMPAT(kernel < 4.3): no ambient set, so nothing to clear. Later calls need not:
+         * capset below keeps ambient within permitted and inheritable. */
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+            return err_setsys(e, -errno, "clearing the ambient capabilities");
+        state.bounding_dropped = true;
+    }
+
     for (int i = 0; i < 2; i++) {
         uint32_t k = (uint32_t)(keep >> (32 * i));
         data[i].effective &= k;

@@ -19,9 +19,14 @@
 /* clang-format off */
 /* Stage sets, named for how long a rule lives. */
 #define ALL SANDBOX_IN_ALL
-#define DISCOVERY SANDBOX_IN_FULL                             /* until the profiler is placed */
-#define ATTACH (SANDBOX_IN_FULL | SANDBOX_IN_DELIVERED)       /* until the runtime answered */
+#define WATCHER SANDBOX_IN_FULL                               /* watch's own process */
+#define DELIVERY (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH)        /* until the profiler is placed */
+#define DISCOVERY (DELIVERY | SANDBOX_IN_PS)                  /* ... and ps, all along */
+#define ATTACH (DELIVERY | SANDBOX_IN_DELIVERED)              /* until the runtime answered */
+#define LOOKUP (ATTACH | SANDBOX_IN_PS)                       /* ... and ps, all along */
 #define AFTER_DELIVERY (SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT)
+#define READ_ONLY (AFTER_DELIVERY | SANDBOX_IN_PS)            /* nothing created */
+#define NETWORK (SANDBOX_IN_ALL & ~SANDBOX_IN_PS)             /* HTTPS: ps never reports */
 #define STARTUP SANDBOX_IN_STARTUP
 
 #define ALLOW(n, st, w) {.name = (n), .stages = (st), .why = (w)}
@@ -79,15 +84,16 @@ static const struct sandbox_rule rules[] = {
                  "threads only: libcurl's threaded resolver"),
     /* `watch` runs each attach in a child process (fork): a copy, never memory shared without
      * CLONE_THREAD, no new namespace, SIGCHLD at its end. glibc's fork() adds CHILD_SETTID and
-     * CHILD_CLEARTID, outside the mask. Until delivery only: an attach's child drops it. */
-    ALLOW_MASKED("clone", DISCOVERY, 0, SB_CLONE_FORK_MASK, SIGCHLD,
+     * CHILD_CLEARTID, outside the mask. The watcher's own stage only: an attach's child drops
+     * it at delivery, `attach` and `ps` never have it. */
+    ALLOW_MASKED("clone", WATCHER, 0, SB_CLONE_FORK_MASK, SIGCHLD,
                  "watch: one child process per attach (glibc fork)"),
     /* musl's fork() is the fork syscall where it exists (x86_64): a clone(SIGCHLD) with no
      * argument to check. Absent on arm64, where musl calls clone, checked above. */
-    ALLOW("fork", DISCOVERY, "watch: one child process per attach (musl fork)"),
-    ALLOW("wait4", DISCOVERY, "watch: reaping an attach's child"),
+    ALLOW("fork", WATCHER, "watch: one child process per attach (musl fork)"),
+    ALLOW("wait4", WATCHER, "watch: reaping an attach's child"),
     /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
-    ALLOW_EQ("pidfd_send_signal", DISCOVERY, 1, SIGKILL,
+    ALLOW_EQ("pidfd_send_signal", WATCHER, 1, SIGKILL,
              "watch: ending an attach's child (past its deadline, or at a stop)"),
     /* glibc >= 2.34 tries clone3 first. Its flags sit in a struct in memory, which a filter
      * cannot read, so it must not run; ENOSYS makes glibc fall back to clone, checked above. */
@@ -123,16 +129,18 @@ static const struct sandbox_rule rules[] = {
     ALLOW("restart_syscall", ALL, "a sleep interrupted by SIGSTOP/SIGCONT"),
 
     /* Reading files, /proc and the target root; writing stdout, stderr, the termination log. */
-    ALLOW("openat", DISCOVERY, "/proc, the target root, creating the profiler (O_CREAT)"),
+    ALLOW("openat", DELIVERY, "/proc, the target root, creating the profiler (O_CREAT)"),
     /* After delivery nothing is created: O_CREAT and O_TMPFILE (an unnamed file that linkat
      * could later name) are refused. The termination log must exist or be opened earlier. */
-    ALLOW_MASKED("openat", AFTER_DELIVERY, 2, O_CREAT | SB_O_TMPFILE_BIT, 0,
+    ALLOW_MASKED("openat", READ_ONLY, 2, O_CREAT | SB_O_TMPFILE_BIT, 0,
                  "reading files; writing existing ones (termination log)"),
     /* musl (the static build) calls the legacy open(2) where glibc calls openat(2): the same
      * rules, its flags being argument 1. Absent on arm64, where the name is simply skipped. */
-    ALLOW("open", DISCOVERY, "musl's open() in the static build"),
-    ALLOW_MASKED("open", AFTER_DELIVERY, 1, O_CREAT | SB_O_TMPFILE_BIT, 0,
+    ALLOW("open", DELIVERY, "musl's open() in the static build"),
+    ALLOW_MASKED("open", READ_ONLY, 1, O_CREAT | SB_O_TMPFILE_BIT, 0,
                  "musl's open(): reading files, writing existing ones"),
+    /* ps keeps it too: a refusal would send every listing through the walk below, and the
+     * openat2 it could misuse is no worse than the setfsuid it must keep. */
     ALLOW("openat2", DISCOVERY, "RESOLVE_IN_ROOT lookups in the target root"),
     /* openat2 takes its flags in a struct (struct open_how) the filter cannot read, so it
      * cannot be limited to read-only opens. EPERM, not kill: rootfs.c treats EPERM as "openat2
@@ -154,23 +162,23 @@ static const struct sandbox_rule rules[] = {
     ALLOW("stat", ALL, "musl's stat() in the static build"),
     ALLOW("lstat", ALL, "musl's lstat() in the static build"),
     ALLOW("fsync", ALL, "the delivered file, the termination log"),
-    ALLOW("getdents64", ATTACH, "listing /proc and the target's TMPDIR"),
-    ALLOW("readlinkat", ATTACH, "/proc/<pid>/exe, fd checks"),
-    ALLOW("readlink", ATTACH, "glibc readlink() on x86_64"),
+    ALLOW("getdents64", LOOKUP, "listing /proc and the target's TMPDIR"),
+    ALLOW("readlinkat", LOOKUP, "/proc/<pid>/exe, fd checks"),
+    ALLOW("readlink", LOOKUP, "glibc readlink() on x86_64"),
     /* Without openat2, rootfs.c's link-following walk refuses a link by its filesystem: procfs
      * holds the magic links that RESOLVE_NO_MAGICLINKS would refuse. */
-    ALLOW("fstatfs", ATTACH, "rootfs walk: is a link a magic one of /proc?"),
+    ALLOW("fstatfs", LOOKUP, "rootfs walk: is a link a magic one of /proc?"),
 
     /* Placing the profiler: temporary name, owner and mode, then rename into place. */
-    ALLOW("fchown", DISCOVERY, "the delivered file belongs to the target's user"),
+    ALLOW("fchown", DELIVERY, "the delivered file belongs to the target's user"),
     /* fchmod and unlinkat last until the runtime answered: a profiler it refused is removed
      * (a directory made writable again first) before the reply stage, --keep aside. */
     ALLOW("fchmod", ATTACH, "the delivered file's mode; undo after a failed load"),
-    ALLOW("renameat", DISCOVERY, "temporary name to final name"),
-    ALLOW("renameat2", DISCOVERY, "RENAME_NOREPLACE"),
-    ALLOW("linkat", DISCOVERY, "publishing the profiler by its fd (/proc/self/fd/N), no replace"),
+    ALLOW("renameat", DELIVERY, "temporary name to final name"),
+    ALLOW("renameat2", DELIVERY, "RENAME_NOREPLACE"),
+    ALLOW("linkat", DELIVERY, "publishing the profiler by its fd (/proc/self/fd/N), no replace"),
     ALLOW("unlinkat", ATTACH, "our temporary file on failure; what a failed load left"),
-    ALLOW("mkdirat", DISCOVERY, "a profiler directory's tree"),
+    ALLOW("mkdirat", DELIVERY, "a profiler directory's tree"),
 
     /* Acting as the target's user (creds.c). Once the file is placed, only two calls remain:
      * asking for the current id and switching back to ourselves. Switching to a third user is
@@ -193,18 +201,18 @@ static const struct sandbox_rule rules[] = {
     /* A further filter can only take rights away, so installing one stays allowed. */
     ALLOW_EQ("seccomp", ALL, 0, SECCOMP_SET_MODE_FILTER, "sandbox_tighten"),
     ALLOW_EQ("seccomp", ALL, 0, SECCOMP_GET_ACTION_AVAIL, "libseccomp API level probe"),
-    ALLOW("pidfd_open", ATTACH, "pinning the target"),
+    ALLOW("pidfd_open", LOOKUP, "pinning the target"),
 
     /* Sockets: AF_UNIX to the runtime, AF_INET/6 to the API server. */
-    ALLOW_EQ("socket", ATTACH, 0, AF_UNIX, "the diagnostic IPC socket"),
+    ALLOW_EQ("socket", LOOKUP, 0, AF_UNIX, "the diagnostic IPC socket"),
     /* After the reply no new AF_UNIX socket is needed, and connect()'s address is in memory
      * where the filter cannot see it, so denying the socket is the only way to stop us from
      * talking to other local daemons (a container runtime's socket, another app's IPC).
      * EPERM, not kill: glibc's getaddrinfo probes nscd over AF_UNIX and moves on when it
      * fails. socketpair() makes no connection and stays allowed for curl's wake-up pair. */
     FAIL_EQ("socket", SANDBOX_IN_REPORT, EPERM, 0, AF_UNIX, "glibc nscd probe then moves on"),
-    ALLOW_EQ("socket", ALL, 0, AF_INET, "HTTPS to the API server, DNS"),
-    ALLOW_EQ("socket", ALL, 0, AF_INET6, "HTTPS to the API server, DNS"),
+    ALLOW_EQ("socket", NETWORK, 0, AF_INET, "HTTPS to the API server, DNS"),
+    ALLOW_EQ("socket", NETWORK, 0, AF_INET6, "HTTPS to the API server, DNS"),
     /* glibc's getaddrinfo(AI_ADDRCONFIG) asks netlink which address families are configured
      * and copes with a failure; netlink itself (routes, audit, uevents) is no business of
      * ours. */
@@ -243,12 +251,38 @@ static const struct sandbox_rule rules[] = {
     /* runc (1.1.12+, and Debian's 1.1.5 with the CVE-2024-21626 fix) checks that
      * /proc/self/fd is procfs, after loading the profile and before its execve. */
     ALLOW("fstatfs", STARTUP, "runc's /proc/self/fd check before it execs us"),
-    /* libseccomp (our first seccomp_init) probes for seccomp(2) with the always-invalid
-     * seccomp(SECCOMP_SET_MODE_STRICT, 1, NULL) and takes anything but EINVAL for "no seccomp":
-     * under the runtime's profile that call must reach the kernel. Entering strict mode could
-     * only take rights away. Our own filters never need it again. */
+    /* libseccomp probes for seccomp(2) with the always-invalid seccomp(SECCOMP_SET_MODE_STRICT,
+     * 1, NULL) and takes anything but EINVAL for "no seccomp". clrattach no longer calls
+     * libseccomp (its filters are compiled at build time); the row keeps the published profile
+     * unchanged, and entering strict mode could only take rights away. */
     ALLOW_EQ("seccomp", STARTUP, 0, SECCOMP_SET_MODE_STRICT, "libseccomp's seccomp(2) probe"),
 };
+
+unsigned sandbox_stage_bit(enum sandbox_stage stage)
+{
+    switch (stage) {
+    case SANDBOX_STAGE_FULL: return SANDBOX_IN_FULL;
+    case SANDBOX_STAGE_ATTACH: return SANDBOX_IN_ATTACH;
+    case SANDBOX_STAGE_DELIVERED: return SANDBOX_IN_DELIVERED;
+    case SANDBOX_STAGE_REPORT: return SANDBOX_IN_REPORT;
+    case SANDBOX_STAGE_PS: return SANDBOX_IN_PS;
+    case SANDBOX_STAGE_COUNT: break;
+    }
+    return 0;
+}
+
+const char *sandbox_stage_name(enum sandbox_stage stage)
+{
+    switch (stage) {
+    case SANDBOX_STAGE_FULL: return "full";
+    case SANDBOX_STAGE_ATTACH: return "attach";
+    case SANDBOX_STAGE_DELIVERED: return "delivered";
+    case SANDBOX_STAGE_REPORT: return "report";
+    case SANDBOX_STAGE_PS: return "ps";
+    case SANDBOX_STAGE_COUNT: break;
+    }
+    return "?";
+}
 
 const struct sandbox_rule *sandbox_policy_rules(size_t *ret_count)
 {

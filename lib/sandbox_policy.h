@@ -4,14 +4,36 @@
 
 /*
  * The one seccomp allow-list of clrattach, as plain data. Both the filters the process installs
- * on itself (sandbox.c) and the Kubernetes/OCI profile it exports (sandbox_profile_json) are
- * generated from this table, so the two can never drift. Pure: no syscalls in this module.
+ * on itself (compiled at build time by tools/sandbox_gen.c, loaded by sandbox.c) and the
+ * Kubernetes/OCI profile it exports (sandbox_profile_json) are generated from this table, so
+ * the two can never drift. Pure: no syscalls in this module.
  */
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
+
+enum sandbox_mode {
+    SANDBOX_MODE_KILL, /* a call outside the list kills the whole process (SIGSYS) */
+    SANDBOX_MODE_LOG,  /* it runs and is logged: for finding what a new environment needs */
+    SANDBOX_MODE_OFF,  /* no filter; the caller warns */
+};
+
+/* A stage is a complete allow-list; the numbering is the order of the attach path. PS stands
+ * apart: `ps` enters it from the start and goes nowhere after it. */
+enum sandbox_stage {
+    SANDBOX_STAGE_FULL,      /* `watch`: everything an attach needs, plus a child per attach */
+    SANDBOX_STAGE_ATTACH,    /* one attach: discovery, delivery (file create, fchown, rename),
+                              * IPC, HTTPS; no child processes */
+    SANDBOX_STAGE_DELIVERED, /* profiler placed: no more file creation, chown, chmod, rename,
+                              * link, unlink, no fsuid switch except back to ourselves */
+    SANDBOX_STAGE_REPORT,    /* attach reply read: only what reporting (HTTPS, stdout,
+                              * termination log) needs; no new AF_UNIX socket, no pidfd */
+    SANDBOX_STAGE_PS,        /* `ps`: reading /proc and asking runtimes as their user; nothing
+                              * created, changed or removed, no network, no child */
+    SANDBOX_STAGE_COUNT,
+};
 
 /* The stages a rule belongs to, as a bit set. Each stage's filter is a complete allow-list of
  * its own, stacked on the earlier ones; the kernel applies the strictest answer of all loaded
@@ -22,7 +44,10 @@
 /* Exported profile only: what runs between the container runtime loading the profile and our
  * main() installing the real filter (the runtime's execve of us, the dynamic loader). */
 #define SANDBOX_IN_STARTUP 0x8u
-#define SANDBOX_IN_ALL     (SANDBOX_IN_FULL | SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT)
+#define SANDBOX_IN_ATTACH  0x10u /* FULL without watch's child processes */
+#define SANDBOX_IN_PS      0x20u
+#define SANDBOX_IN_ALL                                                                             \
+    (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH | SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT | SANDBOX_IN_PS)
 
 /* How an argument is compared. MASKED_EQ is (arg & mask) == datum. */
 enum sandbox_arg_op {
@@ -52,6 +77,12 @@ struct sandbox_rule {
     enum sandbox_arg_dyn dyn;
     const char *why; /* who needs it; shown in reviews and in the docs */
 };
+
+/* The SANDBOX_IN_* bit of a stage; 0 for SANDBOX_STAGE_COUNT. */
+unsigned sandbox_stage_bit(enum sandbox_stage stage);
+
+/* The stage's short name ("full", "delivered", ...); static storage. */
+const char *sandbox_stage_name(enum sandbox_stage stage);
 
 /* The rule table and its length. Static storage; never NULL. */
 const struct sandbox_rule *sandbox_policy_rules(size_t *ret_count);

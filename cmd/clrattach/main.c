@@ -276,15 +276,16 @@ static int parse_common(int c, const char *arg, struct common *co, const char *c
     return usage_error(cmd, "unknown option");
 }
 
-/* Enters the sandbox; 'off' only with a loud warning, since it exists for diagnosis. */
-static int enter_sandbox(const struct common *co)
+/* Enters the sandbox at `stage`; 'off' only with a loud warning, since it exists for
+ * diagnosis. */
+static int enter_sandbox(const struct common *co, enum sandbox_stage stage)
 {
     struct cla_error e = {0};
     if (co->seccomp == SANDBOX_MODE_OFF)
         fputs("clrattach: WARNING: --seccomp=off: running WITHOUT the seccomp filter; use this "
               "only to diagnose a suspected filter problem\n",
               stderr);
-    if (sandbox_enter(co->seccomp, &e) < 0) {
+    if (sandbox_enter_at(co->seccomp, stage, &e) < 0) {
         return fatal("seccomp", ATTACH_INTERNAL, &e);
     }
     return 0;
@@ -687,8 +688,8 @@ static int parse_attach_cli(int argc, char **argv, bool watch, struct attach_cli
 }
 
 /* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
- * then the seccomp filter. Returns -1 to go on, or the exit code. */
-static int setup_job(struct attach_cli *a)
+ * then the seccomp filter at `stage`. Returns -1 to go on, or the exit code. */
+static int setup_job(struct attach_cli *a, enum sandbox_stage stage)
 {
     struct cla_error e = {0};
     int r;
@@ -706,7 +707,7 @@ static int setup_job(struct attach_cli *a)
                               CAP(CAP_FOWNER),
                           &e) < 0)
         return fatal("capabilities", ATTACH_INTERNAL, &e);
-    if ((r = enter_sandbox(&a->co)) != 0)
+    if ((r = enter_sandbox(&a->co, stage)) != 0)
         return r;
     return -1;
 }
@@ -798,7 +799,7 @@ static int cmd_attach(int argc, char **argv)
     uint64_t pid;
     if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
         return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
-    if ((r = setup_job(&a)) >= 0) {
+    if ((r = setup_job(&a, SANDBOX_STAGE_ATTACH)) >= 0) {
         release_job(&a);
         return r;
     }
@@ -886,7 +887,7 @@ static int cmd_watch(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    if ((r = setup_job(&a)) >= 0) {
+    if ((r = setup_job(&a, SANDBOX_STAGE_FULL)) >= 0) {
         release_job(&a);
         return r;
     }
@@ -978,7 +979,7 @@ static int cmd_ps(int argc, char **argv)
                               CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH),
                           &e) < 0)
         return fatal("capabilities", ATTACH_INTERNAL, &e);
-    if ((r = enter_sandbox(&co)) != 0)
+    if ((r = enter_sandbox(&co, SANDBOX_STAGE_PS)) != 0)
         return r;
     struct ps_entry *list = NULL;
     size_t n = 0;
