@@ -3,11 +3,12 @@
 # no CA bundle: the API server's CA always comes from the service-account volume).
 #   docker build -t registry.example.com/clrattach:$(cat VERSION) .
 # The builder is Debian bookworm, the release whose sources scripts/build-static.sh builds the
-# static libraries from (curl, OpenSSL, jansson, libseccomp, with Debian's security patches).
+# static libraries from (curl, wolfSSL, jansson, libseccomp, with Debian's security patches).
 
 FROM debian:bookworm AS builder
 # build-essential brings linux-libc-dev (the kernel headers copied for musl); dpkg-dev is
-# `apt-get source`; cmake builds jansson, gperf libseccomp's syscall table.
+# `apt-get source` (and brings `patch`); cmake builds jansson and wolfSSL, gperf libseccomp's
+# syscall table.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential musl-tools dpkg-dev cmake gperf perl pkg-config file ca-certificates \
