@@ -4,16 +4,16 @@
 #   docker build -t registry.example.com/clrattach:$(cat VERSION) .           (linux/amd64)
 #   scripts/build-image.sh  (make image): linux/amd64 + linux/arm64 as one OCI image index
 # The builder is Debian bookworm, the release whose sources scripts/build-static.sh builds the
-# static libraries from (curl, OpenSSL, jansson, libseccomp, with Debian's security patches).
+# static libraries from (curl, wolfSSL, jansson, libseccomp, with Debian's security patches).
 # It always runs on the build platform (amd64) and cross-compiles for the target platform:
 # nothing runs under emulation. A builder that sets no platform arguments (docker's classic
 # builder) builds linux/amd64.
 
 FROM --platform=${BUILDPLATFORM:-linux/amd64} debian:bookworm AS builder
 # build-essential brings linux-libc-dev (the kernel headers copied for musl); dpkg-dev is
-# `apt-get source`; cmake builds jansson, gperf libseccomp's syscall table. The aarch64 cross
-# gcc, its binutils and the arm64 libc, kernel headers and musl build the arm64 binary and
-# profilers.
+# `apt-get source` (and brings `patch`); cmake builds jansson and wolfSSL, gperf libseccomp's
+# syscall table. The aarch64 cross gcc, its binutils and the arm64 libc, kernel headers and
+# musl build the arm64 binary and profilers.
 RUN dpkg --add-architecture arm64 \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \

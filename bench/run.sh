@@ -197,6 +197,73 @@ else
     failed=$((failed + 1))
 fi
 
+# Event reporting by the static binary itself (libcurl + wolfSSL: what the image ships), each
+# iteration three fresh processes against the test API server:
+#   report  `attach` to a pid that does not exist: the process finds no target and reports that
+#           (one Event: CA file load, TLS handshake, POST), nothing else;
+#   nothing the same with --events off: the process without its report;
+#   attach  a real attach to a fresh target with its Event (the profiler copied, the runtime's
+#           answer, the report): the whole job, whose peak RSS is the one that counts.
+# A static process makes one report (two with the core/v1 fallback), so each report is cold.
+static_event_bench() {
+    local ev="$B/static-events" i m pid missing
+    rm -rf "$ev"
+    mkdir -p "$ev"
+    "$ROOT/tests/k8s/gen-certs.sh" "$ev/certs" >/dev/null 2>&1 || return 1
+    echo "token-bench" >"$ev/token"
+    : >"$ev/requests"
+    python3 "$ROOT/tests/k8s/apiserver.py" --ca-dir "$ev/certs" --token-file "$ev/token" \
+        --request-log "$ev/requests" --port-file "$ev/port" 2>"$ev/server.log" &
+    local srv=$!
+    TARGET_PIDS+=("$srv")
+    for i in $(seq 100); do [ -s "$ev/port" ] && break; sleep 0.1; done
+    [ -s "$ev/port" ] || return 1
+    local api=(--api-url "https://127.0.0.1:$(cat "$ev/port")" --token-file "$ev/token"
+        --ca-file "$ev/certs/ca.crt")
+    local envs=(env -i CLRATTACH_POD_NAME=orders-api-1 CLRATTACH_POD_NAMESPACE=shop
+        CLRATTACH_CONTAINER_NAME=app CLRATTACH_POD_UID=2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11)
+    # The highest pid the kernel hands out: not a process here (checked by the outcome).
+    missing=$(($(cat /proc/sys/kernel/pid_max) - 1))
+    for i in $(seq 1 "$ITER"); do
+        local before
+        before=$(wc -l <"$ev/requests")
+        m=$("${envs[@]}" "$B/measure" "$STATIC_BIN" attach --pid "$missing" --profiler "$PROBE" \
+            --clsid "$PROBE_CLSID" "${api[@]}" --events required -o json 3>&1 \
+            >"$ev/report.$i.json" 2>>"$ev/static.err")
+        set -- $m
+        [ "$(json_get "$ev/report.$i.json" outcome)" = target_not_found ] &&
+            [ "$(wc -l <"$ev/requests")" -eq $((before + 1)) ] ||
+            { echo "bench: static report run $i failed (exit ${3:-?})" >&2; return 1; }
+        echo "$1 $2" >>"$ev/report.dat"
+        m=$("${envs[@]}" "$B/measure" "$STATIC_BIN" attach --pid "$missing" --profiler "$PROBE" \
+            --clsid "$PROBE_CLSID" --events off -o json 3>&1 >"$ev/nothing.$i.json" \
+            2>>"$ev/static.err")
+        set -- $m
+        [ "$(json_get "$ev/nothing.$i.json" outcome)" = target_not_found ] ||
+            { echo "bench: static run $i without events failed" >&2; return 1; }
+        echo "$1 $2" >>"$ev/nothing.dat"
+        start_target "bench-static-event-$i" || return 1
+        pid=$TARGET_PID
+        before=$(wc -l <"$ev/requests")
+        m=$("${envs[@]}" "$B/measure" "$STATIC_BIN" attach --pid "$pid" --profiler "$PROBE" \
+            --clsid "$PROBE_CLSID" --settle 0 --client-data out=/tmp/x.json "${api[@]}" \
+            --events required -o json 3>&1 >"$ev/attach.$i.json" 2>>"$ev/static.err")
+        set -- $m
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        [ "${3:-1}" = 0 ] && [ "$(wc -l <"$ev/requests")" -eq $((before + 1)) ] ||
+            { echo "bench: static attach + Event run $i failed (exit ${3:-?})" >&2; return 1; }
+        echo "$1 $2" >>"$ev/attach.dat"
+    done
+    kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    return 0
+}
+if [ -x "$STATIC_BIN" ]; then
+    static_event_bench ||
+        { echo "bench: static Event bench failed; see $B/static-events" >&2; failed=$((failed + 1)); }
+fi
+
 # Watch mode: a watcher (default 250 ms scan interval, seccomp on, events off) and ITER targets
 # started one by one while it runs. Detection latency: from the target's diagnostic socket
 # coming into being (its ctime) to the watcher's result line for it. Idle cost: with every
@@ -249,7 +316,7 @@ watch_bench || { echo "bench: watch bench failed; see $B/watch" >&2; failed=$((f
 # Binary sizes: stripped copies, so debug info does not count.
 size_of() { [ -e "$1" ] && strip -o "$B/stripped" "$1" 2>/dev/null && stat -c %s "$B/stripped"; }
 SIZE_DYN=$(size_of "$CLRATTACH")
-SIZE_STATIC=$(size_of "$ROOT/build/static/clrattach")
+SIZE_STATIC=$(size_of "$STATIC_BIN")
 SIZE_PROBE=$(size_of "$PROBE")
 
 python3 - "$B" "$METHODS" "$PS_COUNTS" "$ITER" "${SIZE_DYN:-}" "${SIZE_STATIC:-}" \
@@ -345,7 +412,8 @@ def spread(v):
 rep = floats(f"{b}/events/reports.dat")
 proc = floats(f"{b}/events/process.dat")
 if rep:
-    print("\n| Event report over TLS (test API server) | samples | median ms | min–max ms |")
+    print("\n| Event report over TLS, k8s test driver (glibc, libcurl + OpenSSL) | samples "
+          "| median ms | min–max ms |")
     print("|---|---|---|---|")
     cold = [r[0] / 1000 for r in rep]
     warm = [x / 1000 for r in rep for x in r[1:]]
@@ -356,6 +424,25 @@ if rep:
         print(f"\nPeak RSS of that process: median {statistics.median(p[1] for p in proc):.0f} KiB.")
 else:
     print("\nEvent reporting: not measured (see the messages above).")
+
+sev = {k: floats(f"{b}/static-events/{k}.dat") for k in ("report", "nothing", "attach")}
+if all(sev.values()):
+    print("\n| static binary (libcurl + wolfSSL), one process each | samples | median ms "
+          "| min–max ms | median peak RSS KiB | max peak RSS KiB |")
+    print("|---|---|---|---|---|---|")
+    label = {"report": "Event report only (attach to a missing pid)",
+             "nothing": "the same with `--events off`",
+             "attach": "attach + Event over TLS"}
+    for k in ("report", "nothing", "attach"):
+        v = sev[k]
+        print(f"| {label[k]} | {len(v)} | {spread([x[0] for x in v])} "
+              f"| {statistics.median(x[1] for x in v):.0f} | {max(x[1] for x in v):.0f} |")
+    cold = statistics.median(x[0] for x in sev["report"]) - \
+        statistics.median(x[0] for x in sev["nothing"])
+    print(f"\nThe report's own cost (difference of the medians): {cold:.2f} ms, cold: a static "
+          "process makes one report, so there is no warm one.")
+elif os.path.isdir(f"{b}/static-events"):
+    print("\nStatic Event reporting: not measured (see the messages above).")
 
 lat = [x[0] for x in floats(f"{b}/watch/latency.dat")]
 idle = floats(f"{b}/watch/idle.dat")

@@ -92,6 +92,23 @@ static long backoff_ms(int attempt)
     return d / 2 + (long)(rnd % (uint32_t)(d / 2 + 1));
 }
 
+/* No proxy, whatever the *_proxy environment variables say: an empty CURLOPT_PROXY overrides
+ * them. A libcurl built without proxy support (the static build's) knows no such option and
+ * has no proxy to use: that is the same guarantee. */
+static bool no_proxy(CURL *c)
+{
+    CURLcode cc = curl_easy_setopt(c, CURLOPT_PROXY, "");
+    return cc == CURLE_OK || cc == CURLE_UNKNOWN_OPTION;
+}
+
+/* No CA directory, only the CA file. A TLS backend that cannot read CA directories at all
+ * (wolfSSL in the static build) refuses the option as not built in: nothing to clear. */
+static bool no_ca_path(CURL *c)
+{
+    CURLcode cc = curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+    return cc == CURLE_OK || cc == CURLE_NOT_BUILT_IN;
+}
+
 static int setup_handle(struct session *s, struct cla_error *e)
 {
     CURL *c = s->curl;
@@ -99,15 +116,13 @@ static int setup_handle(struct session *s, struct cla_error *e)
     /* Only the CA file is trusted (CAPATH cleared: a static binary has no distro CA bundle, and
      * the cluster CA is the one that signed the apiserver), only https, no redirects, no proxy
      * from the environment: the bearer token must reach the apiserver and nothing else. */
-    bool ok = curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_path) == CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_CAPATH, NULL) == CURLE_OK &&
+    bool ok = curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_path) == CURLE_OK && no_ca_path(c) &&
               curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https") == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https") == CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_PROXY, "") == CURLE_OK &&
+              curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK && no_proxy(c) &&
               curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, cfg->connect_timeout_ms) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_USERAGENT, "clrattach/" CLRATTACH_VERSION) == CURLE_OK &&

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds a fully static clrattach (musl libc, libcurl + OpenSSL, jansson, libseccomp linked in)
+# Builds a fully static clrattach (musl libc, libcurl + wolfSSL, jansson, libseccomp linked in)
 # into build/static/clrattach, for FROM-scratch images and debug containers that have no libc.
 #
 # The libraries come from Debian's SOURCE packages (the versions and security patches Debian
@@ -8,10 +8,12 @@
 # update (new version) rebuilds just that library. Needs root only to add a deb-src line and to
 # install gperf; run it again at any time.
 #
-# Why OpenSSL and not the smaller, faster-building mbedTLS: Debian's mbedTLS (2.28) does not
-# match iPAddress SANs, and in-cluster clients reach the API server by IP
-# (KUBERNETES_SERVICE_HOST), whose certificate names it only as an IP SAN: verification fails
-# with BADCERT_CN_MISMATCH. OpenSSL is also what the glibc build uses through libcurl4-openssl.
+# The TLS library is wolfSSL (about 0.8 MiB of the binary, against 2.5 MiB of OpenSSL), with
+# one patch (scripts/patches/wolfssl): it matches an API server reached by IP against the
+# certificate's iPAddress SANs by their bytes, so that an IPv6 literal verifies. Debian's
+# mbedTLS (2.28) was not an option: it does not match iPAddress SANs at all, and in-cluster
+# clients reach the API server by IP (KUBERNETES_SERVICE_HOST). The glibc build keeps
+# Debian's libcurl4-openssl; clrattach's TLS settings (lib/k8s_client.c) are the same for both.
 #
 # ARCH=x86_64 (amd64, x64) or ARCH=aarch64 (arm64) picks the target; the default is the host's.
 # A foreign target is cross-compiled on the host (no emulation): Debian has no cross musl-tools,
@@ -47,7 +49,7 @@ ARCH_CFLAGS=""
 export AR=${CROSS}ar RANLIB=${CROSS}ranlib
 DEPS=$OUT/deps
 # The source trees are unpacked and built OUTSIDE build/: they hold files named *.d (curl's
-# docs, OpenSSL's dependency files) that the top-level Makefile would include from build/.
+# docs) that the top-level Makefile would include from build/.
 SRC=$(mktemp -d "${TMPDIR:-/tmp}/clrattach-static-src.XXXXXX")
 trap 'rm -rf "$SRC"' EXIT
 PREFIX=$DEPS/prefix
@@ -125,7 +127,7 @@ fetch() {
 # built PKG NEWEST: true when the prefix holds PKG built by this recipe at a time when NEWEST
 # was the newest source version listed (RECIPE changes whenever a build function below changes
 # how it builds). A new Debian version therefore triggers a rebuild of that package only.
-RECIPE=4
+RECIPE=5
 built() { [ "$(sed -n 's/^.* \(recipe .*\)$/\1/p' "$DEPS/$1.stamp" 2>/dev/null)" = "recipe $RECIPE newest $2" ]; }
 
 # run PKG CMD...: runs a build step with its output in the log; shows the tail on failure.
@@ -152,30 +154,68 @@ kernel_headers() {
 }
 
 COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
-# OpenSSL's own name for the target platform.
-OPENSSL_TARGET=linux-$ARCH
-[ "$ARCH" = aarch64 ] && OPENSSL_TARGET=linux-aarch64
+# CMake takes the target CPU from the host unless told it cross-compiles: wolfSSL would then
+# pick x86_64 code paths (WOLFSSL_X86_64_BUILD) for an aarch64 build.
+CMAKE_CROSS=()
+[ -n "$CROSS" ] && CMAKE_CROSS=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$ARCH")
 
-build_openssl() {
+build_wolfssl() {
     local dir=$1
-    # Only libssl and libcrypto (build_libs: no apps, tests or docs), TLS 1.2/1.3 client use.
-    # no-dso: a static binary cannot load engines or providers anyway; no-afalgeng: no kernel
-    # crypto sockets under the seccomp filter. OPENSSLDIR is never read for trust (clrattach
-    # always names its CA file) and points where a distribution would have it.
-    (cd "$dir" && run openssl ./Configure "$OPENSSL_TARGET" --prefix="$PREFIX" --libdir=lib \
-        --openssldir=/etc/ssl no-shared no-dso no-engine no-afalgeng no-tests \
-        no-legacy no-comp no-ssl3 no-tls1 no-tls1_1 no-dtls no-srp no-idea no-rc5 no-md2 \
-        no-mdc2 no-whirlpool no-camellia no-seed no-sm2 no-sm3 no-sm4 no-ct no-cms \
-        $COMMON_CFLAGS -I"$PREFIX/include")
-    run openssl make -C "$dir" -j"$JOBS" build_libs
-    run openssl make -C "$dir" install_dev
+    # wolfSSL rather than OpenSSL (4 MiB binary) or mbedTLS (no iPAddress SAN matching): a
+    # TLS 1.2/1.3 client with what the API server needs and nothing else. NO_OLD_TLS: nothing
+    # below TLS 1.2 is even compiled. ECDHE with P-256/P-384 (no finite-field DH, DSA, 3DES,
+    # RC4, MD4/MD5), RSA (PKCS#1 and PSS) and ECDSA certificates, AES-GCM/CBC and ChaCha20-
+    # Poly1305. Single-threaded: clrattach runs no threads. No system CA store
+    # (WOLFSSL_SYS_CA_CERTS): only the CA file clrattach names is ever read.
+    #   WOLFSSL_IP_ALT_NAME  iPAddress SANs decoded and matched (by their bytes, see
+    #                        scripts/patches/wolfssl/ip-san-bytes.patch)
+    #   WOLFSSL_GETRANDOM    seeds from getrandom(2) only: an empty root has no /dev/urandom
+    #   HAVE_SNI             the server name for a host name (libcurl sends none for an address)
+    #   SMALL_SESSION_CACHE  a few sessions: one process talks to one API server
+    #   OPENSSL_EXTRA        the OpenSSL-compatible names (SSL_CTX_new, ...) libcurl 7.88's
+    #                        wolfSSL backend is written against (its RSA wrappers need OAEP)
+    #   WOLFSSL_FILE_READ_WITH_READ  the CA file read with read(2): musl's fread() issues
+    #                        readv(2), which the seccomp filter does not allow (patch
+    #                        read-files-with-read.patch)
+    # The -D flags given through CMAKE_C_FLAGS are also written into the installed
+    # wolfssl/options.h, so libcurl sees the very configuration the library was built with.
+    # wolfSSL builds with -Werror; GCC 12 reports a false stringop-overflow in the constant-time
+    # HMAC of TLS_hmac (the length is bounded by the digest size it cannot see through).
+    local defs="-DWOLFSSL_IP_ALT_NAME -DWOLFSSL_GETRANDOM -DHAVE_SNI -DHAVE_TLS_EXTENSIONS"
+    defs="$defs -DSMALL_SESSION_CACHE -DOPENSSL_EXTRA -DWOLFSSL_FILE_READ_WITH_READ"
+    run wolfssl cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER="$CC" "${CMAKE_CROSS[@]}" \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib \
+        -DBUILD_SHARED_LIBS=OFF -DWOLFSSL_REPRODUCIBLE_BUILD=yes \
+        -DWOLFSSL_EXAMPLES=no -DWOLFSSL_CRYPT_TESTS=no -DWOLFSSL_SINGLE_THREADED=yes \
+        -DWOLFSSL_TLS13=yes -DWOLFSSL_TLSV12=yes -DWOLFSSL_OLD_TLS=no -DWOLFSSL_DTLS=no \
+        -DWOLFSSL_HARDEN=yes -DWOLFSSL_RSA=yes -DWOLFSSL_RSA_PSS=yes -DWOLFSSL_ECC=yes \
+        -DWOLFSSL_SHA384=yes -DWOLFSSL_SHA512=yes -DWOLFSSL_AESGCM=yes -DWOLFSSL_AESCBC=yes \
+        -DWOLFSSL_CHACHA=yes -DWOLFSSL_POLY1305=yes -DWOLFSSL_FILESYSTEM=yes \
+        -DWOLFSSL_DH=no -DWOLFSSL_DSA=no -DWOLFSSL_DES3=no -DWOLFSSL_ARC4=no -DWOLFSSL_MD4=no \
+        -DWOLFSSL_MD5=no -DWOLFSSL_SHA3=no -DWOLFSSL_SHAKE256=no \
+        -DWOLFSSL_CURVE25519=no -DWOLFSSL_ED25519=no -DWOLFSSL_CURVE448=no -DWOLFSSL_ED448=no \
+        -DWOLFSSL_AESCCM=no -DWOLFSSL_AESCTR=no -DWOLFSSL_AESOFB=no -DWOLFSSL_AESCFB=no \
+        -DWOLFSSL_AESSIV=no -DWOLFSSL_CMAC=no -DWOLFSSL_PKCS12=no -DWOLFSSL_PWDBASED=no \
+        -DWOLFSSL_ENCKEYS=no -DWOLFSSL_SESSION_TICKET=no -DWOLFSSL_HRR_COOKIE=no \
+        -DWOLFSSL_POSTAUTH=no -DWOLFSSL_SYS_CA_CERTS=no -DWOLFSSL_CRYPTOCB=no \
+        -DCMAKE_C_FLAGS="$COMMON_CFLAGS -Wno-error=stringop-overflow $defs"
+    run wolfssl cmake --build "$dir/_build" -j"$JOBS"
+    run wolfssl cmake --install "$dir/_build"
+    # The patched matcher must be what was compiled, and old protocol versions must be out.
+    grep -q 'define WOLFSSL_IP_ALT_NAME' "$PREFIX/include/wolfssl/options.h" ||
+        die "wolfssl: WOLFSSL_IP_ALT_NAME missing from options.h"
+    grep -q 'define NO_OLD_TLS' "$PREFIX/include/wolfssl/options.h" ||
+        die "wolfssl: NO_OLD_TLS missing from options.h"
+    grep -q 'HAVE_HOST_IP_ADDR' "$dir/src/internal.c" || die "wolfssl: IP SAN patch not applied"
+    grep -q 'define WOLFSSL_FILE_READ_WITH_READ' "$PREFIX/include/wolfssl/options.h" ||
+        die "wolfssl: WOLFSSL_FILE_READ_WITH_READ missing from options.h"
 }
 
 build_jansson() {
     local dir=$1
     # Debian packages jansson's git tree, which has no generated configure script: its CMake
     # build avoids needing autoconf/automake/libtool.
-    run jansson cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER="$CC" \
+    run jansson cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER="$CC" "${CMAKE_CROSS[@]}" \
         -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$ARCH" \
         -DCMAKE_AR="$(command -v "$AR")" -DCMAKE_RANLIB="$(command -v "$RANLIB")" \
         -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="$COMMON_CFLAGS" \
@@ -198,50 +238,90 @@ build_libseccomp() {
 
 build_curl() {
     local dir=$1
-    # HTTPS only, with what clrattach uses (CA file, TLS 1.2+, no proxy from the environment).
-    # No OpenSSL config file is loaded: nothing in it could help a static binary, and
-    # OPENSSL_CONF would otherwise be read from the environment.
+    # HTTPS only, with what clrattach uses: a CA file, TLS 1.2+, a bearer token it sets as a
+    # header itself, no redirects. Everything else is compiled out: other protocols, proxies
+    # (so *_proxy variables cannot route the token anywhere), HTTP authentication schemes,
+    # cookies, alt-svc, HSTS, netrc, DoH, MIME, IDN, compression, verbose messages. No CA
+    # bundle or path is built in: clrattach always names its CA file.
     # No threaded resolver: musl's getaddrinfo has its own timeouts, the API address is
     # normally an IP (KUBERNETES_SERVICE_HOST), and one thread fewer means no clone() to allow.
     (cd "$dir" && run curl ./configure --host="$TRIPLET" --prefix="$PREFIX" \
         --disable-shared --enable-static \
-        --with-openssl="$PREFIX" --without-gnutls --without-nss --without-mbedtls \
-        --without-wolfssl \
+        --with-wolfssl="$PREFIX" --without-openssl --without-gnutls --without-nss \
+        --without-mbedtls --without-rustls --without-bearssl \
         --without-ca-bundle --without-ca-path --without-ca-fallback \
-        --disable-threaded-resolver --without-zlib --without-brotli --without-zstd \
-        --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
+        --disable-threaded-resolver --disable-pthreads --without-zlib --without-brotli \
+        --without-zstd --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
         --without-ngtcp2 --without-libssh2 --without-libssh --without-librtmp \
         --without-gssapi --disable-ldap --disable-ldaps --disable-rtsp --disable-dict \
         --disable-telnet --disable-tftp --disable-pop3 --disable-imap --disable-smb \
         --disable-smtp --disable-gopher --disable-mqtt --disable-ftp --disable-file \
+        --disable-proxy --disable-http-auth --disable-crypto-auth --disable-tls-srp \
         --disable-ntlm --disable-ntlm-wb --disable-kerberos-auth --disable-negotiate-auth \
         --disable-cookies --disable-alt-svc --disable-hsts --disable-netrc --disable-manual \
-        --disable-unix-sockets --disable-websockets --disable-openssl-auto-load-config \
+        --disable-doh --disable-mime --disable-progress-meter --disable-verbose \
+        --disable-get-easy-options --disable-headers-api --disable-socketpair \
+        --disable-unix-sockets --disable-websockets --disable-libcurl-option \
         CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib")
     run curl make -C "$dir/lib" -j"$JOBS" install
     run curl make -C "$dir/include" install
-    # The build must not have found anything we did not ask for (a host library would not link
+    # The build must have what was asked for and nothing else (a host library would not link
     # statically anyway, but the failure would be far from its cause).
-    grep -q '^#define USE_OPENSSL 1' "$dir/lib/curl_config.h" || die "curl: OpenSSL not enabled"
-    if grep -qE '^#define (USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
+    local want
+    for want in USE_WOLFSSL CURL_DISABLE_PROXY CURL_DISABLE_COOKIES CURL_DISABLE_FTP \
+        CURL_DISABLE_LDAP CURL_DISABLE_HTTP_AUTH CURL_DISABLE_DOH; do
+        grep -q "^#define $want 1" "$dir/lib/curl_config.h" || die "curl: $want not set"
+    done
+    if grep -qE '^#define (USE_OPENSSL|USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
         "$dir/lib/curl_config.h"; then
         die "curl: configure enabled an unwanted feature (see $dir/lib/curl_config.h)"
     fi
+}
+
+# apply_patches PKG DIR: applies scripts/patches/PKG/*.patch (in name order) on top of Debian's
+# own patches. Each one says at its top what it changes and why.
+PATCHES=$ROOT/scripts/patches
+apply_patches() {
+    local pkg=$1 dir=$2 p
+    for p in "$PATCHES/$pkg"/*.patch; do
+        [ -f "$p" ] || continue
+        say "$pkg: applying $(basename "$p")"
+        run "$pkg" patch -d "$dir" -p1 --forward --no-backup-if-mismatch -i "$p"
+    done
+}
+
+# patch_sum PKG: names PKG's build function and the patches applied to it, so that a changed
+# flag or patch rebuilds it.
+patch_sum() {
+    local p
+    {
+        declare -f "build_$1"
+        for p in "$PATCHES/$1"/*.patch; do
+            if [ -f "$p" ]; then cat "$p"; fi
+        done
+    } | sha256sum | cut -c1-16
 }
 
 ensure_deb_src
 kernel_headers
 
 start=$(date +%s)
-# Order matters: curl links against OpenSSL.
-for pkg in openssl jansson libseccomp curl; do
+# Order matters: curl links against wolfSSL. The OpenSSL of an earlier recipe is removed from
+# the prefix, so that nothing can link it by mistake.
+rm -f "$DEPS/openssl.stamp" "$PREFIX/lib/libssl.a" "$PREFIX/lib/libcrypto.a"
+rm -rf "$PREFIX/include/openssl"
+for pkg in wolfssl jansson libseccomp curl; do
     newest=$(src_versions "$pkg" | head -n1)
     [ -n "$newest" ] || die "no Debian source for $pkg"
+    newest="$newest build $(patch_sum "$pkg")"
+    # curl compiles against wolfSSL's options.h: a rebuilt wolfSSL rebuilds it too.
+    [ "$pkg" = curl ] && newest="$newest tls $(sha256sum <"$DEPS/wolfssl.stamp" | cut -c1-16)"
     if built "$pkg" "$newest"; then
         continue
     fi
     : >"$LOG/$pkg.build"
     fetch "$pkg"
+    apply_patches "$pkg" "$FETCHED_DIR"
     say "building $pkg $FETCHED_VER"
     "build_$pkg" "$FETCHED_DIR"
     echo "$FETCHED_VER recipe $RECIPE newest $newest" >"$DEPS/$pkg.stamp"
@@ -310,7 +390,7 @@ make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" 
     SECCOMP_ARCH="$ARCH" \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \
     LDFLAGS="-static -L$PREFIX/lib" \
-    LDLIBS_TOOL="-lcurl -lssl -lcrypto -ljansson -lseccomp $COMPAT_LIBS" \
+    LDLIBS_TOOL="-lcurl -lwolfssl -ljansson -lseccomp $COMPAT_LIBS" \
     "${OBJ#"$ROOT"/}/clrattach"
 cp "$OBJ/clrattach" "$OUT/clrattach.tmp"
 mv "$OUT/clrattach.tmp" "$OUT/clrattach"

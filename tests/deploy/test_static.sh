@@ -42,7 +42,8 @@ ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}
 
 # STATIC_TRACE=1 runs each under strace (outside the root) into $WORK/strace-NAME.txt, with
 # KEEP_WORK=1 to keep it: how to find a syscall the filter is missing. STATIC_WRAP=CMD runs it
-# under CMD instead (a `timeout` that stops a watcher).
+# under CMD instead (a `timeout` that stops a watcher). STATIC_ENV="VAR=VALUE ..." adds to its
+# environment (no spaces in a value).
 # in_empty_root NAME ARGS...: runs /clrattach ARGS in the empty root. The shell that sets it up
 # stays OUTSIDE the chroot (the root has no shell), so it can copy the termination log out
 # before the namespace and its tmpfs disappear. Sets RC, OUT, ERR and LISTING (the root's files).
@@ -55,8 +56,8 @@ in_empty_root() {
     # "$@" reaches the inner shell as its positional parameters, unquoted nowhere.
     unshare --mount --propagation private sh -c '
         set -e
-        r=$1 static=$2 probe=$3 ca=$4 token=$5 work=$6 url=$7 trace=$8
-        shift 8
+        r=$1 static=$2 probe=$3 ca=$4 token=$5 work=$6 url=$7 trace=$8 extra_env=$9
+        shift 9
         mount -t tmpfs -o mode=0755 emptyroot "$r"
         cp "$static" "$r/clrattach"
         cp "$probe" "$r/libclrprobe.so"
@@ -67,13 +68,14 @@ in_empty_root() {
         (cd "$r" && find . -path ./proc -prune -print -o -print | sort) >"$work/ls"
         set +e
         env -i CLRATTACH_POD_NAME=orders-7d9c8b6f5-x2x7k CLRATTACH_POD_NAMESPACE=shop \
-            CLRATTACH_CONTAINER_NAME=app \
+            CLRATTACH_CONTAINER_NAME=app $extra_env \
             $trace /usr/sbin/chroot "$r" /clrattach "$@"
         rc=$?
         [ -f "$r/tlog" ] && cp "$r/tlog" "$work/tlog"
         exit $rc
     ' sh "$r" "$STATIC" "$PROBE" "$CA" "$WORK/token" "$WORK" "$URL" \
-        "${STATIC_WRAP:-${STATIC_TRACE:+strace -f -o $WORK/strace-$name.txt}}" "$@" >"$OUT" 2>"$ERR"
+        "${STATIC_WRAP:-${STATIC_TRACE:+strace -f -o $WORK/strace-$name.txt}}" "${STATIC_ENV:-}" \
+        "$@" >"$OUT" 2>"$ERR"
     RC=$?
     mv "$WORK/ls" "$LISTING" 2>/dev/null
 }
@@ -139,7 +141,7 @@ PY
     [ "$(json_get "$WORK/tlog" outcome 2>/dev/null)" = attached ] && ok "static-termination-log" ||
         fail "static-termination-log" "$(cat "$WORK/tlog" 2>&1)"
 
-    # A wrong CA is refused: TLS verification is on in the mbedTLS build too.
+    # A wrong CA is refused: TLS verification is on in the static build's TLS library too.
     "$K8S/gen-certs.sh" "$WORK/certs2" >/dev/null 2>&1
     CA_SAVE=$CA
     CA=$WORK/certs2/other-ca.crt
@@ -156,6 +158,9 @@ PY
         fail "static-wrong-ca-refused" "exit $RC: $(cat "$ERR") $(cat "$WORK/requests.json")"
     fi
     CA=$CA_SAVE
+
+    # The rest of the TLS guarantees, each against a server of its own.
+    . "$(dirname "$0")/static_tls.sh"
 fi
 
 # watch: musl's fork (the fork syscall itself on x86_64) for the child of each attach, the child

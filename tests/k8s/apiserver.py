@@ -500,6 +500,11 @@ class Handler(BaseHTTPRequestHandler):
                "body": body, "status": None}
         with st.lock:
             st.requests.append(rec)
+            if self.server.request_log:
+                # One line per API request, flushed at once: how a test whose client cannot
+                # query /_test/ (a TLS 1.1-only server) learns whether anything got through.
+                with open(self.server.request_log, "a") as f:
+                    f.write("%s %s\n" % (method, path))
         self.response_body = None
         rec["status"] = self.answer(method, path, raw, body, token)
         rec["response"] = self.response_body
@@ -722,11 +727,12 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, addr, ctx, state, verbose):
+    def __init__(self, addr, ctx, state, verbose, request_log=None):
         super().__init__(addr, Handler)
         self.ctx = ctx
         self.state = state
         self.verbose = verbose
+        self.request_log = request_log
 
     def get_request(self):
         # The handshake runs in the handler thread (on first read), so a client that hangs
@@ -748,19 +754,31 @@ def main():
     ap.add_argument("--bind", default="127.0.0.1", help="127.0.0.1 (default) or ::1")
     ap.add_argument("--pod", action="append", default=[],
                     help="NS/NAME of a pod the server knows, besides the defaults")
+    ap.add_argument("--cert", default="server",
+                    help="NAME: serve NAME.crt/NAME.key of --ca-dir (gen-certs.sh makes several)")
+    ap.add_argument("--tls-version", choices=["1.1", "1.2", "1.3"],
+                    help="speak only this TLS version (default: 1.2 and later)")
+    ap.add_argument("--request-log", help="append 'METHOD PATH' per API request to this file")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    ctx.load_cert_chain(os.path.join(a.ca_dir, "server.crt"), os.path.join(a.ca_dir,
-                                                                          "server.key"))
+    if a.tls_version:
+        v = {"1.1": ssl.TLSVersion.TLSv1_1, "1.2": ssl.TLSVersion.TLSv1_2,
+             "1.3": ssl.TLSVersion.TLSv1_3}[a.tls_version]
+        if v == ssl.TLSVersion.TLSv1_1:
+            # OpenSSL 3's default security level refuses TLS 1.1 even when asked for it.
+            ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+        ctx.minimum_version = ctx.maximum_version = v
+    ctx.load_cert_chain(os.path.join(a.ca_dir, a.cert + ".crt"),
+                        os.path.join(a.ca_dir, a.cert + ".key"))
     state = State(os.path.abspath(a.token_file))
     state.faults = json.loads(a.faults)
     state.pods |= set(a.pod)
     if ":" in a.bind:
         Server.address_family = socket.AF_INET6
-    srv = Server((a.bind, 0), ctx, state, a.verbose)
+    srv = Server((a.bind, 0), ctx, state, a.verbose, a.request_log)
     tmp = a.port_file + ".tmp"
     with open(tmp, "w") as f:
         f.write("%d\n" % srv.server_address[1])

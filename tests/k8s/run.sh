@@ -256,6 +256,79 @@ kill "$srv6_pid" 2>/dev/null
 wait "$srv6_pid" 2>/dev/null
 finish
 
+# TLS scenarios, each against a server of its own serving one certificate (gen-certs.sh) or one
+# TLS version, which appends every API request it gets to $work/extra.requests: the same
+# guarantees tests/deploy/static_tls.sh checks on the static build (libcurl + wolfSSL), here on
+# the glibc build (libcurl + OpenSSL). extra_server BIND CERT [TLS-VERSION] sets extra_url.
+extra_pid=
+extra_server() {
+    local bind=$1 cert=$2 ver=${3:-} host=$1
+    rm -f "$work/extra.port"
+    : >"$work/extra.requests"
+    python3 "$here/apiserver.py" --bind "$bind" --cert "$cert" ${ver:+--tls-version "$ver"} \
+        --ca-dir "$work/certs" --token-file "$work/token" --request-log "$work/extra.requests" \
+        --port-file "$work/extra.port" 2>"$work/extra.log" &
+    extra_pid=$!
+    for _ in $(seq 100); do [ -s "$work/extra.port" ] && break; sleep 0.1; done
+    [ -s "$work/extra.port" ] || { echo "  server did not start: $(cat "$work/extra.log")" >&2; ok=0; }
+    case $bind in *:*) host="[$bind]" ;; esac
+    extra_url=https://$host:$(cat "$work/extra.port" 2>/dev/null)
+}
+extra_stop() {
+    kill "$extra_pid" 2>/dev/null
+    wait "$extra_pid" 2>/dev/null
+}
+# drive_extra: one report to extra_url, one attempt; nothing may reach the main server.
+drive_extra() {
+    drive "${POD[@]}" "$UID_ENV" --bare --api-url "$extra_url" --token-file "$work/token" \
+        --ca-file "$ca" --namespace shop --time-ns "$T0" --attempts 1
+    expect 'R == []'
+}
+extra_reached() { [ "$(grep -c '^POST ' "$work/extra.requests")" = 1 ] || ok=0; }
+extra_untouched() { [ ! -s "$work/extra.requests" ] || ok=0; }
+
+for fam in ip6:::1 ip4:127.0.0.1; do
+    begin "tls_${fam%%:*}_literal_by_ip_san"
+    extra_server "${fam#*:}" "server-${fam%%:*}"
+    drive_extra
+    expect 'o["rc"] == 0'
+    extra_reached
+    extra_stop
+    finish
+
+    begin "tls_${fam%%:*}_san_names_other_addresses"
+    extra_server "${fam#*:}" server-other
+    drive_extra
+    expect 'o["errno"] == "EACCES" and o["log"][0]["curl"] == 60'
+    extra_untouched
+    extra_stop
+    finish
+done
+
+begin tls_dns_only_san_reached_by_ip
+extra_server 127.0.0.1 server-dns
+drive_extra
+expect 'o["errno"] == "EACCES" and o["log"][0]["curl"] == 60'
+extra_untouched
+extra_stop
+finish
+
+begin tls11_server_refused
+extra_server 127.0.0.1 server 1.1
+drive_extra
+expect 'o["rc"] != 0 and o["log"][0]["curl"] == 35'
+extra_untouched
+extra_stop
+finish
+
+begin tls13_only_server_accepted
+extra_server 127.0.0.1 server 1.3
+drive_extra
+expect 'o["rc"] == 0'
+extra_reached
+extra_stop
+finish
+
 begin not_in_cluster
 drive "${POD[@]}" --bare --sa-dir "$work/sa"
 expect 'o["errno"] == "ENOENT" and "KUBERNETES_SERVICE_HOST" in o["error"] and R == []'
