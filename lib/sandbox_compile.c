@@ -64,8 +64,12 @@ int sandbox_compile_stage(enum sandbox_stage stage, enum sandbox_mode mode, uint
     const uint32_t kill = SCMP_ACT_KILL_PROCESS;
     __attribute__((cleanup(release_ctx))) scmp_filter_ctx ctx =
         seccomp_init(mode == SANDBOX_MODE_LOG ? SCMP_ACT_LOG : kill);
+    /* libseccomp gives no reason; besides memory, the usual one is a default action that the
+     * API level (probed from the running kernel) does not offer. */
     if (!ctx)
-        return err_set(e, -ENOMEM, "seccomp_init failed");
+        return err_set(e, -EINVAL,
+                       "seccomp_init refused the %s default action (libseccomp API level %u)",
+                       mode == SANDBOX_MODE_LOG ? "LOG" : "KILL_PROCESS", seccomp_api_get());
     /* A 32-bit (int 0x80) or x32 call from a 64-bit process has its own numbering and would
      * slip past a list of native numbers: never legitimate here, killed even in log mode. */
     int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, kill);
