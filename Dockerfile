@@ -13,13 +13,14 @@ FROM --platform=${BUILDPLATFORM:-linux/amd64} debian:bookworm AS builder
 # build-essential brings linux-libc-dev (the kernel headers copied for musl); dpkg-dev is
 # `apt-get source` (and brings `patch`); cmake builds jansson and wolfSSL, gperf libseccomp's
 # syscall table. The aarch64 cross gcc, its binutils and the arm64 libc, kernel headers and
-# musl build the arm64 binary and profilers.
+# musl build the arm64 binary and profilers. libseccomp-dev and libjansson-dev are for the
+# build host's seccomp program generator (tools/sandbox_gen.c), never linked into the image.
 RUN dpkg --add-architecture arm64 \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         build-essential musl-tools dpkg-dev cmake gperf perl pkg-config file ca-certificates \
         gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu libc6-dev:arm64 linux-libc-dev:arm64 \
-        musl-dev:arm64 \
+        musl-dev:arm64 libseccomp-dev libjansson-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
