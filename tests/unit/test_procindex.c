@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "procindex.h"
+
+static const char STATUS[] = "Name:\tdotnet\nUid:\t1000\t1001\t1000\t1001\n"
+                             "Gid:\t2000\t2001\t2000\t2001\nNSpid:\t4242\t7\n";
+
+static void test_probe_parse(void **state)
+{
+    (void)state;
+    struct procindex_probe p;
+    static const char env[] = "PATH=/bin\0TMPDIR=/var/app\0";
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), env, sizeof(env) - 1, &p, NULL),
+                     0);
+    assert_int_equal(p.nspid, 7);
+    assert_int_equal(p.uid, 1001);
+    assert_int_equal(p.gid, 2001);
+    assert_int_equal(p.flags, 0);
+    assert_string_equal(p.tmpdir, "/var/app/");
+
+    /* No environment readable: /tmp/, as target_open decides. An empty one too. */
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), NULL, 0, &p, NULL), 0);
+    assert_string_equal(p.tmpdir, "/tmp/");
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), "", 0, &p, NULL), 0);
+    assert_string_equal(p.tmpdir, "/tmp/");
+    assert_int_equal(p.flags, 0);
+}
+
+static void test_probe_flags(void **state)
+{
+    (void)state;
+    struct procindex_probe p;
+    static const char off[] = "A=1\0DOTNET_EnableDiagnostics=0\0";
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), off, sizeof(off) - 1, &p, NULL),
+                     0);
+    assert_int_equal(p.flags, PROCINDEX_DISABLED);
+    static const char ipc[] = "DOTNET_EnableDiagnostics_IPC=0\0";
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), ipc, sizeof(ipc) - 1, &p, NULL),
+                     0);
+    assert_int_equal(p.flags, PROCINDEX_DISABLED);
+    /* The last assignment wins, as getenv() in the target sees it. */
+    static const char on[] = "COMPlus_EnableDiagnostics=0\0COMPlus_EnableDiagnostics=1\0";
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), on, sizeof(on) - 1, &p, NULL),
+                     0);
+    assert_int_equal(p.flags, 0);
+    static const char bad[] = "TMPDIR=/a/../etc\0";
+    assert_int_equal(procindex_probe_parse(STATUS, strlen(STATUS), bad, sizeof(bad) - 1, &p, NULL),
+                     0);
+    assert_int_equal(p.flags, PROCINDEX_REFUSED);
+    assert_string_equal(p.tmpdir, "");
+    /* Larger than target_open reads: refused as it is there. */
+    char *big = calloc(1, PROC_ENVIRON_MAX + 1);
+    assert_non_null(big);
+    assert_int_equal(
+        procindex_probe_parse(STATUS, strlen(STATUS), big, PROC_ENVIRON_MAX + 1, &p, NULL), 0);
+    assert_int_equal(p.flags, PROCINDEX_REFUSED);
+    free(big);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_probe_parse("Name:\tx\n", 8, NULL, 0, &p, &e), -EPROTO);
+}
+
+static void test_entries_fp(void **state)
+{
+    (void)state;
+    struct procindex_entry v[] = {
+        {.nspid = 9, .key = 5, .ino = 100},
+        {.nspid = 1, .key = 7, .ino = 300},
+        {.nspid = 9, .key = 3, .ino = 200},
+    };
+    procindex_sort_entries(v, 3);
+    assert_int_equal(v[0].nspid, 1);
+    assert_int_equal(v[1].key, 3);
+    assert_int_equal(procindex_entries_fp(v, 3, 2), 0);
+    assert_int_equal(procindex_entries_fp(NULL, 0, 1), 0);
+    uint64_t a = procindex_entries_fp(v, 3, 9), b = procindex_entries_fp(v, 3, 1);
+    assert_true(a != 0 && b != 0 && a != b);
+    /* A new inode under the same name is a new socket: another fingerprint, for it alone. */
+    v[2].ino = 101;
+    assert_true(procindex_entries_fp(v, 3, 9) != a);
+    assert_true(procindex_entries_fp(v, 3, 1) == b);
+    /* One entry fewer: another fingerprint too. */
+    assert_true(procindex_entries_fp(v, 2, 9) != procindex_entries_fp(v, 3, 9));
+}
+
+/* A child running `sleep` with TMPDIR=dir in its own environment. */
+static pid_t spawn_sleeper(const char *dir, const char *extra)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char tmp[256];
+        snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
+        char *envp[] = {tmp, (char *)extra, NULL};
+        char *argv[] = {"sleep", "30", NULL};
+        execve("/bin/sleep", argv, envp);
+        _exit(127);
+    }
+    return pid;
+}
+
+static const struct procindex_proc *find_pid(const struct procindex *x, pid_t pid)
+{
+    for (size_t i = 0; i < procindex_count(x); i++)
+        if (procindex_at(x, i)->pid == pid)
+            return procindex_at(x, i);
+    return NULL;
+}
+
+static int bind_socket(const char *dir, pid_t pid, unsigned key)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dotnet-diagnostic-%d-%u-socket", dir, (int)pid,
+             key);
+    unlink(sa.sun_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+/* Waits until the child runs sleep (its environ is the new one) or gives up. */
+static void wait_exec(pid_t pid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    for (int i = 0; i < 200; i++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n > 0 && strncmp(buf, "sleep", 5) == 0)
+            return;
+        usleep(10000);
+    }
+}
+
+static void test_scan_real_proc(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/procindex-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pid_t a = spawn_sleeper(dir, "X=1");
+    pid_t b = spawn_sleeper(dir, "DOTNET_EnableDiagnostics=0");
+    pid_t c = spawn_sleeper("/tmp/../etc", "X=1");
+    assert_true(a > 0 && b > 0 && c > 0);
+    wait_exec(a);
+    wait_exec(b);
+    wait_exec(c);
+    int s1 = bind_socket(dir, a, 1234);
+
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    struct procindex *x = procindex_new(proc, true);
+    assert_non_null(x);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_scan(x, 1000, &e), 0);
+    assert_null(find_pid(x, getpid())); /* never ourselves */
+    const struct procindex_proc *pa = find_pid(x, a), *pb = find_pid(x, b), *pc = find_pid(x, c);
+    assert_non_null(pa);
+    assert_non_null(pb);
+    assert_non_null(pc);
+    assert_int_equal(pa->flags, PROCINDEX_SOCKET | PROCINDEX_CHANGED);
+    assert_true(pa->stat.starttime > 0);
+    assert_string_equal(pa->stat.comm, "sleep");
+    assert_int_equal(pb->flags, PROCINDEX_DISABLED | PROCINDEX_CHANGED);
+    assert_int_equal(pc->flags, PROCINDEX_REFUSED | PROCINDEX_CHANGED);
+
+    /* Nothing new: nothing flagged as changed. */
+    assert_int_equal(procindex_scan(x, 1250, &e), 0);
+    assert_int_equal(find_pid(x, a)->flags, PROCINDEX_SOCKET);
+    assert_int_equal(find_pid(x, b)->flags, PROCINDEX_DISABLED);
+
+    /* The socket re-created under the same name (a new inode), and one for b: both changed. */
+    close(s1);
+    s1 = bind_socket(dir, a, 1234);
+    int s2 = bind_socket(dir, b, 99);
+    assert_int_equal(procindex_scan(x, 1500, &e), 0);
+    assert_int_equal(find_pid(x, a)->flags, PROCINDEX_SOCKET | PROCINDEX_CHANGED);
+    assert_int_equal(find_pid(x, b)->flags,
+                     PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_CHANGED);
+    assert_true(procindex_groups(x) >= 1);
+
+    /* A process gone is gone from the index. */
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    assert_int_equal(procindex_scan(x, 1750, &e), 0);
+    assert_null(find_pid(x, c));
+
+    procindex_free(x);
+    close(proc);
+    close(s1);
+    close(s2);
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+    waitpid(a, NULL, 0);
+    waitpid(b, NULL, 0);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-1234-socket", dir, (int)a);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-99-socket", dir, (int)b);
+    unlink(path);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_probe_parse),
+        cmocka_unit_test(test_probe_flags),
+        cmocka_unit_test(test_entries_fp),
+        cmocka_unit_test(test_scan_real_proc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
