@@ -4,6 +4,7 @@
  * split at its first "\n--\n": status before, environ after; without it, the whole input is the
  * status and the environment is unreadable). Either -EPROTO, or a probe whose TMPDIR is what
  * target_open would use (absolute, '/'-terminated, printable as it is) or empty with REFUSED.
+ * The same bytes as /proc/loadavg: a pid in range, or -EPROTO.
  * The same bytes as a list of socket-directory entries: a fingerprint is 0 exactly when no
  * entry names the pid.
  */
@@ -38,6 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(r == -EPROTO);
     }
+
+    pid_t last;
+    r = procindex_parse_loadavg(buf, size, &last);
+    FUZZ_CHECK(r == -EPROTO || (r == 0 && last >= 0));
 
     /* Entries: 16 bytes each (pid from 2 bytes, so that they collide; key; inode). */
     size_t ne = size / 16 > 64 ? 64 : size / 16;

@@ -102,6 +102,27 @@ uint64_t procindex_entries_fp(const struct procindex_entry *v, size_t n, pid_t n
     return any ? (h ? h : 1) : 0;
 }
 
+int procindex_parse_loadavg(const char *buf, size_t len, pid_t *ret_last_pid)
+{
+    /* Five fields separated by single spaces; the last is the pid, then a newline or the end. */
+    if (len > 0 && buf[len - 1] == '\n')
+        len--;
+    size_t fields = 1, last = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == ' ') {
+            fields++;
+            last = i + 1;
+        } else if (buf[i] == '\0' || buf[i] == '\n') {
+            return -EPROTO;
+        }
+    }
+    uint64_t v;
+    if (fields != 5 || util_parse_u64(buf + last, len - last, INT32_MAX, &v) < 0)
+        return -EPROTO;
+    *ret_last_pid = (pid_t)v;
+    return 0;
+}
+
 /* ---- the index ---- */
 
 /* Where the sockets of a set of processes live: one directory in one view, as one user. */
@@ -142,7 +163,9 @@ struct procindex {
     size_t n;
     struct group **groups;
     size_t ngroups, galloc;
-    char *envbuf; /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
+    char *envbuf;      /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
+    pid_t last_pid;    /* from /proc/loadavg at the last listing; -1 = unknown */
+    int64_t relist_ms; /* list /proc again by then at the latest */
 };
 
 struct procindex *procindex_new(int proc_dirfd, bool stat)
@@ -157,6 +180,7 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     }
     x->proc_dirfd = proc_dirfd;
     x->with_stat = stat;
+    x->last_pid = -1;
     x->self = getpid();
     return x;
 }
@@ -576,11 +600,48 @@ static void group_list(struct group *g)
     g->listed_at_ns = at;
 }
 
+/* Has a pid been allocated in our namespace since the last listing? True when unknown. */
+static bool pids_allocated(struct procindex *x)
+{
+    char buf[128];
+    size_t len;
+    pid_t last;
+    _cleanup_close_ int fd = openat(x->proc_dirfd, "loadavg", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+    len = n > 0 ? (size_t)n : 0;
+    if (n <= 0 || len == sizeof(buf) || procindex_parse_loadavg(buf, len, &last) < 0) {
+        x->last_pid = -1;
+        return true;
+    }
+    bool changed = last != x->last_pid || x->last_pid < 0;
+    x->last_pid = last;
+    return changed;
+}
+
+/* The pids to look at: /proc listed, or (watch, nothing new) the ones already known. */
+static int current_pids(struct procindex *x, int64_t now_ms, pid_t **ret, size_t *ret_n,
+                        struct cla_error *e)
+{
+    bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
+    if (x->with_stat && !fresh && now_ms < x->relist_ms) {
+        pid_t *v = x->n ? malloc(x->n * sizeof(*v)) : NULL;
+        if (x->n && !v)
+            return err_set(e, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < x->n; i++)
+            v[i] = x->v[i].pub.pid;
+        *ret = v;
+        *ret_n = x->n;
+        return 0;
+    }
+    x->relist_ms = now_ms + PROCINDEX_RELIST_MS;
+    return list_proc(x, ret, ret_n, e);
+}
+
 int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
 {
     pid_t *pids = NULL;
     size_t npids = 0;
-    int r = list_proc(x, &pids, &npids, e);
+    int r = current_pids(x, now_ms, &pids, &npids, e);
     if (r < 0)
         return r;
     struct rec *nv = npids ? malloc(npids * sizeof(*nv)) : NULL;

@@ -32,16 +32,23 @@
  * that execs dotnet) is found by the listing at once. */
 #define PROCINDEX_YOUNG_MS   10000
 #define PROCINDEX_RECHECK_MS 30000
+/* With stat on (watch), /proc is listed again only when a pid was allocated in our PID
+ * namespace since the last listing (the last field of /proc/loadavg: a new process, also in a
+ * namespace below ours, takes a pid in ours too), or when this long has passed (to let go of
+ * the processes that ended). A quiet node costs one read of /proc/loadavg per scan. */
+#define PROCINDEX_RELIST_MS 2000
 /* A socket directory that could not be opened is tried again after this long. */
 #define PROCINDEX_RETRY_MS 2000
 
 /* Flags of a process after a scan. */
-#define PROCINDEX_SOCKET  0x01u  /* its socket directory has an entry named for its nspid */
-#define PROCINDEX_CHANGED 0x02u  /* first seen, or its image or its entries (name, inode) changed  \
-                                  */
-#define PROCINDEX_DISABLED 0x04u /* DOTNET_EnableDiagnostics=0 (or a sibling) in its environment   \
-                                  */
-#define PROCINDEX_REFUSED 0x08u  /* its environment breaks a rule (TMPDIR, size): see target.h */
+#define PROCINDEX_SOCKET 0x01u /* its socket directory has an entry named for its nspid */
+#define PROCINDEX_CHANGED                                                                          \
+    0x02u /* first seen, or its image or its entries (name, inode) changed                         \
+           */
+#define PROCINDEX_DISABLED                                                                         \
+    0x04u                       /* DOTNET_EnableDiagnostics=0 (or a sibling) in its environment    \
+                                 */
+#define PROCINDEX_REFUSED 0x08u /* its environment breaks a rule (TMPDIR, size): see target.h */
 #define PROCINDEX_UNKNOWN                                                                          \
     0x10u /* not probed (no access to it, or to its socket directory as                            \
              its group's user): only the full look can tell */
@@ -81,6 +88,10 @@ void procindex_sort_entries(struct procindex_entry *v, size_t n);
 /* A fingerprint of the sorted entries named for `nspid` (keys, inodes, change times): 0 when
  * there is none, and another value when one is added, removed or replaced under its name. */
 uint64_t procindex_entries_fp(const struct procindex_entry *v, size_t n, pid_t nspid);
+
+/* The last pid allocated, from /proc/loadavg ("0.00 0.01 0.05 1/123 4567\n"). Returns 0, or
+ * -EPROTO when the text is not of that form. Pure. */
+int procindex_parse_loadavg(const char *buf, size_t len, pid_t *ret_last_pid);
 
 /* ---- the index ---- */
 

@@ -98,6 +98,27 @@ static void test_entries_fp(void **state)
     assert_true(procindex_entries_fp(v, 2, 9) != procindex_entries_fp(v, 3, 9));
 }
 
+static void test_loadavg(void **state)
+{
+    (void)state;
+    pid_t last = 0;
+    static const char ok[] = "0.00 0.01 0.05 1/123 4567\n";
+    assert_int_equal(procindex_parse_loadavg(ok, strlen(ok), &last), 0);
+    assert_int_equal(last, 4567);
+    assert_int_equal(procindex_parse_loadavg(ok, strlen(ok) - 1, &last), 0); /* no newline */
+    static const char *const bad[] = {"",
+                                      "0.00 0.01 0.05 1/123\n",
+                                      "0.00 0.01 0.05 1/123 4567 8\n",
+                                      "0.00 0.01 0.05 1/123 \n",
+                                      "0.00 0.01 0.05 1/123 45x7\n",
+                                      "0.00 0.01 0.05 1/123 99999999999\n",
+                                      "0.00 0.01\n0.05 1/123 4567\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(procindex_parse_loadavg(bad[i], strlen(bad[i]), &last), -EPROTO);
+    static const char nul[] = "0.00 0.01 0.05 1/1\0 4567";
+    assert_int_equal(procindex_parse_loadavg(nul, sizeof(nul) - 1, &last), -EPROTO);
+}
+
 /* A child running `sleep` with TMPDIR=dir in its own environment. */
 static pid_t spawn_sleeper(const char *dir, const char *extra)
 {
@@ -220,9 +241,8 @@ static void test_scan_real_proc(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_probe_parse),
-        cmocka_unit_test(test_probe_flags),
-        cmocka_unit_test(test_entries_fp),
+        cmocka_unit_test(test_probe_parse),    cmocka_unit_test(test_probe_flags),
+        cmocka_unit_test(test_entries_fp),     cmocka_unit_test(test_loadavg),
         cmocka_unit_test(test_scan_real_proc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
