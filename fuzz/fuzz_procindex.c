@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The index's probe: a process's status and environ, both the target's bytes (the input is
- * split at its first "\n--\n": status before, environ after; without it, the whole input is the
- * status and the environment is unreadable). Either -EPROTO, or a probe whose TMPDIR is what
- * target_open would use (absolute, '/'-terminated, printable as it is) or empty with REFUSED.
+ * The index's probe: a process's environ, the target's bytes (or, for an input that starts with
+ * "-", an environment that could not be read). A probe whose TMPDIR is what target_open would
+ * use (absolute, '/'-terminated, printable as it is), or empty with REFUSED.
  * The same bytes as /proc/loadavg: a pid in range, or -EPROTO.
  * The same bytes as a list of socket-directory entries: a fingerprint is 0 exactly when no
  * entry names the pid.
@@ -16,32 +15,24 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *buf = (const char *)data;
-    const char *sep = size >= 4 ? memmem(buf, size, "\n--\n", 4) : NULL;
-    size_t slen = sep ? (size_t)(sep - buf) + 1 : size;
-    const char *env = sep ? sep + 4 : NULL;
-    size_t elen = sep ? size - slen - 3 : 0;
+    const char *env = size > 0 && buf[0] == '-' ? NULL : buf;
+    size_t elen = env ? size : 0;
 
     struct procindex_probe p;
-    struct cla_error e = {0};
-    int r = procindex_probe_parse(buf, slen, env, elen, &p, &e);
-    if (r == 0) {
-        FUZZ_CHECK((p.flags & ~(PROCINDEX_DISABLED | PROCINDEX_REFUSED)) == 0);
-        size_t n = strnlen(p.tmpdir, sizeof(p.tmpdir));
-        FUZZ_CHECK(n < sizeof(p.tmpdir));
-        if (p.flags & PROCINDEX_REFUSED) {
-            FUZZ_CHECK(n == 0);
-        } else {
-            FUZZ_CHECK(n > 0 && p.tmpdir[0] == '/' && p.tmpdir[n - 1] == '/');
-            FUZZ_CHECK(fuzz_rendered_clean(p.tmpdir, n));
-        }
-        FUZZ_CHECK(!!(p.flags & PROCINDEX_DISABLED) == procindex_diagnostics_off(env, elen) ||
-                   elen > PROC_ENVIRON_MAX);
+    procindex_probe_parse(env, elen, &p);
+    FUZZ_CHECK((p.flags & ~(PROCINDEX_DISABLED | PROCINDEX_REFUSED)) == 0);
+    size_t n = strnlen(p.tmpdir, sizeof(p.tmpdir));
+    FUZZ_CHECK(n < sizeof(p.tmpdir));
+    if (p.flags & PROCINDEX_REFUSED) {
+        FUZZ_CHECK(n == 0);
     } else {
-        FUZZ_CHECK(r == -EPROTO);
+        FUZZ_CHECK(n > 0 && p.tmpdir[0] == '/' && p.tmpdir[n - 1] == '/');
+        FUZZ_CHECK(fuzz_rendered_clean(p.tmpdir, n));
     }
+    FUZZ_CHECK(!!(p.flags & PROCINDEX_DISABLED) == procindex_diagnostics_off(env, elen));
 
     pid_t last;
-    r = procindex_parse_loadavg(buf, size, &last);
+    int r = procindex_parse_loadavg(buf, size, &last);
     FUZZ_CHECK(r == -EPROTO || (r == 0 && last >= 0));
 
     /* Entries: 16 bytes each (pid from 2 bytes, so that they collide; key; inode). */

@@ -34,15 +34,9 @@ bool procindex_diagnostics_off(const char *environ, size_t environ_len)
     return false;
 }
 
-int procindex_probe_parse(const char *status, size_t status_len, const char *environ,
-                          size_t environ_len, struct procindex_probe *ret, struct cla_error *e)
+void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret)
 {
-    struct proc_status st;
-    int r = proc_parse_status(status, status_len, &st, e);
-    if (r < 0)
-        return r;
-    struct procindex_probe p = {
-        .nspid = st.have_nspid ? st.nspid : 0, .uid = st.uid[1], .gid = st.gid[1]};
+    struct procindex_probe p = {0};
     if (!environ) {
         snprintf(p.tmpdir, sizeof(p.tmpdir), "/tmp/");
     } else if (environ_len > PROC_ENVIRON_MAX) {
@@ -57,7 +51,6 @@ int procindex_probe_parse(const char *status, size_t status_len, const char *env
             p.flags |= PROCINDEX_DISABLED;
     }
     *ret = p;
-    return 0;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -146,7 +139,7 @@ struct group {
 
 struct rec {
     struct procindex_proc pub;
-    pid_t nspid;
+    pid_t nspid;   /* from its status, read once its group holds socket names; 0 until then */
     unsigned base; /* DISABLED, REFUSED, UNKNOWN from the probe */
     struct group *g;
     uint64_t sock_fp;
@@ -165,6 +158,7 @@ struct procindex {
     size_t ngroups, galloc;
     char *envbuf;      /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pid_t last_pid;    /* from /proc/loadavg at the last listing; -1 = unknown */
+    struct stat pidns; /* the PID namespace of /proc (its pid 1's); st_ino 0 = unknown */
     int64_t relist_ms; /* list /proc again by then at the latest */
 };
 
@@ -181,6 +175,8 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     x->proc_dirfd = proc_dirfd;
     x->with_stat = stat;
     x->last_pid = -1;
+    if (fstatat(proc_dirfd, "1/ns/pid", &x->pidns, 0) < 0)
+        x->pidns.st_ino = 0;
     x->self = getpid();
     return x;
 }
@@ -298,12 +294,13 @@ static void schedule(struct rec *r, int64_t now)
 }
 
 static struct group *find_group(struct procindex *x, const struct stat *mnt,
-                                const struct stat *root, const struct procindex_probe *p, pid_t pid)
+                                const struct stat *root, const struct stat *owner,
+                                const struct procindex_probe *p, pid_t pid)
 {
     for (size_t i = 0; i < x->ngroups; i++) {
         struct group *g = x->groups[i];
         if (g->mnt_dev == mnt->st_dev && g->mnt_ino == mnt->st_ino && g->root_dev == root->st_dev &&
-            g->root_ino == root->st_ino && g->uid == p->uid && g->gid == p->gid &&
+            g->root_ino == root->st_ino && g->uid == owner->st_uid && g->gid == owner->st_gid &&
             strcmp(g->tmpdir, p->tmpdir) == 0)
             return g;
     }
@@ -324,8 +321,8 @@ static struct group *find_group(struct procindex *x, const struct stat *mnt,
     g->mnt_ino = mnt->st_ino;
     g->root_dev = root->st_dev;
     g->root_ino = root->st_ino;
-    g->uid = p->uid;
-    g->gid = p->gid;
+    g->uid = owner->st_uid;
+    g->gid = owner->st_gid;
     g->rep = pid;
     g->rootfd = -1;
     x->groups[x->ngroups++] = g;
@@ -348,17 +345,16 @@ static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
     }
     schedule(r, now);
 
-    char status[PROC_STATUS_MAX];
-    size_t slen = 0, elen = 0;
-    int rr = read_once(x->proc_dirfd, pid, "status", status, sizeof(status), &slen);
-    if (gone(rr) || (rr == 0 && slen == 0))
-        return false;
-    if (rr < 0 || slen == sizeof(status)) {
-        r->base |= PROCINDEX_UNKNOWN;
-        return true;
-    }
+    /* The owner of /proc/<pid> is its effective uid and gid (root's for a process that is not
+     * dumpable): the group's key only. Who the directory is listed as comes from the pinned
+     * status of a member (group_open), and a member that the listing does not point at has
+     * no socket name in that directory for anybody. */
     char path[48];
-    struct stat mnt, root;
+    struct stat owner, mnt, root;
+    size_t elen = 0;
+    snprintf(path, sizeof(path), "%d", (int)pid);
+    if (fstatat(x->proc_dirfd, path, &owner, AT_SYMLINK_NOFOLLOW) < 0)
+        return false;
     snprintf(path, sizeof(path), "%d/ns/mnt", (int)pid);
     if (fstatat(x->proc_dirfd, path, &mnt, 0) < 0) {
         if (gone(-errno))
@@ -375,7 +371,7 @@ static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
         r->base |= PROCINDEX_UNKNOWN;
         return true;
     }
-    rr = read_once(x->proc_dirfd, pid, "environ", x->envbuf, PROC_ENVIRON_MAX + 1, &elen);
+    int rr = read_once(x->proc_dirfd, pid, "environ", x->envbuf, PROC_ENVIRON_MAX + 1, &elen);
     if (gone(rr))
         return false;
     if (rr < 0) {
@@ -384,14 +380,10 @@ static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
         return true;
     }
     struct procindex_probe p;
-    if (procindex_probe_parse(status, slen, x->envbuf, elen, &p, NULL) < 0) {
-        r->base |= PROCINDEX_UNKNOWN;
-        return true;
-    }
-    r->nspid = p.nspid ? p.nspid : pid; /* no NSpid line (Linux < 4.1): as target_open */
+    procindex_probe_parse(x->envbuf, elen, &p);
     r->base |= p.flags;
     if (!(p.flags & PROCINDEX_REFUSED)) {
-        r->g = find_group(x, &mnt, &root, &p, pid);
+        r->g = find_group(x, &mnt, &root, &owner, &p, pid);
         if (!r->g)
             r->base |= PROCINDEX_UNKNOWN; /* out of memory: the full look decides */
     }
@@ -485,9 +477,9 @@ static void group_open(struct procindex *x, struct group *g, int64_t now)
         return;
     }
     struct stat rst;
-    /* The pinned process must still be in this group (an execve or a setuid moves it). */
-    if (strcmp(t.tmpdir, g->tmpdir) != 0 || t.status.uid[1] != g->uid ||
-        t.status.gid[1] != g->gid || t.mntns != g->mnt_ino || target_open_root(&t, &e) < 0 ||
+    /* The pinned process must still see this directory (an execve may have moved it); its own
+     * ids, from its status, are who the directory is listed as. */
+    if (strcmp(t.tmpdir, g->tmpdir) != 0 || t.mntns != g->mnt_ino || target_open_root(&t, &e) < 0 ||
         fstat(t.rootfd, &rst) < 0 || rst.st_dev != g->root_dev || rst.st_ino != g->root_ino) {
         g->dir_errno = EAGAIN;
         goto out;
@@ -600,6 +592,29 @@ static void group_list(struct group *g)
     g->listed_at_ns = at;
 }
 
+/* The process's namespace pid: the pid its runtime names its socket for. A process in the
+ * PID namespace of our /proc has the pid we list it by (one stat of its ns/pid); for another,
+ * the last NSpid value of its status. False when neither can be read. */
+static bool read_nspid(const struct procindex *x, struct rec *r)
+{
+    char path[48];
+    struct stat ns;
+    snprintf(path, sizeof(path), "%d/ns/pid", (int)r->pub.pid);
+    if (x->pidns.st_ino && fstatat(x->proc_dirfd, path, &ns, 0) == 0 &&
+        ns.st_dev == x->pidns.st_dev && ns.st_ino == x->pidns.st_ino) {
+        r->nspid = r->pub.pid;
+        return true;
+    }
+    char status[PROC_STATUS_MAX];
+    size_t len;
+    struct proc_status st;
+    if (read_once(x->proc_dirfd, r->pub.pid, "status", status, sizeof(status), &len) < 0 ||
+        len == sizeof(status) || proc_parse_status(status, len, &st, NULL) < 0)
+        return false;
+    r->nspid = st.have_nspid ? st.nspid : r->pub.pid; /* no NSpid (Linux < 4.1): as target_open */
+    return true;
+}
+
 /* Has a pid been allocated in our namespace since the last listing? True when unknown. */
 static bool pids_allocated(struct procindex *x)
 {
@@ -706,7 +721,11 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
                 rc->pub.flags |= PROCINDEX_UNKNOWN;
             continue;
         }
-        uint64_t fp = procindex_entries_fp(g->entries, g->n, rc->nspid);
+        if (g->n && !rc->nspid && !read_nspid(x, rc)) {
+            rc->pub.flags |= PROCINDEX_UNKNOWN; /* its status unreadable: the full look decides */
+            continue;
+        }
+        uint64_t fp = g->n ? procindex_entries_fp(g->entries, g->n, rc->nspid) : 0;
         if (fp)
             rc->pub.flags |= PROCINDEX_SOCKET;
         if (fp != rc->sock_fp) {

@@ -4,9 +4,11 @@
 
 /*
  * Which processes could be .NET, without reading every process's files again and again: the
- * index `ps` and `watch` share. Each process is probed once when first seen (status, environ,
- * ns/mnt, root: its namespace pid, user, TMPDIR and whether diagnostics are off) and grouped by
- * where its diagnostic socket would live: (mount namespace, root, TMPDIR, uid, gid). Each group's
+ * index `ps` and `watch` share. Each process is probed once when first seen (the owner of its
+ * /proc directory, environ, ns/mnt, root: its user, TMPDIR and whether diagnostics are off) and
+ * grouped by where its diagnostic socket would live: (mount namespace, root, TMPDIR, owner).
+ * Its status (for its namespace pid) is read only when its group's directory holds socket
+ * names. Each group's
  * socket directory is opened once, as the user of a member, through lib/rootfs.c, and listed at
  * every scan (getdents: names and inode numbers); a `dotnet-diagnostic-<nspid>-<key>-socket`
  * name points at the members with that namespace pid. A process with no such name costs nothing
@@ -56,18 +58,14 @@
 /* ---- the probe (pure) ---- */
 
 struct procindex_probe {
-    pid_t nspid;
-    uid_t uid; /* effective */
-    gid_t gid;
     unsigned flags;               /* PROCINDEX_DISABLED, PROCINDEX_REFUSED */
     char tmpdir[TARGET_PATH_MAX]; /* as target_open() finds it; empty when REFUSED */
 };
 
-/* Parses a process's /proc status and environ (`environ` may be NULL when it could not be read:
- * TMPDIR is then /tmp/, as in target_open). `environ_len` past PROC_ENVIRON_MAX is REFUSED, as
- * target_open refuses it. Returns 0, or -EPROTO for a status that does not parse. */
-int procindex_probe_parse(const char *status, size_t status_len, const char *environ,
-                          size_t environ_len, struct procindex_probe *ret, struct cla_error *e);
+/* Parses a process's /proc environ (NULL when it could not be read: TMPDIR is then /tmp/, as in
+ * target_open). `environ_len` past PROC_ENVIRON_MAX is REFUSED, as target_open refuses it.
+ * Never fails. */
+void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret);
 
 /* Does the environment block turn the diagnostic IPC off (DOTNET_EnableDiagnostics=0,
  * COMPlus_EnableDiagnostics=0 or DOTNET_EnableDiagnostics_IPC=0)? */
