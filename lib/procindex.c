@@ -133,6 +133,8 @@ struct group {
     int64_t retry_ms;
     /* the directory's mtime at the last listing, and when (CLOCK_REALTIME, ns) it was made */
     int64_t listed_mtime_ns, listed_at_ns;
+    int64_t next_list_ms; /* a crowded directory is listed at most every PROCINDEX_RETRY_MS */
+    bool valid;           /* the entries are the directory's (listed, not closed since) */
     struct procindex_entry *entries;
     size_t n, alloc;
 };
@@ -159,6 +161,9 @@ struct procindex {
     char *envbuf;      /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pid_t last_pid;    /* from /proc/loadavg at the last listing; -1 = unknown */
     struct stat pidns; /* the PID namespace of /proc (its pid 1's); st_ino 0 = unknown */
+    /* the pids allocated since the scan before: (alloc_after, alloc_upto], cyclic; unknown
+     * when alloc_after < 0 */
+    pid_t alloc_after, alloc_upto;
     int64_t relist_ms; /* list /proc again by then at the latest */
 };
 
@@ -175,19 +180,27 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     x->proc_dirfd = proc_dirfd;
     x->with_stat = stat;
     x->last_pid = -1;
+    x->alloc_after = -1;
     if (fstatat(proc_dirfd, "1/ns/pid", &x->pidns, 0) < 0)
         x->pidns.st_ino = 0;
     x->self = getpid();
     return x;
 }
 
-static void group_close(struct group *g)
+/* Lets go of the directory and root held open; the entries stay as listed. */
+static void group_release(struct group *g)
 {
     if (g->dir)
         closedir(g->dir);
     g->dir = NULL;
     util_closep(&g->rootfd);
+}
+
+static void group_close(struct group *g)
+{
+    group_release(g);
     g->n = 0;
+    g->valid = false;
 }
 
 static void group_free(struct group *g)
@@ -536,8 +549,10 @@ static int64_t realtime_ns(void)
 /* Lists a group's directory when it may have changed: its mtime moves with every name added,
  * removed or replaced. The file system's clock is coarse (a jiffy), so a listing made within a
  * second of the last change does not count as seeing it: the next scan lists again. */
-static void group_list(struct group *g)
+static void group_list(struct group *g, int64_t now_ms)
 {
+    if (now_ms < g->next_list_ms)
+        return;
     struct stat st;
     if (fstat(dirfd(g->dir), &st) < 0 || st.st_nlink == 0) {
         group_close(g); /* removed: opened again, by its name */
@@ -590,6 +605,10 @@ static void group_list(struct group *g)
     procindex_sort_entries(g->entries, g->n);
     g->listed_mtime_ns = mtime;
     g->listed_at_ns = at;
+    g->valid = true;
+    /* A directory a target keeps busy with many names is not listed at every scan. */
+    if (seen > PROCINDEX_BUSY_ENTRIES)
+        g->next_list_ms = now_ms + PROCINDEX_RETRY_MS;
 }
 
 /* The process's namespace pid: the pid its runtime names its socket for. A process in the
@@ -625,12 +644,26 @@ static bool pids_allocated(struct procindex *x)
     ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
     len = n > 0 ? (size_t)n : 0;
     if (n <= 0 || len == sizeof(buf) || procindex_parse_loadavg(buf, len, &last) < 0) {
-        x->last_pid = -1;
+        x->last_pid = x->alloc_after = -1;
         return true;
     }
     bool changed = last != x->last_pid || x->last_pid < 0;
+    x->alloc_after = x->last_pid;
+    x->alloc_upto = last;
     x->last_pid = last;
     return changed;
+}
+
+/* Was `pid` allocated since the scan before (so a process known by it before has ended and
+ * this is another one)? A range written into ns_last_pid makes this answer yes too often,
+ * never too seldom. */
+static bool newly_allocated(const struct procindex *x, pid_t pid)
+{
+    if (x->alloc_after < 0 || x->alloc_after == x->alloc_upto)
+        return false;
+    if (x->alloc_after < x->alloc_upto)
+        return pid > x->alloc_after && pid <= x->alloc_upto;
+    return pid > x->alloc_after || pid <= x->alloc_upto; /* wrapped around pid_max */
 }
 
 /* The pids to look at: /proc listed, or (watch, nothing new) the ones already known. */
@@ -671,7 +704,7 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
             j++;
         struct rec *rc = &nv[m];
         bool keep;
-        if (j < x->n && x->v[j].pub.pid == pids[i]) {
+        if (j < x->n && x->v[j].pub.pid == pids[i] && !newly_allocated(x, pids[i])) {
             *rc = x->v[j];
             keep = refresh(x, rc, now_ms);
         } else {
@@ -691,7 +724,7 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
         if (g && g->members++ == 0)
             g->rep = x->v[i].pub.pid;
     }
-    size_t kept = 0;
+    size_t kept = 0, held = 0;
     for (size_t i = 0; i < x->ngroups; i++) {
         struct group *g = x->groups[i];
         if (!g->members) { /* nobody left there: its directory is let go */
@@ -701,10 +734,22 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
         x->groups[kept++] = g;
         if (g->dir && !group_current(g))
             group_close(g);
-        if (!g->dir && now_ms >= g->retry_ms)
-            group_open(x, g, now_ms);
+        if (!g->dir && now_ms >= g->retry_ms) {
+            /* Two fds per directory held: a target that makes thousands of TMPDIRs must not
+             * take every fd the watcher has (its attaches need pipes and pidfds). The groups
+             * past the bound are left to the full look, as without the index. */
+            if (held < PROCINDEX_HELD_MAX) {
+                group_open(x, g, now_ms);
+            } else {
+                g->dir_errno = EMFILE;
+                g->retry_ms = now_ms + PROCINDEX_RETRY_MS;
+            }
+        }
         if (g->dir)
-            group_list(g);
+            group_list(g, now_ms);
+        if (!x->with_stat)
+            group_release(g); /* ps: listed once */
+        held += g->dir != NULL;
     }
     x->ngroups = kept;
 
@@ -714,10 +759,11 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
         struct group *g = rc->g;
         if (!g)
             continue;
-        if (!g->dir) {
+        if (!g->valid) {
             /* Another member's credentials (its groups, its capabilities) may reach what the
-             * representative's could not: each one's own full look decides. */
-            if (g->dir_errno == EACCES || g->dir_errno == EPERM)
+             * representative's could not: each one's own full look decides. So does a group
+             * past the bound of directories held open. */
+            if (g->dir_errno == EACCES || g->dir_errno == EPERM || g->dir_errno == EMFILE)
                 rc->pub.flags |= PROCINDEX_UNKNOWN;
             continue;
         }

@@ -39,8 +39,13 @@
  * namespace below ours, takes a pid in ours too), or when this long has passed (to let go of
  * the processes that ended). A quiet node costs one read of /proc/loadavg per scan. */
 #define PROCINDEX_RELIST_MS 2000
-/* A socket directory that could not be opened is tried again after this long. */
-#define PROCINDEX_RETRY_MS 2000
+/* A socket directory that could not be opened is tried again after this long; one that held
+ * more than PROCINDEX_BUSY_ENTRIES names is listed again after this long at the earliest. */
+#define PROCINDEX_RETRY_MS     2000
+#define PROCINDEX_BUSY_ENTRIES 1000
+/* Socket directories held open at once (two fds each); the processes of groups past it get the
+ * full look (PROCINDEX_UNKNOWN). */
+#define PROCINDEX_HELD_MAX 128
 
 /* Flags of a process after a scan. */
 #define PROCINDEX_SOCKET 0x01u /* its socket directory has an entry named for its nspid */
