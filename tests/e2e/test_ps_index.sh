@@ -70,7 +70,7 @@ wait_attached() { # PID TENTHS
 if start_target exec-other-tmpdir --pidns --seconds 127 --tmpdir /var/tmp/late \
     --pre "env -u TMPDIR sleep 12"; then
     X=$TARGET_PID
-    if wait_attached "$X" 400 && [ "$(attached "$X")" = 1 ]; then
+    if wait_attached "$X" 600 && [ "$(attached "$X")" = 1 ]; then
         ok "index-watch-exec-into-other-tmpdir"
     else
         fail "index-watch-exec-into-other-tmpdir" "$(cat "$WOUT") $(tail -5 "$WERR")"
