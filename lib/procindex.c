@@ -194,6 +194,7 @@ static void group_release(struct group *g)
         closedir(g->dir);
     g->dir = NULL;
     util_closep(&g->rootfd);
+    g->rootfd = -1; /* closed once: the number may be another fd's next */
 }
 
 static void group_close(struct group *g)

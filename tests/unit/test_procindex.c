@@ -224,12 +224,44 @@ static void test_scan_real_proc(void **state)
     rmdir(dir);
 }
 
+/* ps lets go of each directory once listed: the fds it closed are not closed again later,
+ * when their numbers may belong to someone else (an attach's pinned target, a pipe). */
+static void test_released_fds_not_closed_twice(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/procindex-fds-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pid_t a = spawn_sleeper(dir, "X=1");
+    assert_true(a > 0);
+    wait_exec(a);
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    struct procindex *x = procindex_new(proc, false);
+    assert_non_null(x);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_scan(x, 0, &e), 0);
+    assert_true(procindex_groups(x) >= 1);
+    /* The lowest free numbers: those the index held and released. */
+    int mine[4];
+    for (size_t i = 0; i < 4; i++)
+        assert_true((mine[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+    procindex_free(x);
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(fcntl(mine[i], F_GETFD) >= 0);
+        close(mine[i]);
+    }
+    close(proc);
+    kill(a, SIGKILL);
+    waitpid(a, NULL, 0);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_parse),    cmocka_unit_test(test_probe_flags),
         cmocka_unit_test(test_entries_fp),     cmocka_unit_test(test_loadavg),
-        cmocka_unit_test(test_scan_real_proc),
+        cmocka_unit_test(test_scan_real_proc), cmocka_unit_test(test_released_fds_not_closed_twice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
