@@ -488,6 +488,8 @@ static void group_open(struct procindex *x, struct group *g, int64_t now)
     int r = target_open(x->proc_dirfd, g->rep, &t, &e);
     if (r < 0) {
         g->dir_errno = gone(r) ? EAGAIN : -r;
+        if (gone(r))
+            g->retry_ms = now; /* another member is its representative at the next scan */
         return;
     }
     struct stat rst;
