@@ -3,22 +3,24 @@
 # floor client, the managed DiagnosticsClient), binary size, and `clrattach ps` scaling with the
 # process count. A reproducible measurement, not a test: it fails only when a step cannot run.
 #
-# Usage: bench/run.sh [--iterations N] [--ps-counts "10 1000 5000"] [--event-reports N]
-#                     [--watch-seconds S]
+# Usage: bench/run.sh [--iterations N] [--ps-counts "100 1000 5000"] [--event-reports N]
+#                     [--watch-seconds S] [--watch-counts "10 1000"]
 # Needs root (mount and pid namespaces), dotnet, strace, and `make all target` plus the k8s test
 # driver built (make bench does that). Prints a Markdown report on stdout and keeps it in
 # $BUILD/bench/results.md.
 set -u
 ITER=10
-PS_COUNTS="10 1000 5000"
+PS_COUNTS="100 1000 5000"
 EVENT_REPORTS=10
 WATCH_SECONDS=60
+WATCH_COUNTS="10 1000"
 while [ $# -gt 0 ]; do
     case $1 in
     --iterations) ITER=$2; shift ;;
     --ps-counts) PS_COUNTS=$2; shift ;;
     --event-reports) EVENT_REPORTS=$2; shift ;;
     --watch-seconds) WATCH_SECONDS=$2; shift ;;
+    --watch-counts) WATCH_COUNTS=$2; shift ;;
     -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
@@ -124,15 +126,18 @@ for n in $(seq 1 "$ITER"); do
     done
 done
 
+# In a fresh PID namespace: $n idle sleeps, waited for until /proc shows every one, so that each
+# run sees the same process count.
+SLEEPERS='for i in $(seq 1 "$n"); do sleep 3600 & done
+while [ "$(ls -d /proc/[0-9]* | wc -l)" -lt "$n" ]; do sleep 0.1; done'
+
 # ps scaling: N plain processes in a fresh pid namespace with its own /proc, and clrattach ps
 # run in there under strace -c (syscall count) and on its own (wall time, median of 3).
 ps_one() {
     local count=$1
-    unshare --pid --fork --mount-proc --mount --propagation private bash -c '
+    SLEEPERS=$SLEEPERS unshare --pid --fork --mount-proc --mount --propagation private bash -c '
         n=$1; out=$2; clr=$3; measure=$4
-        for i in $(seq 1 "$n"); do sleep 600 & done
-        # Wait until every sleep exists, so each run sees the same process count.
-        while [ "$(ls -d /proc/[0-9]* | wc -l)" -lt "$n" ]; do sleep 0.1; done
+        eval "$SLEEPERS"
         for r in 1 2 3; do "$measure" "$clr" ps 3>>"$out.time" >/dev/null 2>>"$out.err"; done
         strace -f -c -o "$out.strace" "$clr" ps >/dev/null 2>>"$out.err"
         "$clr" ps -o json 2>/dev/null |
@@ -313,6 +318,38 @@ for line in iter(sys.stdin.buffer.readline, b""):
 }
 watch_bench || { echo "bench: watch bench failed; see $B/watch" >&2; failed=$((failed + 1)); }
 
+# Watch idle at node scale: N idle `sleep`s in a fresh PID namespace with its own /proc (as for
+# ps) and its own /tmp, the watcher in there with them (a selector nothing matches, seccomp on),
+# its CPU time (utime + stime) over WATCH_SECONDS once the sleeps are past their young phase.
+watch_idle_one() {
+    local count=$1
+    SLEEPERS=$SLEEPERS unshare --pid --fork --mount-proc --mount --propagation private bash -c '
+        n=$1; out=$2; clr=$3; secs=$4
+        # A /tmp of its own, quiet as in a container (the machine /tmp changes all the time).
+        mount -t tmpfs -o mode=1777 tmpfs /tmp || exit 1
+        eval "$SLEEPERS"
+        rm -f "$out.ready"
+        "$clr" watch --profiler /nonexistent.so --clsid "{00000000-0000-0000-0000-000000000001}" \
+            --match-cmdline "no such process anywhere" --events off --ready-file "$out.ready" \
+            >/dev/null 2>"$out.err" &
+        w=$!
+        for _ in $(seq 100); do [ -e "$out.ready" ] && break; sleep 0.1; done
+        [ -e "$out.ready" ] || { kill $(jobs -p); exit 1; }
+        # Past their young phase (procindex.h: PROCINDEX_YOUNG_MS), so that they are idle.
+        sleep 11
+        visible=$(ls -d /proc/[0-9]* | wc -l)
+        t0=$(awk "{print \$14 + \$15}" /proc/$w/stat)
+        sleep "$secs"
+        t1=$(awk "{print \$14 + \$15}" /proc/$w/stat)
+        echo "$secs $((t1 - t0)) $(getconf CLK_TCK) $visible" >"$out.dat"
+        kill $(jobs -p) 2>/dev/null
+    ' _ "$count" "$B/watch-idle-$count" "$CLRATTACH" "$WATCH_SECONDS"
+}
+for c in $WATCH_COUNTS; do
+    rm -f "$B/watch-idle-$c".*
+    watch_idle_one "$c" || { echo "bench: watch idle bench ($c) failed; see $B/watch-idle-$c.err" >&2; failed=$((failed + 1)); }
+done
+
 # Binary sizes: stripped copies, so debug info does not count.
 size_of() { [ -e "$1" ] && strip -o "$B/stripped" "$1" 2>/dev/null && stat -c %s "$B/stripped"; }
 SIZE_DYN=$(size_of "$CLRATTACH")
@@ -320,10 +357,11 @@ SIZE_STATIC=$(size_of "$STATIC_BIN")
 SIZE_PROBE=$(size_of "$PROBE")
 
 python3 - "$B" "$METHODS" "$PS_COUNTS" "$ITER" "${SIZE_DYN:-}" "${SIZE_STATIC:-}" \
-    "${SIZE_PROBE:-}" <<'PY' | tee "$B/results.md"
+    "${SIZE_PROBE:-}" "$WATCH_COUNTS" <<'PY' | tee "$B/results.md"
 import os, platform, statistics, subprocess, sys, time
 b, methods, counts, iters = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
 size_dyn, size_static, size_probe = sys.argv[5:8]
+watch_counts = sys.argv[8].split()
 
 def rows(path):
     try:
@@ -449,8 +487,10 @@ idle = floats(f"{b}/watch/idle.dat")
 if lat:
     print("\n| watch mode | value |")
     print("|---|---|")
+    p95 = statistics.quantiles(lat, n=20, method="inclusive")[18] if len(lat) > 1 else lat[0]
     print(f"| detection latency, socket created → result line (ms), {len(lat)} targets "
-          f"| median {statistics.median(lat):.0f}, min–max {min(lat):.0f}–{max(lat):.0f} |")
+          f"| median {statistics.median(lat):.0f}, p95 {p95:.0f}, "
+          f"min–max {min(lat):.0f}–{max(lat):.0f} |")
     if idle:
         secs, ticks, hz, n = idle[0]
         cpu_s = ticks / hz
@@ -459,6 +499,19 @@ if lat:
               f"({cpu_s * 100 / secs:.3f}% of one CPU) |")
 else:
     print("\nWatch mode: not measured (see the messages above).")
+idle_rows = [(c, floats(f"{b}/watch-idle-{c}.dat")) for c in watch_counts]
+if any(r for _, r in idle_rows):
+    print("\n| watch idle, idle processes started in its PID namespace | processes visible "
+          "| CPU s over the run | CPU-s per hour | % of one CPU |")
+    print("|---|---|---|---|---|")
+    for c, r in idle_rows:
+        if not r:
+            print(f"| {c} | – | – | – | – |")
+            continue
+        secs, ticks, hz, vis = r[0]
+        cpu_s = ticks / hz
+        print(f"| {c} | {vis:.0f} | {cpu_s:.2f} over {secs:.0f} s | {cpu_s * 3600 / secs:.1f} "
+              f"| {cpu_s * 100 / secs:.3f}% |")
 
 print("\n| binary (stripped) | bytes |")
 print("|---|---|")

@@ -13,6 +13,7 @@
 #include "creds.h"
 #include "discover.h"
 #include "ipc_conn.h"
+#include "procindex.h"
 #include "render.h"
 #include "target.h"
 #include "util.h"
@@ -25,15 +26,7 @@ static int cmp_pid(const void *a, const void *b)
 
 static bool diagnostics_off(const struct target *t)
 {
-    static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
-                                        "DOTNET_EnableDiagnostics_IPC"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-        const char *v;
-        size_t vlen;
-        if (target_getenv(t, names[i], &v, &vlen) && vlen == 1 && v[0] == '0')
-            return true;
-    }
-    return false;
+    return procindex_diagnostics_off(t->environ, t->environ_len);
 }
 
 /* Asks a live runtime who it is; a refused connection marks the socket stale. */
@@ -149,30 +142,25 @@ out:
 int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **ret_entries,
             size_t *ret_n, struct cla_error *e)
 {
-    int fd = openat(proc_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return err_setsys(e, -errno, "open /proc");
-    DIR *dir = fdopendir(fd);
-    if (!dir) {
-        int r = -errno;
-        close(fd);
-        return err_setsys(e, r, "fdopendir /proc");
-    }
+    /* The index points at every process that can give a row: a socket name for its namespace
+     * pid in its TMPDIR, diagnostics turned off, a TMPDIR refused, or nothing known (no access
+     * to its files); only those get the full look below, which decides the row exactly as for
+     * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. */
+    struct procindex *x = procindex_new(proc_dirfd, false);
     struct discover_cache *cache = discover_cache_new();
     struct ps_entry *list = NULL;
     size_t n = 0, alloc = 0;
     int r = 0;
-    pid_t self = getpid();
-    struct dirent *de;
-    if (!cache) {
+    if (!x || !cache) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
-    while ((de = readdir(dir))) {
-        uint64_t v;
-        if (util_parse_u64(de->d_name, strlen(de->d_name), INT32_MAX, &v) < 0 || v == 0)
-            continue;
-        if ((pid_t)v == self)
+    if ((r = procindex_scan(x, util_now_ms(), e)) < 0)
+        goto out;
+    for (size_t i = 0; i < procindex_count(x); i++) {
+        const struct procindex_proc *p = procindex_at(x, i);
+        if (!(p->flags &
+              (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED | PROCINDEX_UNKNOWN)))
             continue;
         if (n == alloc) {
             size_t na = alloc ? alloc * 2 : 16;
@@ -184,14 +172,14 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
             list = nl;
             alloc = na;
         }
-        if (inspect(proc_dirfd, (pid_t)v, cache, query, timeout_ms, &list[n]))
+        if (inspect(proc_dirfd, p->pid, cache, query, timeout_ms, &list[n]))
             n++;
     }
     if (n)
         qsort(list, n, sizeof(*list), cmp_pid); /* list is NULL when nothing was seen */
 out:
     discover_cache_free(cache);
-    closedir(dir);
+    procindex_free(x);
     if (r < 0) {
         free(list);
         return r;

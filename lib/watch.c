@@ -18,6 +18,7 @@
 #include "creds.h"
 #include "discover.h"
 #include "proc_parse.h"
+#include "procindex.h"
 #include "target.h"
 #include "util.h"
 
@@ -305,34 +306,6 @@ static bool selector_matches(const struct target *tg, const struct watch_selecto
     return true;
 }
 
-/* Reads a pid's stat through /proc (comm and start time): the cheap first look. */
-static int quick_stat(int proc_dirfd, const char *name, struct proc_stat *ret)
-{
-    char path[32];
-    snprintf(path, sizeof(path), "%s/stat", name);
-    _cleanup_close_ int fd = openat(proc_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return -errno;
-    char buf[PROC_STAT_MAX];
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n <= 0)
-        return -EIO;
-    return proc_parse_stat(buf, (size_t)n, ret, NULL);
-}
-
-/* How long ago the process started (0 when the clocks disagree). */
-static int64_t age_ms(uint64_t starttime)
-{
-    struct timespec ts;
-    long hz = sysconf(_SC_CLK_TCK);
-    if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
-        return 0;
-    int64_t boot_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    int64_t start_ms = (int64_t)(starttime / (uint64_t)hz) * 1000 +
-                       (int64_t)(starttime % (uint64_t)hz) * 1000 / hz;
-    return boot_ms > start_ms ? boot_ms - start_ms : 0;
-}
-
 /* ---- attaches in flight ---- */
 
 /* What a child sends back: its result with the one pointer (rid_source) as an index. */
@@ -576,7 +549,7 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
  * flush of the watcher's buffers, nothing printed or reported from here.
  */
 static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
-                                 struct watch_pool *pool, size_t slot, int wfd)
+                                 struct watch_pool *pool, struct procindex *x, size_t slot, int wfd)
 {
     /* Everything of the watcher's that the attach does not need is released: the other jobs'
      * fds and pins, the table, the pool (valgrind checks a child's leaks at its exit too). */
@@ -592,6 +565,7 @@ static _Noreturn void child_main(const struct watch_opts *o, struct watch_table 
     }
     watch_pool_free(pool);
     watch_table_free(t);
+    procindex_free(x); /* the socket directories of other processes, held open */
     struct attach_result *res = calloc(1, sizeof(*res));
     struct wire *w = calloc(1, sizeof(*w));
     if (!res || !w)
@@ -761,7 +735,7 @@ static void handle_result(const struct watch_opts *o, struct watch_table *t, uin
      * young, that answer is looked at again next scan, not reported. */
     if (res->outcome == ATTACH_NOT_READY && res->have_hresult &&
         res->hresult == ATTACH_HR_NOT_YET_AVAILABLE) {
-        int64_t age = age_ms(key);
+        int64_t age = procindex_age_ms(key);
         if (age < WATCH_YOUNG_MS) {
             watch_table_idle(t, pid, key, exec_fp, age, now);
             return;
@@ -819,7 +793,7 @@ static void reserve(const struct watch_opts *o, struct watch_pool *pool, struct 
  * copy of the pin is closed either way. An attach that cannot start (no fork, no pipe) is an
  * internal error, retried with backoff. */
 static void start_attach(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
-                         size_t slot)
+                         struct procindex *x, size_t slot)
 {
     struct job *j = &pool->v[slot];
     struct cla_error e = {0};
@@ -838,7 +812,7 @@ static void start_attach(const struct watch_opts *o, struct watch_table *t, stru
     }
     if (child == 0) {
         close(p[0]);
-        child_main(o, t, pool, slot, p[1]);
+        child_main(o, t, pool, x, slot, p[1]);
     }
     close(p[1]);
     target_close(&j->tg);
@@ -864,76 +838,70 @@ failed:
 
 /* Starts every attach the last scan reserved. */
 static void start_pending(const struct watch_opts *o, struct watch_table *t,
-                          struct watch_pool *pool)
+                          struct watch_pool *pool, struct procindex *x)
 {
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
         if (pool->v[i].used && pool->v[i].pinned)
-            start_attach(o, t, pool, i);
+            start_attach(o, t, pool, x, i);
 }
 
-/* One pass over /proc. Reserves a slot, with its pin, for every due, matching instance with a
- * socket while one is free; never waits for an attach. */
+/* One pass over /proc through the index. Reserves a slot, with its pin, for every due, matching
+ * instance with a socket while one is free; never waits for an attach. Only a process the index
+ * points at (a socket name for its namespace pid, or nothing known) gets a look: a process with
+ * no socket costs nothing here. */
 static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
-                pid_t self, const struct stat *own_mntns)
+                struct procindex *x, const struct stat *own_mntns, struct cla_error *e)
 {
-    int fd = openat(o->proc_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    DIR *dir = fdopendir(fd);
-    if (!dir) {
-        int r = -errno;
-        close(fd);
+    int r = procindex_scan(x, util_now_ms(), e);
+    if (r < 0)
         return r;
-    }
     struct discover_cache *cache = discover_cache_new();
     watch_table_begin(t);
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        uint64_t v;
-        if (util_parse_u64(de->d_name, strlen(de->d_name), INT32_MAX, &v) < 0 || v == 0)
-            continue;
-        pid_t pid = (pid_t)v;
-        struct proc_stat st;
-        if (pid == self || quick_stat(o->proc_dirfd, de->d_name, &st) < 0)
-            continue;
+    for (size_t i = 0; i < procindex_count(x); i++) {
+        const struct procindex_proc *p = procindex_at(x, i);
+        const struct proc_stat *st = &p->stat;
+        pid_t pid = p->pid;
         int64_t now = util_now_ms();
-        uint64_t fp = watch_exec_fp(&st);
-        watch_table_seen(t, pid, st.starttime, fp, now);
-        if (watch_table_final(t, pid, st.starttime) || watch_pool_busy(pool, pid, st.starttime))
+        uint64_t fp = watch_exec_fp(st);
+        watch_table_seen(t, pid, st->starttime, fp, now);
+        if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_UNKNOWN)))
             continue;
-        if (o->sel.comm && strcmp(st.comm, o->sel.comm) != 0)
+        if (watch_table_final(t, pid, st->starttime) || watch_pool_busy(pool, pid, st->starttime))
             continue;
-        if (!watch_table_due(t, pid, st.starttime, now))
+        if (o->sel.comm && strcmp(st->comm, o->sel.comm) != 0)
+            continue;
+        if (!watch_table_due(t, pid, st->starttime, now))
             continue;
 
         /* The selectors are checked on the pinned process, and that same pin (pidfd, /proc
          * dirfd, start time) is what the attach uses: a process that takes the pid afterwards
          * is never attached in its place. */
         struct target tg;
-        struct cla_error e = {0};
-        if (target_open(o->proc_dirfd, pid, &tg, &e) < 0) {
-            watch_table_idle(t, pid, st.starttime, fp, age_ms(st.starttime), now);
+        struct cla_error te = {0};
+        if (target_open(o->proc_dirfd, pid, &tg, &te) < 0) {
+            watch_table_idle(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
             continue;
         }
-        bool match = tg.stat.starttime == st.starttime && selector_matches(&tg, &o->sel, own_mntns);
+        bool match =
+            tg.stat.starttime == st->starttime && selector_matches(&tg, &o->sel, own_mntns);
         struct discover_socket s = {.state = SOCKET_ABSENT};
         /* The look for its socket is an access to the target: made as its user (creds.h). */
         if (match && cache) {
             struct creds_target ct;
             struct creds_saved cs = {0};
             creds_target_of(tg.procfd, &tg.status, &ct);
-            if (creds_check(&ct, &e) < 0 || creds_become(&ct, &cs, &e) < 0 ||
-                discover_find_socket(&tg, cache, &s, &e) < 0)
+            if (creds_check(&ct, &te) < 0 || creds_become(&ct, &cs, &te) < 0 ||
+                discover_find_socket(&tg, cache, &s, &te) < 0)
                 s.state = SOCKET_ABSENT;
             creds_restore(&cs);
         }
         /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
         if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
             target_close(&tg);
-            watch_table_idle(t, pid, st.starttime, fp, age_ms(st.starttime), now);
+            watch_table_idle(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
             continue;
         }
-        bool retry = watch_table_tried(t, pid, st.starttime);
+        bool retry = watch_table_tried(t, pid, st->starttime);
         if (!watch_pool_may_start(pool, retry)) {
             target_close(&tg); /* still due: the next scan tries again */
             continue;
@@ -941,7 +909,6 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         reserve(o, pool, &tg, fp, retry);
     }
     discover_cache_free(cache);
-    closedir(dir);
     watch_table_sweep(t);
     return 0;
 }
@@ -1047,9 +1014,11 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
 {
     struct watch_table *t = watch_table_new();
     struct watch_pool *pool = watch_pool_new();
-    if (!t || !pool) {
+    struct procindex *x = procindex_new(o->proc_dirfd, true);
+    if (!t || !pool || !x) {
         watch_table_free(t);
         watch_pool_free(pool);
+        procindex_free(x);
         return err_set(e, -ENOMEM, "out of memory");
     }
     /* SIGTERM/SIGINT stay blocked while we work and are only delivered inside ppoll(), where
@@ -1076,12 +1045,12 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
     while (!*o->stop) {
         bool more = o->max_scans == 0 || scans < o->max_scans;
         if (more && util_now_ms() >= next_scan) {
-            r = scan(o, t, pool, self, &own_mntns);
+            r = scan(o, t, pool, x, &own_mntns, e);
             if (r < 0) {
-                err_setsys(e, r, "watch: scan /proc");
+                err_prefix(e, "watch: scan");
                 break;
             }
-            start_pending(o, t, pool);
+            start_pending(o, t, pool, x);
             if (scans++ == 0 && o->ready_file && (r = create_ready_file(o->ready_file, e)) < 0)
                 break;
             next_scan = util_now_ms() + o->interval_ms;
@@ -1101,5 +1070,6 @@ out:
         *o->ret_known = watch_table_entries(t);
     watch_table_free(t);
     watch_pool_free(pool);
+    procindex_free(x);
     return r;
 }

@@ -28,10 +28,11 @@
 #define WATCH_RETRY_FIRST_MS 1000
 #define WATCH_RETRY_MAX_MS   30000
 #define WATCH_RETRY_ATTEMPTS 5
-/* A process with nothing to attach (not .NET, no socket yet, not selected) is looked at every
- * scan during its first WATCH_YOUNG_MS (or as long after an execve), when a runtime creates its
- * socket, then every WATCH_IDLE_LOOK_MS: a host that loads the runtime late is found within
- * that, and a quiet pod costs one read of /proc/<pid>/stat per process and scan. */
+/* Which processes get a look at all is the index's answer (procindex.h): a socket name for the
+ * process in its TMPDIR, or nothing known of it. A process it points at with nothing to attach
+ * (no socket of its own yet, not selected) is looked at every scan during its first
+ * WATCH_YOUNG_MS (or as long after an execve), when a runtime creates its socket, then every
+ * WATCH_IDLE_LOOK_MS. A process with no socket name costs nothing per scan. */
 #define WATCH_YOUNG_MS     10000
 #define WATCH_IDLE_LOOK_MS 2000
 /* Attaches in flight at once, each in a child process. Retries never take the last slot. */

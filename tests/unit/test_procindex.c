@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "procindex.h"
+
+static void test_probe_parse(void **state)
+{
+    (void)state;
+    struct procindex_probe p;
+    static const char env[] = "PATH=/bin\0TMPDIR=/var/app\0";
+    procindex_probe_parse(env, sizeof(env) - 1, &p);
+    assert_int_equal(p.flags, 0);
+    assert_string_equal(p.tmpdir, "/var/app/");
+
+    /* No environment readable: /tmp/, as target_open decides. An empty one too. */
+    procindex_probe_parse(NULL, 0, &p);
+    assert_string_equal(p.tmpdir, "/tmp/");
+    procindex_probe_parse("", 0, &p);
+    assert_string_equal(p.tmpdir, "/tmp/");
+    assert_int_equal(p.flags, 0);
+}
+
+static void test_probe_flags(void **state)
+{
+    (void)state;
+    struct procindex_probe p;
+    static const char off[] = "A=1\0DOTNET_EnableDiagnostics=0\0";
+    procindex_probe_parse(off, sizeof(off) - 1, &p);
+    assert_int_equal(p.flags, PROCINDEX_DISABLED);
+    static const char ipc[] = "DOTNET_EnableDiagnostics_IPC=0\0";
+    procindex_probe_parse(ipc, sizeof(ipc) - 1, &p);
+    assert_int_equal(p.flags, PROCINDEX_DISABLED);
+    /* The last assignment wins, as getenv() in the target sees it. */
+    static const char on[] = "COMPlus_EnableDiagnostics=0\0COMPlus_EnableDiagnostics=1\0";
+    procindex_probe_parse(on, sizeof(on) - 1, &p);
+    assert_int_equal(p.flags, 0);
+    static const char bad[] = "TMPDIR=/a/../etc\0";
+    procindex_probe_parse(bad, sizeof(bad) - 1, &p);
+    assert_int_equal(p.flags, PROCINDEX_REFUSED);
+    assert_string_equal(p.tmpdir, "");
+    /* Larger than target_open reads: refused as it is there. */
+    char *big = calloc(1, PROC_ENVIRON_MAX + 1);
+    assert_non_null(big);
+    procindex_probe_parse(big, PROC_ENVIRON_MAX + 1, &p);
+    assert_int_equal(p.flags, PROCINDEX_REFUSED);
+    free(big);
+}
+
+static void test_entries_fp(void **state)
+{
+    (void)state;
+    struct procindex_entry v[] = {
+        {.nspid = 9, .key = 5, .ino = 100},
+        {.nspid = 1, .key = 7, .ino = 300},
+        {.nspid = 9, .key = 3, .ino = 200},
+    };
+    procindex_sort_entries(v, 3);
+    assert_int_equal(v[0].nspid, 1);
+    assert_int_equal(v[1].key, 3);
+    assert_int_equal(procindex_entries_fp(v, 3, 2), 0);
+    assert_int_equal(procindex_entries_fp(NULL, 0, 1), 0);
+    uint64_t a = procindex_entries_fp(v, 3, 9), b = procindex_entries_fp(v, 3, 1);
+    assert_true(a != 0 && b != 0 && a != b);
+    /* A new inode under the same name is a new socket: another fingerprint, for it alone. */
+    v[2].ino = 101;
+    assert_true(procindex_entries_fp(v, 3, 9) != a);
+    assert_true(procindex_entries_fp(v, 3, 1) == b);
+    /* One entry fewer: another fingerprint too. */
+    assert_true(procindex_entries_fp(v, 2, 9) != procindex_entries_fp(v, 3, 9));
+}
+
+static void test_loadavg(void **state)
+{
+    (void)state;
+    pid_t last = 0;
+    static const char ok[] = "0.00 0.01 0.05 1/123 4567\n";
+    assert_int_equal(procindex_parse_loadavg(ok, strlen(ok), &last), 0);
+    assert_int_equal(last, 4567);
+    assert_int_equal(procindex_parse_loadavg(ok, strlen(ok) - 1, &last), 0); /* no newline */
+    static const char *const bad[] = {"",
+                                      "0.00 0.01 0.05 1/123\n",
+                                      "0.00 0.01 0.05 1/123 4567 8\n",
+                                      "0.00 0.01 0.05 1/123 \n",
+                                      "0.00 0.01 0.05 1/123 45x7\n",
+                                      "0.00 0.01 0.05 1/123 99999999999\n",
+                                      "0.00 0.01\n0.05 1/123 4567\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(procindex_parse_loadavg(bad[i], strlen(bad[i]), &last), -EPROTO);
+    static const char nul[] = "0.00 0.01 0.05 1/1\0 4567";
+    assert_int_equal(procindex_parse_loadavg(nul, sizeof(nul) - 1, &last), -EPROTO);
+}
+
+/* A child running `sleep` with TMPDIR=dir in its own environment. */
+static pid_t spawn_sleeper(const char *dir, const char *extra)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        char tmp[256];
+        snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
+        char *envp[] = {tmp, (char *)extra, NULL};
+        char *argv[] = {"sleep", "30", NULL};
+        execve("/bin/sleep", argv, envp);
+        _exit(127);
+    }
+    return pid;
+}
+
+static const struct procindex_proc *find_pid(const struct procindex *x, pid_t pid)
+{
+    for (size_t i = 0; i < procindex_count(x); i++)
+        if (procindex_at(x, i)->pid == pid)
+            return procindex_at(x, i);
+    return NULL;
+}
+
+static int bind_socket(const char *dir, pid_t pid, unsigned key)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dotnet-diagnostic-%d-%u-socket", dir, (int)pid,
+             key);
+    unlink(sa.sun_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+/* Waits until the child runs sleep (its environ is the new one) or gives up. */
+static void wait_exec(pid_t pid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    for (int i = 0; i < 200; i++) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n > 0 && strncmp(buf, "sleep", 5) == 0)
+            return;
+        usleep(10000);
+    }
+}
+
+static void test_scan_real_proc(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/procindex-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pid_t a = spawn_sleeper(dir, "X=1");
+    pid_t b = spawn_sleeper(dir, "DOTNET_EnableDiagnostics=0");
+    pid_t c = spawn_sleeper("/tmp/../etc", "X=1");
+    assert_true(a > 0 && b > 0 && c > 0);
+    wait_exec(a);
+    wait_exec(b);
+    wait_exec(c);
+    int s1 = bind_socket(dir, a, 1234);
+
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    struct procindex *x = procindex_new(proc, true);
+    assert_non_null(x);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_scan(x, 1000, &e), 0);
+    assert_null(find_pid(x, getpid())); /* never ourselves */
+    const struct procindex_proc *pa = find_pid(x, a), *pb = find_pid(x, b), *pc = find_pid(x, c);
+    assert_non_null(pa);
+    assert_non_null(pb);
+    assert_non_null(pc);
+    assert_int_equal(pa->flags, PROCINDEX_SOCKET | PROCINDEX_CHANGED);
+    assert_true(pa->stat.starttime > 0);
+    assert_string_equal(pa->stat.comm, "sleep");
+    assert_int_equal(pb->flags, PROCINDEX_DISABLED | PROCINDEX_CHANGED);
+    assert_int_equal(pc->flags, PROCINDEX_REFUSED | PROCINDEX_CHANGED);
+
+    /* Nothing new: nothing flagged as changed. */
+    assert_int_equal(procindex_scan(x, 1250, &e), 0);
+    assert_int_equal(find_pid(x, a)->flags, PROCINDEX_SOCKET);
+    assert_int_equal(find_pid(x, b)->flags, PROCINDEX_DISABLED);
+
+    /* The socket re-created under the same name (a new inode), and one for b: both changed. */
+    close(s1);
+    s1 = bind_socket(dir, a, 1234);
+    int s2 = bind_socket(dir, b, 99);
+    assert_int_equal(procindex_scan(x, 1500, &e), 0);
+    assert_int_equal(find_pid(x, a)->flags, PROCINDEX_SOCKET | PROCINDEX_CHANGED);
+    assert_int_equal(find_pid(x, b)->flags,
+                     PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_CHANGED);
+    assert_true(procindex_groups(x) >= 1);
+
+    /* A process gone is gone from the index. */
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    assert_int_equal(procindex_scan(x, 1750, &e), 0);
+    assert_null(find_pid(x, c));
+
+    procindex_free(x);
+    close(proc);
+    close(s1);
+    close(s2);
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+    waitpid(a, NULL, 0);
+    waitpid(b, NULL, 0);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-1234-socket", dir, (int)a);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-99-socket", dir, (int)b);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ps lets go of each directory once listed: the fds it closed are not closed again later,
+ * when their numbers may belong to someone else (an attach's pinned target, a pipe). */
+static void test_released_fds_not_closed_twice(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/procindex-fds-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    pid_t a = spawn_sleeper(dir, "X=1");
+    assert_true(a > 0);
+    wait_exec(a);
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    struct procindex *x = procindex_new(proc, false);
+    assert_non_null(x);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_scan(x, 0, &e), 0);
+    assert_true(procindex_groups(x) >= 1);
+    /* The lowest free numbers: those the index held and released. */
+    int mine[4];
+    for (size_t i = 0; i < 4; i++)
+        assert_true((mine[i] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+    procindex_free(x);
+    for (size_t i = 0; i < 4; i++) {
+        assert_true(fcntl(mine[i], F_GETFD) >= 0);
+        close(mine[i]);
+    }
+    close(proc);
+    kill(a, SIGKILL);
+    waitpid(a, NULL, 0);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_probe_parse),    cmocka_unit_test(test_probe_flags),
+        cmocka_unit_test(test_entries_fp),     cmocka_unit_test(test_loadavg),
+        cmocka_unit_test(test_scan_real_proc), cmocka_unit_test(test_released_fds_not_closed_twice),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
