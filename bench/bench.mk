@@ -9,7 +9,7 @@ BENCH_WATCH_SECONDS ?= 60
 BENCH_WATCH_COUNTS ?= 10 1000
 
 .PHONY: bench
-bench: all target $(K8S_DRIVER)
+bench: all target static $(K8S_DRIVER)
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) bench/run.sh --iterations $(BENCH_ITERATIONS) \
 	    --ps-counts "$(BENCH_PS_COUNTS)" --event-reports $(BENCH_EVENT_REPORTS) \
 	    --watch-seconds $(BENCH_WATCH_SECONDS) --watch-counts "$(BENCH_WATCH_COUNTS)"
