@@ -215,6 +215,43 @@ int target_read_file(const struct target *t, const char *name, size_t cap, char 
     return 0;
 }
 
+int target_maps_has(const struct target *t, const char *name)
+{
+    _cleanup_close_ int fd = openat(t->procfd, "maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    /* A line is at most a path (PATH_MAX) and its 100-odd bytes of numbers: one always fits. */
+    char buf[16384];
+    size_t have = 0, total = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            /* The rest is a last line without its newline (none in what the kernel writes). */
+            return have > 0 ? proc_maps_has(buf, have, name) : 0;
+        total += (size_t)n;
+        if (total > PROC_MAPS_MAX)
+            return -E2BIG;
+        have += (size_t)n;
+        /* Whole lines only: a line cut by this read is looked at with the next. */
+        const char *nl = memrchr(buf, '\n', have);
+        if (!nl) {
+            if (have == sizeof(buf))
+                return -EPROTO;
+            continue;
+        }
+        size_t whole = (size_t)(nl - buf) + 1;
+        if (proc_maps_has(buf, whole, name) == 1)
+            return 1;
+        memmove(buf, buf + whole, have - whole);
+        have -= whole;
+    }
+}
+
 int target_read_exe(const struct target *t, size_t cap, char **ret_buf, size_t *ret_len,
                     struct cla_error *e)
 {
