@@ -172,12 +172,17 @@ compress_x86(uint32_t h[8], const uint8_t *p, size_t nblocks)
 #undef QROUND
 #undef SCHED
 
+/* Three CPUID instructions, once per process: each one traps to the hypervisor in a VM. */
 static bool cpu_has_sha(void)
 {
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSSE3) || !(c & bit_SSE4_1))
+    if (__get_cpuid_max(0, NULL) < 7)
         return false;
-    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+    __cpuid(1, a, b, c, d);
+    if (!(c & bit_SSSE3) || !(c & bit_SSE4_1))
+        return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & bit_SHA) != 0;
 }
 #else
 static bool cpu_has_sha(void)
