@@ -220,35 +220,20 @@ int target_maps_has(const struct target *t, const char *name)
     _cleanup_close_ int fd = openat(t->procfd, "maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return -errno;
-    /* A line is at most a path (PATH_MAX) and its 100-odd bytes of numbers: one always fits. */
-    char buf[16384];
-    size_t have = 0, total = 0;
+    struct proc_maps_scan scan = {.have = 0};
+    size_t total = 0;
     for (;;) {
-        ssize_t n = read(fd, buf + have, sizeof(buf) - have);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
+        ssize_t n = read(fd, scan.buf + scan.have, sizeof(scan.buf) - scan.have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
             return -errno;
-        }
-        if (n == 0)
-            /* The rest is a last line without its newline (none in what the kernel writes). */
-            return have > 0 ? proc_maps_has(buf, have, name) : 0;
         total += (size_t)n;
         if (total > PROC_MAPS_MAX)
             return -E2BIG;
-        have += (size_t)n;
-        /* Whole lines only: a line cut by this read is looked at with the next. */
-        const char *nl = memrchr(buf, '\n', have);
-        if (!nl) {
-            if (have == sizeof(buf))
-                return -EPROTO;
-            continue;
-        }
-        size_t whole = (size_t)(nl - buf) + 1;
-        if (proc_maps_has(buf, whole, name) == 1)
-            return 1;
-        memmove(buf, buf + whole, have - whole);
-        have -= whole;
+        int r = proc_maps_scan_feed(&scan, (size_t)n, name);
+        if (r != 0 || n == 0)
+            return r;
     }
 }
 

@@ -62,7 +62,7 @@ int target_getenv(const struct target *t, const char *name, const char **ret_val
                   size_t *ret_len);
 
 /* Does the target map a file named `name` (a basename: proc_maps_has())? Reads its maps only
- * up to the first such line, in whole lines, at most PROC_MAPS_MAX bytes. Returns 1 or 0;
+ * up to the first such line (proc_maps_scan_feed), at most PROC_MAPS_MAX bytes. Returns 1 or 0;
  * -E2BIG past the cap, -EPROTO for a line longer than any path, or -errno. */
 int target_maps_has(const struct target *t, const char *name);
 
