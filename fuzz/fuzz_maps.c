@@ -4,6 +4,9 @@
  * " (deleted)" suffixes, names that look like loaders). Both scanners must stay in bounds and
  * give only their documented results.
  */
+#include <errno.h>
+#include <string.h>
+
 #include "fuzz.h"
 #include "proc_parse.h"
 
@@ -17,6 +20,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r = proc_maps_has(buf, size, names[i]);
         FUZZ_CHECK(r == 0 || r == 1);
     }
+    /* Fed in pieces (sizes taken from the input itself), the incremental scan agrees with the
+     * one-shot one unless a line is longer than its buffer. */
+    static struct proc_maps_scan scan;
+    scan.have = 0;
+    size_t off = 0, step = size > 0 ? (size_t)data[0] * 61 + 1 : 1;
+    r = 0;
+    while (r == 0) {
+        size_t room = sizeof(scan.buf) - scan.have, n = size - off;
+        if (n > step)
+            n = step;
+        if (n > room)
+            n = room;
+        memcpy(scan.buf + scan.have, buf + off, n);
+        off += n;
+        r = proc_maps_scan_feed(&scan, n, "clrprobe.so");
+        if (n == 0)
+            break;
+    }
+    FUZZ_CHECK(r == -EPROTO || r == proc_maps_has(buf, size, "clrprobe.so"));
     char libs[4096];
     size_t n = proc_maps_libraries(buf, size, libs, sizeof(libs), 64);
     FUZZ_CHECK(n <= 64);

@@ -372,18 +372,42 @@ static void undo_delivery(const struct attach_opts *o, struct target *t, const s
     res->removed = deliver_undo(t->rootfd, p->top, p->dev, p->ino, &ue) == 0;
 }
 
+/* The target's /proc/<pid>/maps before the attach, read at most once per attach: by the RID
+ * guess when the runtime did not name its RID, then by the dependency check. */
+struct maps_once {
+    char *buf; /* NULL: unreadable, or not read yet */
+    size_t len;
+    bool tried;
+};
+
+static const char *maps_of(const struct target *t, struct maps_once *m, size_t *ret_len)
+{
+    if (!m->tried) {
+        struct cla_error me = {0};
+        m->tried = true;
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &m->buf, &m->len, &me) < 0)
+            m->buf = NULL;
+    }
+    *ret_len = m->buf ? m->len : 0;
+    return m->buf;
+}
+
+static void maps_once_free(struct maps_once *m)
+{
+    free(m->buf);
+    m->buf = NULL;
+}
+
 /* Can the target's loader find every library the profiler needs? (depcheck.h) */
 static int check_dependencies(const struct attach_opts *o, struct target *t,
                               const struct profset_build *build, const struct rid *rid,
-                              const struct placed *p, struct attach_result *res)
+                              const struct placed *p, struct maps_once *m,
+                              struct attach_result *res)
 {
     if (o->skip_dependency_check)
         return 0;
-    _cleanup_free_ char *maps = NULL;
-    size_t mlen = 0;
-    struct cla_error me = {0};
-    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &me) < 0)
-        maps = NULL;
+    size_t mlen;
+    const char *maps = maps_of(t, m, &mlen);
     const char *llp = NULL;
     size_t llp_len = 0;
     if (!target_getenv(t, "LD_LIBRARY_PATH", &llp, &llp_len))
@@ -513,7 +537,7 @@ static enum rid_arch runtime_library_arch(const struct target *t, const char *ma
  * ld-linux) and the ELF machine of the mapped libcoreclr.so, or of the executable when no
  * runtime library is mapped.
  */
-static int target_rid(const struct attach_opts *o, const struct target *t,
+static int target_rid(const struct attach_opts *o, const struct target *t, struct maps_once *m,
                       struct attach_result *res, struct rid *ret)
 {
     struct cla_error *e = &res->error;
@@ -541,9 +565,9 @@ static int target_rid(const struct attach_opts *o, const struct target *t,
         enum rid_libc libc = RID_LIBC_UNKNOWN;
         enum rid_arch arch = RID_ARCH_UNKNOWN;
         struct cla_error ie = {0};
-        _cleanup_free_ char *maps = NULL;
-        size_t len, len_maps = 0;
-        if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &len_maps, &ie) == 0) {
+        size_t len, len_maps;
+        const char *maps = maps_of(t, m, &len_maps);
+        if (maps) {
             int k = proc_maps_libc(maps, len_maps);
             libc = k == 1 ? RID_LIBC_MUSL : k == 2 ? RID_LIBC_GLIBC : RID_LIBC_UNKNOWN;
         }
@@ -723,8 +747,9 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     }
     err_clear(e);
 
+    __attribute__((cleanup(maps_once_free))) struct maps_once maps = {0};
     struct rid rid;
-    if ((r = target_rid(o, t, res, &rid)) < 0)
+    if ((r = target_rid(o, t, &maps, res, &rid)) < 0)
         return r;
     const struct profset_build *build;
     if ((r = profset_choose(ps, &rid, &build, e)) < 0)
@@ -739,7 +764,9 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         shown(p.top, res->delivered_dir, sizeof(res->delivered_dir));
     memcpy(res->sha256, p.sha256, sizeof(res->sha256));
     res->reused = p.reused;
-    if ((r = check_dependencies(o, t, build, &rid, &p, res)) < 0)
+    r = check_dependencies(o, t, build, &rid, &p, &maps, res);
+    maps_once_free(&maps);
+    if (r < 0)
         return r;
 
     _cleanup_free_ uint8_t *cd = malloc(IPC_MAX_CLIENT_DATA);
@@ -805,11 +832,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     if (res->outcome == ATTACH_OK && !res->died) {
         /* Evidence from outside that the runtime really mapped our file (for --startup, after
          * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
-        _cleanup_free_ char *maps = NULL;
-        size_t mlen;
-        struct cla_error me = {0};
-        if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &me) == 0)
-            res->mapped = proc_maps_has(maps, mlen, strrchr(p.path, '/') + 1) == 1;
+        res->mapped = target_maps_has(t, strrchr(p.path, '/') + 1) == 1;
     }
     if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
         find_holder(t, &p, res);

@@ -6,7 +6,7 @@
  * Placing the profiler inside the target's filesystem view. The target is hostile: every path
  * is resolved below its root without following links, and nothing that is not a regular file is
  * ever opened (rootfs.h). The file is created under a fresh temporary name with O_EXCL, written,
- * synced, checked and hashed through the fd it was created with (its name is never looked up
+ * synced, checked and read back through the fd it was created with (its name is never looked up
  * again), then linked by that fd to a content-addressed name without replacing anything. An
  * identical file already there is reused; anything else is never overwritten (rewriting a mapped
  * .so crashes the process using it).
@@ -50,11 +50,11 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
 
 /* Building blocks shared with deliver_dir.c. deliver_fill() writes o->data into the freshly
  * created `fd` (created as `st`, named `name` in messages) and verifies it through that fd only:
- * same inode, still linked, regular, owned by o->uid, o->len bytes hashing to `hex`.
+ * same inode, still linked, regular, owned by o->uid, exactly the o->len bytes of o->data.
  * deliver_is_ours() tells whether `name` in `dirfd` is the inode `ours` (pinned O_PATH, nothing
  * followed); deliver_remove_if_ours() unlinks it only then. */
-int deliver_fill(int fd, const struct stat *st, const struct deliver_opts *o, const char *hex,
-                 const char *name, struct cla_error *e);
+int deliver_fill(int fd, const struct stat *st, const struct deliver_opts *o, const char *name,
+                 struct cla_error *e);
 bool deliver_is_ours(int dirfd, const char *name, const struct stat *ours);
 void deliver_remove_if_ours(int dirfd, const char *name, const struct stat *ours);
 

@@ -189,7 +189,7 @@ static int fill_tree(int topfd, const struct deliver_dir_opts *o, const char *sh
         char where[TARGET_PATH_MAX + 1];
         snprintf(where, sizeof(where), "%.*s/", TARGET_PATH_MAX - 1, shown);
         struct deliver_opts fo = {.data = f->data, .len = f->len, .dir = where, .uid = o->uid};
-        int r = deliver_fill(fd, &st, &fo, f->sha256, f->path, e);
+        int r = deliver_fill(fd, &st, &fo, f->path, e);
         if (r < 0)
             return r;
     }

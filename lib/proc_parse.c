@@ -515,6 +515,27 @@ int proc_maps_has(const char *buf, size_t len, const char *name)
     return 0;
 }
 
+int proc_maps_scan_feed(struct proc_maps_scan *s, size_t n, const char *name)
+{
+    if (n > sizeof(s->buf) - s->have)
+        return -EINVAL;
+    if (n == 0) {
+        int r = s->have > 0 ? proc_maps_has(s->buf, s->have, name) : 0;
+        s->have = 0;
+        return r;
+    }
+    s->have += n;
+    const char *nl = memrchr(s->buf, '\n', s->have);
+    if (!nl)
+        return s->have == sizeof(s->buf) ? -EPROTO : 0;
+    size_t whole = (size_t)(nl - s->buf) + 1;
+    if (proc_maps_has(s->buf, whole, name) == 1)
+        return 1;
+    memmove(s->buf, s->buf + whole, s->have - whole);
+    s->have -= whole;
+    return 0;
+}
+
 size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max)
 {
     size_t n = 0, used = 0;

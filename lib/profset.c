@@ -53,7 +53,7 @@ static int read_build(int dirfd, const char *name, const char *shown, struct pro
     }
     char *buf;
     size_t len;
-    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
+    int r = userfile_read_fd(fd, PROFILER_MAX_SIZE, &buf, &len);
     if (r == -E2BIG)
         return err_set(e, -EFBIG, "profiler '%s' is over %d bytes", shown, PROFILER_MAX_SIZE);
     if (r < 0)

@@ -215,6 +215,28 @@ int target_read_file(const struct target *t, const char *name, size_t cap, char 
     return 0;
 }
 
+int target_maps_has(const struct target *t, const char *name)
+{
+    _cleanup_close_ int fd = openat(t->procfd, "maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    struct proc_maps_scan scan = {.have = 0};
+    size_t total = 0;
+    for (;;) {
+        ssize_t n = read(fd, scan.buf + scan.have, sizeof(scan.buf) - scan.have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        total += (size_t)n;
+        if (total > PROC_MAPS_MAX)
+            return -E2BIG;
+        int r = proc_maps_scan_feed(&scan, (size_t)n, name);
+        if (r != 0 || n == 0)
+            return r;
+    }
+}
+
 int target_read_exe(const struct target *t, size_t cap, char **ret_buf, size_t *ret_len,
                     struct cla_error *e)
 {

@@ -61,6 +61,11 @@ int target_settle(const struct target *t, int64_t ms, int64_t *ret_after_ms);
 int target_getenv(const struct target *t, const char *name, const char **ret_value,
                   size_t *ret_len);
 
+/* Does the target map a file named `name` (a basename: proc_maps_has())? Reads its maps only
+ * up to the first such line (proc_maps_scan_feed), at most PROC_MAPS_MAX bytes. Returns 1 or 0;
+ * -E2BIG past the cap, -EPROTO for a line longer than any path, or -errno. */
+int target_maps_has(const struct target *t, const char *name);
+
 /* Reads one of the target's /proc files ("mountinfo", "maps") through the pinned dirfd, bounded
  * by `cap`. Returns 0 with a malloc'd NUL-terminated buffer, -E2BIG past the cap, or -errno. */
 int target_read_file(const struct target *t, const char *name, size_t cap, char **ret_buf,

@@ -26,4 +26,9 @@ int userfile_open(int dirfd, const char *name, const char *shown, const char *op
 int userfile_read(const char *path, size_t cap, const char *opt, char **ret_buf, size_t *ret_len,
                   struct cla_error *e);
 
+/* Reads all of the open file `fd` (at most `cap` bytes) as util_read_all() does (NUL-terminated
+ * heap buffer, -E2BIG past `cap`), but with one allocation sized from fstat() when the file
+ * keeps to its size. */
+int userfile_read_fd(int fd, size_t cap, char **ret_buf, size_t *ret_len);
+
 #endif

@@ -27,7 +27,8 @@
 
 static char base[256];
 static int rootfd = -1;
-static const uint8_t payload[] = "\x7f" "ELF pretend shared object bytes";
+static const uint8_t payload[] = "\x7f"
+                                 "ELF pretend shared object bytes";
 
 static void path_of(char *out, size_t size, const char *rel)
 {
@@ -81,8 +82,8 @@ static int count_entries(const char *rel)
 
 static struct deliver_opts opts(const char *dir, const uint8_t *data, size_t len)
 {
-    struct deliver_opts o = {.data = data, .len = len, .basename = "libclrprobe.so",
-                             .dir = dir, .uid = 1000};
+    struct deliver_opts o = {
+        .data = data, .len = len, .basename = "libclrprobe.so", .dir = dir, .uid = 1000};
     return o;
 }
 
@@ -160,6 +161,61 @@ static void test_never_overwrites(void **state)
     assert_int_equal(deliver_profiler(rootfd, &o, &r, &e), -EEXIST);
     assert_int_equal(unlink(p), 0);
     assert_int_equal(count_entries("root/tmp"), 0);
+}
+
+/* Writes `len` bytes of `data` to the final name `r->path` (read-only, as a delivery leaves it). */
+static void put_final(const struct deliver_result *r, const uint8_t *data, size_t len)
+{
+    char p[5000];
+    snprintf(p, sizeof(p), "%s/root%s", base, r->path);
+    (void)chmod(p, 0644);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(chmod(p, 0444), 0);
+}
+
+/* Reuse compares every byte of the existing file with ours, past the read buffer too: one more
+ * byte, one fewer, one changed near the end are each refused; the exact bytes are reused. */
+static void test_reuse_compares_every_byte(void **state)
+{
+    (void)state;
+    size_t len = 150000;
+    uint8_t *big = malloc(len + 1), *other = malloc(len + 1);
+    assert_non_null(big);
+    assert_non_null(other);
+    for (size_t i = 0; i <= len; i++)
+        big[i] = (uint8_t)(i * 13 + (i >> 9));
+    struct deliver_opts o = opts("/tmp", big, len);
+    struct deliver_result r, r2;
+    struct cla_error e = {0};
+    assert_int_equal(deliver_profiler(rootfd, &o, &r, &e), 0);
+    assert_false(r.reused);
+    assert_int_equal(deliver_profiler(rootfd, &o, &r2, &e), 0);
+    assert_true(r2.reused);
+
+    const struct {
+        size_t len, flip; /* flip: index of a changed byte, or len for none */
+    } cases[] = {{len + 1, len + 1}, {len - 1, len}, {len, len - 3}, {len, 70000}, {len, 0}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(other, big, len + 1);
+        if (cases[i].flip < cases[i].len)
+            other[cases[i].flip] ^= 0x40;
+        put_final(&r, other, cases[i].len);
+        memset(&e, 0, sizeof(e));
+        assert_int_equal(deliver_profiler(rootfd, &o, &r2, &e), -EEXIST);
+        if (!strstr(e.msg, "different content"))
+            fail_msg("case %zu: %s", i, e.msg);
+    }
+    put_final(&r, big, len);
+    assert_int_equal(deliver_profiler(rootfd, &o, &r2, &e), 0);
+    assert_true(r2.reused);
+    char p[5000];
+    snprintf(p, sizeof(p), "%s/root%s", base, r.path);
+    assert_int_equal(unlink(p), 0);
+    free(big);
+    free(other);
 }
 
 static void test_symlink_traps(void **state)
@@ -501,8 +557,8 @@ static void check_swapped(enum swap_kind kind, bool force_rename)
 {
     char p[5000], name[256];
     learn_final(p, sizeof(p), name, sizeof(name));
-    struct deliver_test_hooks h = {.before_publish = swap_tmp, .arg = &kind,
-                                   .force_rename = force_rename};
+    struct deliver_test_hooks h = {
+        .before_publish = swap_tmp, .arg = &kind, .force_rename = force_rename};
     deliver_set_test_hooks(&h);
     struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
     struct deliver_result r;
@@ -570,9 +626,12 @@ static void test_publish_by_rename(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_final_name),       cmocka_unit_test(test_deliver_and_reuse),
-        cmocka_unit_test(test_never_overwrites), cmocka_unit_test(test_symlink_traps),
+        cmocka_unit_test(test_final_name),
+        cmocka_unit_test(test_deliver_and_reuse),
+        cmocka_unit_test(test_never_overwrites),
+        cmocka_unit_test(test_symlink_traps),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_reuse_compares_every_byte),
         cmocka_unit_test_teardown(test_fifo_under_final_name, clean_tmp),
         cmocka_unit_test_teardown(test_dir_under_final_name, clean_tmp),
         cmocka_unit_test_teardown(test_chardev_under_final_name, clean_tmp),

@@ -404,6 +404,33 @@ static void test_maps_runtime_library(void **state)
     assert_int_equal(proc_maps_runtime_library("", 0, lib, sizeof(lib)), 0);
 }
 
+/* The incremental maps scan: whole lines only, a cut line waits, a match in the last line
+ * without its newline counts at the end, and it takes no more than the room it has. */
+static void test_maps_scan_feed(void **state)
+{
+    (void)state;
+    static struct proc_maps_scan s;
+    static const char a[] = "1-2 r--p 0 0:0 1 /usr/lib/liba.so\n1-2 r-xp 0 0:0 2 /tmp/libp";
+    static const char b[] = "robe.so\n";
+    memset(&s, 0, sizeof(s));
+    memcpy(s.buf, a, sizeof(a) - 1);
+    assert_int_equal(proc_maps_scan_feed(&s, sizeof(a) - 1, "libprobe.so"), 0); /* cut: waits */
+    assert_int_equal(s.have, strlen(strchr(a, '\n') + 1));
+    memset(&s, 0, sizeof(s));
+    memcpy(s.buf, a, sizeof(a) - 1);
+    assert_int_equal(proc_maps_scan_feed(&s, sizeof(a) - 1, "libprobe.so"), 0);
+    memcpy(s.buf + s.have, b, sizeof(b) - 1);
+    assert_int_equal(proc_maps_scan_feed(&s, sizeof(b) - 1, "libprobe.so"), 1);
+    memset(&s, 0, sizeof(s));
+    memcpy(s.buf, a, sizeof(a) - 1);
+    assert_int_equal(proc_maps_scan_feed(&s, sizeof(a) - 1, "libp"), 0);
+    assert_int_equal(proc_maps_scan_feed(&s, 0, "libp"), 1); /* the end: the last line counts */
+    assert_int_equal(s.have, 0);
+    assert_int_equal(proc_maps_scan_feed(&s, sizeof(s.buf) + 1, "x"), -EINVAL);
+    memset(s.buf, 'a', sizeof(s.buf));
+    assert_int_equal(proc_maps_scan_feed(&s, sizeof(s.buf), "x"), -EPROTO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -419,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_mountinfo_malformed),
         cmocka_unit_test(test_maps),
         cmocka_unit_test(test_maps_runtime_library),
+        cmocka_unit_test(test_maps_scan_feed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

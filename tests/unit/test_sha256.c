@@ -8,6 +8,9 @@
 
 #include <cmocka.h>
 
+#include <errno.h>
+#include <stdio.h>
+
 #include "sha256.h"
 
 /* Expected digests: NIST FIPS 180-4 example vectors, and `sha256sum` outputs for the rest. */
@@ -179,12 +182,104 @@ static void test_hex_format(void **state)
     assert_string_equal(hex, "00171027203730474057506760777087809790a7a0b7b0c7c0d7d0e7e0f7f007");
 }
 
+/* Does /proc/cpuinfo list the x86 SHA extensions (flag "sha_ni")? The kernel's word, checked
+ * apart from the CPUID test in sha256.c. */
+static bool cpuinfo_has_sha_ni(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    bool found = false;
+
+    if (!f)
+        return false;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strncmp(line, "flags", 5) == 0 && strstr(line, " sha_ni") != NULL;
+    fclose(f);
+    return found;
+}
+
+static void test_cpu_detection(void **state)
+{
+    (void)state;
+    int r = sha256_select(SHA256_IMPL_CPU);
+#if defined(__x86_64__)
+    if (cpuinfo_has_sha_ni()) {
+        assert_int_equal(r, 0);
+        assert_string_equal(sha256_impl_name(), "x86-sha");
+    } else {
+        assert_int_equal(r, -ENOTSUP);
+    }
+#else
+    assert_int_equal(r, -ENOTSUP);
+#endif
+    assert_int_equal(sha256_select(SHA256_IMPL_PORTABLE), 0);
+    assert_string_equal(sha256_impl_name(), "portable");
+    assert_int_equal(sha256_select(SHA256_IMPL_AUTO), 0);
+    assert_string_equal(sha256_impl_name(), r == 0 ? "x86-sha" : "portable");
+}
+
+/* Both implementations agree on every length from 0 to 1100 bytes (1..17 blocks with every
+ * tail), at every alignment of the input, one-shot and fed in pieces. */
+static void test_implementations_agree(void **state)
+{
+    static uint8_t msg[1200];
+    (void)state;
+
+    if (sha256_select(SHA256_IMPL_CPU) < 0) {
+        print_message("no SHA instructions on this CPU: the portable code alone is tested\n");
+        return;
+    }
+    for (size_t i = 0; i < sizeof(msg); i++)
+        msg[i] = (uint8_t)(i * 131 + (i >> 7));
+    for (size_t len = 0; len <= 1100; len++) {
+        size_t off = len % 8;
+        uint8_t port[SHA256_DIGEST_SIZE], cpu[SHA256_DIGEST_SIZE], split[SHA256_DIGEST_SIZE];
+        struct sha256_ctx ctx;
+
+        assert_int_equal(sha256_select(SHA256_IMPL_PORTABLE), 0);
+        sha256_buf(msg + off, len, port);
+        assert_int_equal(sha256_select(SHA256_IMPL_CPU), 0);
+        sha256_buf(msg + off, len, cpu);
+        sha256_init(&ctx);
+        sha256_update(&ctx, msg + off, len / 3);
+        sha256_update(&ctx, msg + off + len / 3, len - len / 3);
+        sha256_final(&ctx, split);
+        if (memcmp(port, cpu, sizeof(cpu)) != 0 || memcmp(port, split, sizeof(cpu)) != 0)
+            fail_msg("implementations differ at %zu bytes (offset %zu)", len, off);
+    }
+    sha256_select(SHA256_IMPL_AUTO);
+}
+
+static int use_portable(void **state)
+{
+    (void)state;
+    return sha256_select(SHA256_IMPL_PORTABLE);
+}
+
+/* The CPU's instructions where it has them; else the portable code again (said once). */
+static int use_cpu(void **state)
+{
+    (void)state;
+    if (sha256_select(SHA256_IMPL_CPU) == 0)
+        return 0;
+    print_message("no SHA instructions on this CPU: the vectors run on the portable code\n");
+    return sha256_select(SHA256_IMPL_PORTABLE);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    /* Every vector through each implementation. */
+    const struct CMUnitTest vectors[] = {
         cmocka_unit_test(test_nist_short),     cmocka_unit_test(test_million_a),
         cmocka_unit_test(test_padding_edges),  cmocka_unit_test(test_split_every_offset),
         cmocka_unit_test(test_byte_at_a_time), cmocka_unit_test(test_hex_format),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest choice[] = {
+        cmocka_unit_test(test_cpu_detection),
+        cmocka_unit_test(test_implementations_agree),
+    };
+    int failed = cmocka_run_group_tests_name("portable", vectors, use_portable, NULL);
+    failed += cmocka_run_group_tests_name("cpu", vectors, use_cpu, NULL);
+    failed += cmocka_run_group_tests_name("choice", choice, NULL, NULL);
+    return failed;
 }

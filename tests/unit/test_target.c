@@ -247,12 +247,71 @@ static void test_comm_rendered(void **state)
     close(proc);
 }
 
+/* Writes `text` as the "maps" of a fake /proc/<pid> directory and asks target_maps_has(). */
+static int maps_has(const char *text, size_t len, const char *name)
+{
+    char dir[] = "/tmp/clrattach-maps.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char p[64];
+    snprintf(p, sizeof(p), "%s/maps", dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+    struct target t = {.pid = 1, .pidfd = -1, .rootfd = -1};
+    t.procfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(t.procfd >= 0);
+    int r = target_maps_has(&t, name);
+    close(t.procfd);
+    unlink(p);
+    rmdir(dir);
+    return r;
+}
+
+/* The mapped check reads maps in pieces, in whole lines: a line cut by the read buffer is
+ * matched whole, never by its head alone; a last line without newline counts; a line longer
+ * than any path is malformed. */
+static void test_maps_has_streamed(void **state)
+{
+    (void)state;
+    static const char line[] = "7f00-7f01 r--p 00000000 fe:00 12 /usr/lib/libfiller.so\n";
+    static const char ours[] = "7f02-7f03 r-xp 00000000 fe:00 13 /tmp/libclrprobe-0123.so\n";
+    size_t cap = 100000, n = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    /* Fillers up to just before 16 KiB, so that our line straddles the first read's end. */
+    while (n + sizeof(line) - 1 < 16384 - 20) {
+        memcpy(text + n, line, sizeof(line) - 1);
+        n += sizeof(line) - 1;
+    }
+    size_t at = n;
+    memcpy(text + n, ours, sizeof(ours) - 1);
+    n += sizeof(ours) - 1;
+    assert_true(at < 16384 && n > 16384);
+    for (int i = 0; i < 300; i++) {
+        memcpy(text + n, line, sizeof(line) - 1);
+        n += sizeof(line) - 1;
+    }
+    assert_int_equal(maps_has(text, n, "libclrprobe-0123.so"), 1);
+    assert_int_equal(maps_has(text, n, "libfiller.so"), 1);
+    /* A name cut at the buffer's end must not match by its head: "libclrprobe-0" is not it. */
+    assert_int_equal(maps_has(text, n, "libclrprobe-0"), 0);
+    assert_int_equal(maps_has(text, n, "libabsent.so"), 0);
+    /* The last line without its newline. */
+    assert_int_equal(maps_has(ours, sizeof(ours) - 2, "libclrprobe-0123.so"), 1);
+    assert_int_equal(maps_has("", 0, "libclrprobe-0123.so"), 0);
+    /* A line of 20000 bytes: no path is that long. */
+    memset(text, 'a', 20000);
+    assert_int_equal(maps_has(text, 20000, "libclrprobe-0123.so"), -EPROTO);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_detected),      cmocka_unit_test(test_exe_and_settle),
         cmocka_unit_test(test_tmpdir_refused),     cmocka_unit_test(test_comm_rendered),
-        cmocka_unit_test(test_pid_reuse_detected),
+        cmocka_unit_test(test_pid_reuse_detected), cmocka_unit_test(test_maps_has_streamed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

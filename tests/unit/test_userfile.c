@@ -96,6 +96,53 @@ static void test_regular(void **state)
     assert_int_equal(userfile_read(p, 10, "--client-data", &buf, &len, &e), -ENOENT);
 }
 
+/* One allocation from fstat's size when the file keeps to it; the cap holds whatever the size
+ * says, and files whose size says nothing (a pipe, /proc) are read whole all the same. */
+static void test_read_fd_sized(void **state)
+{
+    (void)state;
+    char p[512], *buf = NULL;
+    size_t len = 0;
+    path_of(p, sizeof(p), "data");
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(userfile_read_fd(fd, 15, &buf, &len), 0); /* exactly the cap */
+    assert_int_equal(len, 15);
+    assert_string_equal(buf, "out=/tmp/r.json");
+    free(buf);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    assert_int_equal(userfile_read_fd(fd, 14, &buf, &len), -E2BIG);
+    close(fd);
+
+    fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC); /* st_size 0 */
+    assert_true(fd >= 0);
+    assert_int_equal(userfile_read_fd(fd, 1 << 20, &buf, &len), 0);
+    assert_true(len > 100);
+    assert_non_null(strstr(buf, "Name:"));
+    assert_int_equal(buf[len], '\0');
+    free(buf);
+    close(fd);
+
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    static char chunk[20000];
+    memset(chunk, 'x', sizeof(chunk));
+    pid_t w = fork();
+    if (w == 0) {
+        close(pfd[0]);
+        _exit(write(pfd[1], chunk, sizeof(chunk)) == (ssize_t)sizeof(chunk) ? 0 : 1);
+    }
+    close(pfd[1]);
+    assert_int_equal(userfile_read_fd(pfd[0], 1 << 20, &buf, &len), 0);
+    assert_int_equal(len, sizeof(chunk));
+    assert_int_equal(memcmp(buf, chunk, sizeof(chunk)), 0);
+    free(buf);
+    close(pfd[0]);
+    int status;
+    assert_int_equal(waitpid(w, &status, 0), w);
+    assert_int_equal(status, 0);
+}
+
 static void expect_refused(const char *rel, int code, const char *found)
 {
     char p[512], *buf = NULL;
@@ -186,9 +233,8 @@ static void test_pty_never_ctty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_regular),
-        cmocka_unit_test(test_not_regular),
-        cmocka_unit_test(test_profiler_fifo),
+        cmocka_unit_test(test_regular),        cmocka_unit_test(test_read_fd_sized),
+        cmocka_unit_test(test_not_regular),    cmocka_unit_test(test_profiler_fifo),
         cmocka_unit_test(test_pty_never_ctty),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
