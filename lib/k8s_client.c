@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "k8s_reply.h"
 #include "util.h"
 
 #ifndef CLRATTACH_VERSION
