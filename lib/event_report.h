@@ -14,6 +14,7 @@
 #include "err.h"
 #include "ipc.h"
 #include "k8s_client.h"
+#include "k8s_series.h"
 #include "k8s_config.h"
 #include "k8s_event.h"
 #include "k8s_target_sa.h"
