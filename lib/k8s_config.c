@@ -162,6 +162,23 @@ static bool given(const char *s)
     return s && s[0];
 }
 
+/* The API URL: the option's, checked, else the one the kubelet's service env vars make. */
+static int parse_api_url(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *c,
+                         struct cla_error *e)
+{
+    if (given(o->api_url))
+        return check_api_url(o->api_url, c->api_url, sizeof(c->api_url), e);
+    /* Both must be set, as in client-go; kubelet injects them even with
+     * enableServiceLinks: false, so their absence means "not in a cluster". */
+    const char *host = env_get(envp, "KUBERNETES_SERVICE_HOST");
+    const char *port = env_get(envp, "KUBERNETES_SERVICE_PORT");
+    if (!host || !port) {
+        err_set(e, -ENOENT, "k8s: not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
+        return err_hint(e, "pass --k8s-api-url, or run inside a pod");
+    }
+    return k8s_join_host_port(host, port, c->api_url, sizeof(c->api_url), e);
+}
+
 int k8s_config_parse_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
                          struct cla_error *e)
 {
@@ -173,21 +190,8 @@ int k8s_config_parse_env(const struct k8s_config_opts *o, char *const *envp, str
     memset(&c, 0, sizeof(c));
     const char *sa_dir = given(o->sa_dir) ? o->sa_dir : K8S_SA_DIR_DEFAULT;
 
-    if (given(o->api_url)) {
-        if ((r = check_api_url(o->api_url, c.api_url, sizeof(c.api_url), e)) < 0)
-            return r;
-    } else {
-        /* Both must be set, as in client-go; kubelet injects them even with
-         * enableServiceLinks: false, so their absence means "not in a cluster". */
-        const char *host = env_get(envp, "KUBERNETES_SERVICE_HOST");
-        const char *port = env_get(envp, "KUBERNETES_SERVICE_PORT");
-        if (!host || !port) {
-            err_set(e, -ENOENT, "k8s: not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
-            return err_hint(e, "pass --k8s-api-url, or run inside a pod");
-        }
-        if ((r = k8s_join_host_port(host, port, c.api_url, sizeof(c.api_url), e)) < 0)
-            return r;
-    }
+    if ((r = parse_api_url(o, envp, &c, e)) < 0)
+        return r;
 
     if ((r = given(o->token_file)
                  ? copy_checked(c.token_path, sizeof(c.token_path), o->token_file, "token path", e)

@@ -94,6 +94,7 @@ int cmd_attach(int argc, char **argv)
     int r = job_parse(argc, argv, &a);
     if (r != CLI_GO_ON)
         return r;
+    /* Checked here, not in the shared parser: watch has no --pid. */
     uint64_t pid;
     if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
         return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);

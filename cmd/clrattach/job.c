@@ -206,6 +206,8 @@ static int check_options(struct attach_cli *a)
     int r = check_target_dir(a);
     if (r != CLI_GO_ON)
         return r;
+    /* The kernel cuts comm to 15 bytes: a longer name could never match, and the watcher
+     * would wait for ever without a word. */
     if (a->match_comm && strlen(a->match_comm) > 15)
         return usage_error(cmd,
                            "--match-comm '%s' is longer than the kernel's 15-byte comm; "
@@ -214,10 +216,14 @@ static int check_options(struct attach_cli *a)
     return CLI_GO_ON;
 }
 
+/* Every option is checked here, before the sandbox and before any target byte: a mistake
+ * found after delivery would leave a profiler in the target for nothing. */
 int job_parse(int argc, char **argv, struct attach_cli *a)
 {
     int c, r;
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
+        /* One table serves both commands, so that a shared option cannot drift between them;
+         * what belongs to only one is refused by name for the other. */
         bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
         if ((watch_only && !a->watch) || (a->watch && (c == 'p' || c == 'U')))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
@@ -229,6 +235,8 @@ int job_parse(int argc, char **argv, struct attach_cli *a)
     return check_options(a);
 }
 
+/* Read now, before the sandbox: opening the operator's files is not allowed once it is on.
+ * The cap is what one IPC frame carries, so a too-large value fails here, not at the runtime. */
 static int read_client_data(const char *arg, uint8_t **ret, size_t *ret_len, struct cla_error *e)
 {
     if (arg[0] != '@') {
@@ -274,6 +282,8 @@ int job_setup(struct attach_cli *a, enum sandbox_stage stage)
                          stage);
 }
 
+/* The attach tells us when it has delivered and when only reporting is left: each step
+ * narrows the filter, so a compromised later step has fewer syscalls to abuse. */
 static int on_stage(enum attach_stage stage, void *userdata, struct cla_error *e)
 {
     const struct common *co = userdata;
@@ -307,6 +317,7 @@ struct attach_opts job_attach_opts(struct attach_cli *a)
     return ao;
 }
 
+/* util_closep leaves the fd value set: reset by hand so that a second release is harmless. */
 void job_release(struct attach_cli *a)
 {
     event_report_close(&a->rep);
