@@ -152,7 +152,8 @@ int event_report_for_watch(struct event_reporter *rep, struct cla_error *ret_war
         if (rep->mode == EVENT_MODE_REQUIRED) {
             err_set(e, -ENOENT,
                     "--events=required: this container has no service-account token of its own");
-            return err_hint(e, "a watch sidecar needs automountServiceAccountToken");
+            err_hint(e, "a watch sidecar needs automountServiceAccountToken");
+            return -ENOENT;
         }
         err_set(ret_warning, -ENOENT,
                 "Events off: this container has no service-account token; a watch sidecar "

@@ -106,8 +106,9 @@ int cmd_attach(int argc, char **argv)
         return r;
     }
     /* The target is behind us: reading service-account files is all that is left. */
+    struct cla_error e = {0};
     if (a.co.seccomp != SANDBOX_MODE_OFF)
-        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), NULL);
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
     int code = job_emit_result(&a, &res, true);
     job_release(&a);
     return code;
