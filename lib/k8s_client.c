@@ -135,6 +135,38 @@ static int setup_handle(struct session *s, struct cla_error *e)
 
 /* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
  * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
+/* The request's headers into *ret (caller frees, also on failure): the token, JSON, and the
+ * body's media type. Returns false when out of memory. */
+static bool build_headers(const char *auth, const char *body, bool patch, struct curl_slist **ret)
+{
+    /* The apiserver answers 415 to a PATCH in plain JSON: the patch type is the media type. A
+     * merge patch is enough for `series` (an object of scalars) and is what every group
+     * accepts, unlike strategic merge, which custom and aggregated APIs refuse. */
+    const char *const hdrs[] = {auth, "Accept: application/json",
+                                !body   ? NULL
+                                : patch ? "Content-Type: application/merge-patch+json"
+                                        : "Content-Type: application/json"};
+    struct curl_slist *t;
+    for (size_t i = 0; i < ARRAY_SIZE(hdrs) && hdrs[i]; i++) {
+        if (!(t = curl_slist_append(*ret, hdrs[i])))
+            return false;
+        *ret = t;
+    }
+    return true;
+}
+
+/* Status, media type and Retry-After of a response that came back. */
+static void read_reply_info(CURL *c, struct reply *r)
+{
+    char *ct = NULL;
+    curl_off_t ra = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    r->json = ct && strncmp(ct, "application/json", 16) == 0;
+    if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+        r->retry_after_s = ra > K8S_RETRY_AFTER_MAX_S ? K8S_RETRY_AFTER_MAX_S : (long)ra;
+}
+
 static void do_request(struct session *s, const char *method, const char *path, const char *body,
                        struct reply *r)
 {
@@ -146,20 +178,10 @@ static void do_request(struct session *s, const char *method, const char *path, 
     /* The header holds the token; it is wiped once the request is done. */
     char auth[K8S_TOKEN_MAX + 32];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->tok.value);
-    struct curl_slist *h = NULL, *t;
-    /* The apiserver answers 415 to a PATCH in plain JSON: the patch type is the media type. A
-     * merge patch is enough for `series` (an object of scalars) and is what every group
-     * accepts, unlike strategic merge, which custom and aggregated APIs refuse. */
-    const char *const hdrs[] = {auth, "Accept: application/json",
-                                !body   ? NULL
-                                : patch ? "Content-Type: application/merge-patch+json"
-                                        : "Content-Type: application/json"};
-    for (size_t i = 0; i < ARRAY_SIZE(hdrs) && hdrs[i]; i++) {
-        if (!(t = curl_slist_append(h, hdrs[i]))) {
-            r->cc = CURLE_OUT_OF_MEMORY;
-            goto out;
-        }
-        h = t;
+    struct curl_slist *h = NULL;
+    if (!build_headers(auth, body, patch, &h)) {
+        r->cc = CURLE_OUT_OF_MEMORY;
+        goto out;
     }
     /* A request never outlives the report's budget, so a hanging server costs at most what
      * the caller allowed for the whole report. */
@@ -183,15 +205,8 @@ static void do_request(struct session *s, const char *method, const char *path, 
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, patch ? "PATCH" : NULL);
 
     r->cc = curl_easy_perform(c);
-    if (r->cc == CURLE_OK) {
-        char *ct = NULL;
-        curl_off_t ra = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-        r->json = ct && strncmp(ct, "application/json", 16) == 0;
-        if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-            r->retry_after_s = ra > K8S_RETRY_AFTER_MAX_S ? K8S_RETRY_AFTER_MAX_S : (long)ra;
-    }
+    if (r->cc == CURLE_OK)
+        read_reply_info(c, r);
 out:
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
