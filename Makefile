@@ -190,7 +190,7 @@ lint:
 
 format-check:
 	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h \
-	    $(wildcard tools/*.c)
+	    $(wildcard cmd/clrattach/*.h tools/*.c)
 
 clean:
 	rm -rf build

@@ -10,7 +10,7 @@
 # coverage), shared by every BUILD.
 
 FUZZ_TARGETS ?= ipc proc_stat proc_status proc_environ proc_cmdline socket_name mountinfo maps \
-                k8s_status k8s_pod clientdata elfinfo rid ldsearch tarstream render \
+                k8s_status k8s_pod k8s_config clientdata elfinfo rid ldsearch tarstream render \
                 procindex
 FUZZ_SECONDS ?= 20
 FUZZ_CC      ?= clang

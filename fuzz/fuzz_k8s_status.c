@@ -6,6 +6,7 @@
  */
 #include "fuzz.h"
 #include "k8s_event.h"
+#include "k8s_reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "k8s_reply.h"
 #include "util.h"
 
 #ifndef CLRATTACH_VERSION
@@ -134,6 +135,38 @@ static int setup_handle(struct session *s, struct cla_error *e)
 
 /* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
  * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
+/* The request's headers into *ret (caller frees, also on failure): the token, JSON, and the
+ * body's media type. Returns false when out of memory. */
+static bool build_headers(const char *auth, const char *body, bool patch, struct curl_slist **ret)
+{
+    /* The apiserver answers 415 to a PATCH in plain JSON: the patch type is the media type. A
+     * merge patch is enough for `series` (an object of scalars) and is what every group
+     * accepts, unlike strategic merge, which custom and aggregated APIs refuse. */
+    const char *const hdrs[] = {auth, "Accept: application/json",
+                                !body   ? NULL
+                                : patch ? "Content-Type: application/merge-patch+json"
+                                        : "Content-Type: application/json"};
+    struct curl_slist *t;
+    for (size_t i = 0; i < ARRAY_SIZE(hdrs) && hdrs[i]; i++) {
+        if (!(t = curl_slist_append(*ret, hdrs[i])))
+            return false;
+        *ret = t;
+    }
+    return true;
+}
+
+/* Status, media type and Retry-After of a response that came back. */
+static void read_reply_info(CURL *c, struct reply *r)
+{
+    char *ct = NULL;
+    curl_off_t ra = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+    r->json = ct && strncmp(ct, "application/json", 16) == 0;
+    if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+        r->retry_after_s = ra > K8S_RETRY_AFTER_MAX_S ? K8S_RETRY_AFTER_MAX_S : (long)ra;
+}
+
 static void do_request(struct session *s, const char *method, const char *path, const char *body,
                        struct reply *r)
 {
@@ -145,20 +178,10 @@ static void do_request(struct session *s, const char *method, const char *path, 
     /* The header holds the token; it is wiped once the request is done. */
     char auth[K8S_TOKEN_MAX + 32];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", s->tok.value);
-    struct curl_slist *h = NULL, *t;
-    /* The apiserver answers 415 to a PATCH in plain JSON: the patch type is the media type. A
-     * merge patch is enough for `series` (an object of scalars) and is what every group
-     * accepts, unlike strategic merge, which custom and aggregated APIs refuse. */
-    const char *const hdrs[] = {auth, "Accept: application/json",
-                                !body   ? NULL
-                                : patch ? "Content-Type: application/merge-patch+json"
-                                        : "Content-Type: application/json"};
-    for (size_t i = 0; i < ARRAY_SIZE(hdrs) && hdrs[i]; i++) {
-        if (!(t = curl_slist_append(h, hdrs[i]))) {
-            r->cc = CURLE_OUT_OF_MEMORY;
-            goto out;
-        }
-        h = t;
+    struct curl_slist *h = NULL;
+    if (!build_headers(auth, body, patch, &h)) {
+        r->cc = CURLE_OUT_OF_MEMORY;
+        goto out;
     }
     /* A request never outlives the report's budget, so a hanging server costs at most what
      * the caller allowed for the whole report. */
@@ -182,15 +205,8 @@ static void do_request(struct session *s, const char *method, const char *path, 
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, patch ? "PATCH" : NULL);
 
     r->cc = curl_easy_perform(c);
-    if (r->cc == CURLE_OK) {
-        char *ct = NULL;
-        curl_off_t ra = 0;
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
-        r->json = ct && strncmp(ct, "application/json", 16) == 0;
-        if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
-            r->retry_after_s = ra > K8S_RETRY_AFTER_MAX_S ? K8S_RETRY_AFTER_MAX_S : (long)ra;
-    }
+    if (r->cc == CURLE_OK)
+        read_reply_info(c, r);
 out:
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
@@ -502,120 +518,9 @@ static int create_event(struct session *s, struct k8s_pod_ref *pod, const struct
     return 0;
 }
 
-int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
-                     const struct k8s_event_spec *ev, struct k8s_report_outcome *ret,
-                     struct cla_error *e)
-{
-    memset(ret, 0, sizeof(*ret));
-    struct session *s = NULL;
-    int rc = check_args(cfg, pod, e);
-    if (rc < 0 || (rc = session_open(cfg, ret, &s, e)) < 0)
-        return rc;
-    rc = create_event(s, pod, ev, e);
-    session_close(s);
-    return rc < 0 ? rc : 0;
-}
-
-/* One remembered series head. `seq` orders entries by insertion for eviction: event times
- * come from the caller and need not be monotonic, a counter is. */
-struct series_entry {
-    bool used;
-    bool core; /* created (and so patched) through /api/v1 */
-    int count;
-    uint64_t seq;
-    struct timespec head_time; /* eventTime of the head Event: the window starts there */
-    char key[K8S_SERIES_KEY_MAX + 1];
-    char name[K8S_NAME_MAX + 1];
-    char pod_ns[K8S_LABEL_MAX + 1];
-    char pod_name[K8S_NAME_MAX + 1];
-    char pod_uid[K8S_UID_MAX + 1];
-};
-
-struct k8s_series_cache {
-    uint64_t next_seq;
-    struct series_entry e[K8S_SERIES_MAX];
-};
-
-struct k8s_series_cache *k8s_series_cache_new(void)
-{
-    return calloc(1, sizeof(struct k8s_series_cache));
-}
-
-void k8s_series_cache_free(struct k8s_series_cache *c)
-{
-    free(c);
-}
-
-static struct series_entry *series_find(struct k8s_series_cache *c, const char *key)
-{
-    for (size_t i = 0; i < K8S_SERIES_MAX; i++)
-        if (c->e[i].used && strcmp(c->e[i].key, key) == 0)
-            return &c->e[i];
-    return NULL;
-}
-
-/* Milliseconds from a to b rounded down, saturating instead of overflowing on absurd times.
- * Rounded down, not toward zero: b a microsecond before a must come out negative. */
-static int64_t ms_between(const struct timespec *a, const struct timespec *b)
-{
-    int64_t ds = (int64_t)b->tv_sec - (int64_t)a->tv_sec;
-    int64_t dn = (int64_t)b->tv_nsec - (int64_t)a->tv_nsec;
-    if (ds > INT64_MAX / 2000)
-        return INT64_MAX / 2;
-    if (ds < -(INT64_MAX / 2000))
-        return -(INT64_MAX / 2);
-    int64_t ms = dn / 1000000;
-    if (dn % 1000000 < 0)
-        ms--;
-    return ds * 1000 + ms;
-}
-
-/* Whether a report at `now` for `pod` continues the series of `se`. A time before the head
- * (the clock stepped back) starts a new Event: lastObservedTime before eventTime would make a
- * series that `kubectl` shows with a negative age. Another pod under the same key (the caller
- * reports for several pods) must never patch an Event about a different object. */
-static bool series_continues(const struct series_entry *se, const struct k8s_pod_ref *pod,
-                             const struct timespec *now)
-{
-    int64_t d = ms_between(&se->head_time, now);
-    if (d < 0 || d >= K8S_SERIES_WINDOW_MS || se->count >= INT32_MAX - 1)
-        return false;
-    /* The uid is compared only when both are known: a caller may learn it after the head. */
-    return strcmp(se->pod_ns, pod->namespace_) == 0 && strcmp(se->pod_name, pod->name) == 0 &&
-           (!se->pod_uid[0] || !pod->uid[0] || strcmp(se->pod_uid, pod->uid) == 0);
-}
-
-/* Records a fresh head under `key`, replacing an entry with the same key, else a free slot,
- * else the oldest. */
-static void series_remember(struct k8s_series_cache *c, const char *key,
-                            const struct k8s_pod_ref *pod, const struct k8s_event_spec *ev,
-                            const struct k8s_report_outcome *out)
-{
-    struct series_entry *se = series_find(c, key), *oldest = NULL;
-    for (size_t i = 0; !se && i < K8S_SERIES_MAX; i++) {
-        if (!c->e[i].used)
-            se = &c->e[i];
-        else if (!oldest || c->e[i].seq < oldest->seq)
-            oldest = &c->e[i];
-    }
-    if (!se)
-        se = oldest;
-    memset(se, 0, sizeof(*se));
-    se->used = true;
-    se->core = out->used_core_v1;
-    se->count = 1;
-    se->seq = ++c->next_seq;
-    se->head_time = ev->event_time;
-    memcpy(se->key, key, strlen(key) + 1);
-    memcpy(se->name, out->event_name, sizeof(se->name));
-    memcpy(se->pod_ns, pod->namespace_, sizeof(se->pod_ns));
-    memcpy(se->pod_name, pod->name, sizeof(se->pod_name));
-    memcpy(se->pod_uid, pod->uid, sizeof(se->pod_uid));
-}
-
-/* PATCHes the head's series to se->count + 1. Returns 0 when applied, 1 when the Event is
+/* PATCHes the head's series to head->count + 1. Returns 0 when applied, 1 when the Event is
  * gone (404), or a negative errno. */
-static int patch_series(struct session *s, const struct series_entry *se,
+static int patch_series(struct session *s, const struct k8s_series_head *se,
                         const struct k8s_event_spec *ev, struct cla_error *e)
 {
     _cleanup_free_ char *body = NULL;
@@ -628,10 +533,10 @@ static int patch_series(struct session *s, const struct series_entry *se,
     snprintf(path, sizeof(path),
              se->core ? "/api/v1/namespaces/%s/events/%s"
                       : "/apis/events.k8s.io/v1/namespaces/%s/events/%s",
-             se->pod_ns, se->name);
+             se->namespace_, se->name);
     snprintf(what, sizeof(what), "PATCH %s", path);
     s->out->used_core_v1 = se->core;
-    memcpy(s->out->event_name, se->name, sizeof(s->out->event_name));
+    snprintf(s->out->event_name, sizeof(s->out->event_name), "%s", se->name);
     if ((rc = send_with_retries(s, "PATCH", path, body, &r, &maybe_sent, e)) < 0)
         goto out;
     if (r.status == 200 || r.status == 201)
@@ -647,38 +552,37 @@ out:
     return rc;
 }
 
-int k8s_report_event_dedup(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
-                           const struct k8s_event_spec *ev, const char *key,
-                           struct k8s_series_cache *cache, struct k8s_report_outcome *ret,
-                           struct cla_error *e)
+int k8s_report_event_or_patch(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
+                              const struct k8s_event_spec *ev, const struct k8s_series_head *head,
+                              struct k8s_report_outcome *ret, struct cla_error *e)
 {
     memset(ret, 0, sizeof(*ret));
-    if (!cache || !key || !key[0] || strlen(key) > K8S_SERIES_KEY_MAX)
-        return err_set(e, -EINVAL, "k8s: series key must be 1 to %d bytes", K8S_SERIES_KEY_MAX);
     struct session *s = NULL;
     int rc = check_args(cfg, pod, e);
     if (rc < 0 || (rc = session_open(cfg, ret, &s, e)) < 0)
         return rc;
-
-    struct series_entry *se = series_find(cache, key);
-    if (se && series_continues(se, pod, &ev->event_time)) {
-        rc = patch_series(s, se, ev, e);
+    if (head) {
+        rc = patch_series(s, head, ev, e);
         if (rc == 0) {
-            se->count++;
             ret->patched = true;
-            ret->series_count = se->count;
+            ret->series_count = head->count + 1;
             goto out;
         }
         if (rc < 0)
             goto out;
-        /* Gone: the entry is replaced by the new head below (or kept, when the create fails,
-         * so that the next report tries the PATCH again, gets its 404 and creates). */
+        /* Gone: a new Event heads the series from now on. */
         ret->used_core_v1 = false;
         ret->event_name[0] = '\0';
     }
-    if ((rc = create_event(s, pod, ev, e)) == 0)
-        series_remember(cache, key, pod, ev, ret);
+    rc = create_event(s, pod, ev, e);
 out:
     session_close(s);
     return rc < 0 ? rc : 0;
+}
+
+int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
+                     const struct k8s_event_spec *ev, struct k8s_report_outcome *ret,
+                     struct cla_error *e)
+{
+    return k8s_report_event_or_patch(cfg, pod, ev, NULL, ret, e);
 }

@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "k8s_config.h"
+/*
+ * The cluster configuration's parsers, on strings and buffers only: the environment, option
+ * values, and the bytes of the token and namespace files (read in k8s_config_load.c).
+ */
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "util.h"
-
-extern char **environ;
 
 /* Defaults close to what the reference suggests: reporting is best-effort and must never hold
  * up the attach result for long. */
@@ -104,30 +102,39 @@ static int check_api_url(const char *url, char *dst, size_t size, struct cla_err
     return 0;
 }
 
-/* Opens a file we trust by path (kubelet's projected volume is a symlink farm, so symlinks
- * are followed) and checks it is a regular file. */
-static int open_regular(const char *path, struct cla_error *e)
+/* client-go trims the namespace file with strings.TrimSpace, as it does the token. */
+static void trim_space(const char *buf, size_t len, size_t *ret_a, size_t *ret_b)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return err_setsys(e, -errno, "k8s: open '%s'", path);
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "k8s: fstat '%s'", path);
-    if (!S_ISREG(st.st_mode))
-        return err_set(e, -EINVAL, "k8s: '%s' is not a regular file", path);
-    return util_take_fd(&fd);
+    size_t a = 0, b = len;
+    while (a < b && is_space(buf[a]))
+        a++;
+    while (b > a && is_space(buf[b - 1]))
+        b--;
+    *ret_a = a;
+    *ret_b = b;
+}
+
+int k8s_namespace_parse(const char *buf, size_t len, char *ret, struct cla_error *e)
+{
+    size_t a, b;
+    trim_space(buf, len, &a, &b);
+    if (b - a > K8S_LABEL_MAX)
+        return err_set(e, -EINVAL, "k8s: no namespace name");
+    memcpy(ret, buf + a, b - a);
+    ret[b - a] = '\0';
+    /* The namespace goes into URL paths: anything but a DNS label is refused here, not
+     * escaped later. */
+    if (!k8s_is_dns1123_label(ret))
+        return err_set(e, -EINVAL, "k8s: no namespace name");
+    return 0;
 }
 
 int k8s_token_parse(const char *buf, size_t len, char *ret, struct cla_error *e)
 {
     /* client-go trims with strings.TrimSpace: the projected file has no newline, but tokens
      * written by hand or by other tools usually do. */
-    size_t a = 0, b = len;
-    while (a < b && is_space(buf[a]))
-        a++;
-    while (b > a && is_space(buf[b - 1]))
-        b--;
+    size_t a, b;
+    trim_space(buf, len, &a, &b);
     if (a == b)
         return err_set(e, -EINVAL, "k8s: the token file is empty");
     if (b - a > K8S_TOKEN_MAX)
@@ -140,68 +147,6 @@ int k8s_token_parse(const char *buf, size_t len, char *ret, struct cla_error *e)
     memcpy(ret, buf + a, b - a);
     ret[b - a] = '\0';
     return 0;
-}
-
-int k8s_token_refresh(const struct k8s_config *cfg, struct k8s_token *tok, bool force,
-                      int64_t now_ms, struct cla_error *e)
-{
-    if (!force && tok->read_at_ms != 0 && now_ms - tok->read_at_ms < K8S_TOKEN_REREAD_MS)
-        return 0;
-    /* Re-opened every time: kubelet swaps the ..data symlink on rotation, and an fd kept
-     * open would go on reading the revoked token. */
-    _cleanup_close_ int fd = open_regular(cfg->token_path, e);
-    if (fd < 0)
-        return fd;
-    char *buf = NULL;
-    size_t len = 0;
-    int r = util_read_all(fd, K8S_TOKEN_MAX + 64, &buf, &len);
-    if (r < 0)
-        return err_setsys(e, r, "k8s: read token '%s'", cfg->token_path);
-    char fresh[K8S_TOKEN_MAX + 1];
-    r = k8s_token_parse(buf, len, fresh, e);
-    explicit_bzero(buf, len);
-    free(buf);
-    if (r < 0) {
-        explicit_bzero(fresh, sizeof(fresh));
-        return err_prefix(e, "'%s'", cfg->token_path);
-    }
-    memcpy(tok->value, fresh, strlen(fresh) + 1);
-    explicit_bzero(fresh, sizeof(fresh));
-    tok->read_at_ms = now_ms;
-    return 1;
-}
-
-/* <sa_dir>/namespace, trimmed. Returns 1 when found, 0 when the file is absent. */
-static int read_namespace_file(const char *sa_dir, char *ret, struct cla_error *e)
-{
-    char path[K8S_FILE_PATH_MAX + 1];
-    int n = snprintf(path, sizeof(path), "%s/namespace", sa_dir);
-    if (n < 0 || (size_t)n >= sizeof(path))
-        return err_set(e, -ENAMETOOLONG, "k8s: service-account dir path too long");
-    _cleanup_close_ int fd = open_regular(path, e);
-    if (fd == -ENOENT)
-        return 0;
-    if (fd < 0)
-        return fd;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0;
-    int r = util_read_all(fd, K8S_NAMESPACE_FILE_MAX, &buf, &len);
-    if (r < 0)
-        return err_setsys(e, r, "k8s: read '%s'", path);
-    size_t a = 0, b = len;
-    while (a < b && is_space(buf[a]))
-        a++;
-    while (b > a && is_space(buf[b - 1]))
-        b--;
-    if (b - a > K8S_LABEL_MAX)
-        return err_set(e, -EINVAL, "k8s: '%s' holds no namespace name", path);
-    memcpy(ret, buf + a, b - a);
-    ret[b - a] = '\0';
-    /* The namespace goes into URL paths: anything but a DNS label is refused here, not
-     * escaped later. */
-    if (!k8s_is_dns1123_label(ret))
-        return err_set(e, -EINVAL, "k8s: '%s' holds no namespace name", path);
-    return 1;
 }
 
 static int join_path(char *dst, const char *dir, const char *name, struct cla_error *e)
@@ -217,8 +162,25 @@ static bool given(const char *s)
     return s && s[0];
 }
 
-int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
-                        struct cla_error *e)
+/* The API URL: the option's, checked, else the one the kubelet's service env vars make. */
+static int parse_api_url(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *c,
+                         struct cla_error *e)
+{
+    if (given(o->api_url))
+        return check_api_url(o->api_url, c->api_url, sizeof(c->api_url), e);
+    /* Both must be set, as in client-go; kubelet injects them even with
+     * enableServiceLinks: false, so their absence means "not in a cluster". */
+    const char *host = env_get(envp, "KUBERNETES_SERVICE_HOST");
+    const char *port = env_get(envp, "KUBERNETES_SERVICE_PORT");
+    if (!host || !port) {
+        err_set(e, -ENOENT, "k8s: not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
+        return err_hint(e, "pass --k8s-api-url, or run inside a pod");
+    }
+    return k8s_join_host_port(host, port, c->api_url, sizeof(c->api_url), e);
+}
+
+int k8s_config_parse_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
+                         struct cla_error *e)
 {
     static const struct k8s_config_opts none;
     struct k8s_config c;
@@ -228,21 +190,8 @@ int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, stru
     memset(&c, 0, sizeof(c));
     const char *sa_dir = given(o->sa_dir) ? o->sa_dir : K8S_SA_DIR_DEFAULT;
 
-    if (given(o->api_url)) {
-        if ((r = check_api_url(o->api_url, c.api_url, sizeof(c.api_url), e)) < 0)
-            return r;
-    } else {
-        /* Both must be set, as in client-go; kubelet injects them even with
-         * enableServiceLinks: false, so their absence means "not in a cluster". */
-        const char *host = env_get(envp, "KUBERNETES_SERVICE_HOST");
-        const char *port = env_get(envp, "KUBERNETES_SERVICE_PORT");
-        if (!host || !port) {
-            err_set(e, -ENOENT, "k8s: not in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
-            return err_hint(e, "pass --k8s-api-url, or run inside a pod");
-        }
-        if ((r = k8s_join_host_port(host, port, c.api_url, sizeof(c.api_url), e)) < 0)
-            return r;
-    }
+    if ((r = parse_api_url(o, envp, &c, e)) < 0)
+        return r;
 
     if ((r = given(o->token_file)
                  ? copy_checked(c.token_path, sizeof(c.token_path), o->token_file, "token path", e)
@@ -259,42 +208,13 @@ int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, stru
         if (!k8s_is_dns1123_label(ns))
             return err_set(e, -EINVAL, "k8s: namespace '%.63s' is not a DNS-1123 label", ns);
         memcpy(c.namespace_, ns, strlen(ns) + 1);
-    } else if ((r = read_namespace_file(sa_dir, c.namespace_, e)) < 0) {
-        return r;
-    } else if (r == 0) {
-        memcpy(c.namespace_, "default", sizeof("default"));
     }
-
-    /* Fail here rather than on the first request: an ephemeral container without the
-     * service-account volume is the common case, and its hint differs. */
-    struct k8s_token *tok = calloc(1, sizeof(*tok));
-    if (!tok)
-        return err_set(e, -ENOMEM, "k8s: out of memory");
-    r = k8s_token_refresh(&c, tok, true, util_now_ms(), e);
-    explicit_bzero(tok, sizeof(*tok));
-    free(tok);
-    if (r < 0)
-        return err_hint(e, "ephemeral containers get no service-account volume: mount the "
-                           "pod's kube-api-access volume via kubectl debug --custom");
-    _cleanup_close_ int cafd = open_regular(c.ca_path, e);
-    if (cafd < 0)
-        return cafd;
-
     c.connect_timeout_ms = K8S_CONNECT_TIMEOUT_MS_DEFAULT;
     c.total_timeout_ms = K8S_TOTAL_TIMEOUT_MS_DEFAULT;
     c.max_attempts = K8S_MAX_ATTEMPTS_DEFAULT;
     c.retry_budget_ms = K8S_RETRY_BUDGET_MS_DEFAULT;
     *ret = c;
     return 0;
-}
-
-int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret, struct cla_error *e)
-{
-    /* Under secure execution (setuid, file capabilities) the environment belongs to whoever
-     * started us: a KUBERNETES_SERVICE_HOST of their choosing would receive the token. Only
-     * explicit options count then. */
-    static char *const empty_env[] = {NULL};
-    return k8s_config_load_env(o, getauxval(AT_SECURE) ? empty_env : environ, ret, e);
 }
 
 static int set_ref_field(char *dst, size_t size, const char *val, bool (*valid)(const char *),

@@ -41,6 +41,16 @@ struct k8s_config_opts { /* from flags; NULL/empty = auto from env and the SA di
 int k8s_config_load_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
                         struct cla_error *e);
 
+/* The part of k8s_config_load_env() that reads no file: api_url, the token and CA paths, the
+ * namespace when the options or the env name one (else namespace_ stays empty) and the
+ * defaults. Same errors, less those of files. */
+int k8s_config_parse_env(const struct k8s_config_opts *o, char *const *envp, struct k8s_config *ret,
+                         struct cla_error *e);
+
+/* A namespace file's bytes, trimmed of ASCII whitespace; what is left must be a DNS-1123 label.
+ * Writes it NUL-terminated into ret (K8S_LABEL_MAX + 1). -EINVAL otherwise. */
+int k8s_namespace_parse(const char *buf, size_t len, char *ret, struct cla_error *e);
+
 /* k8s_config_load_env() on the process environment. */
 int k8s_config_load(const struct k8s_config_opts *o, struct k8s_config *ret, struct cla_error *e);
 

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "k8s_client.h"
+#include "k8s_series.h"
 #include "k8s_config.h"
 #include "util.h"
 

@@ -270,6 +270,50 @@ static void test_pod_ref_from_env(void **state)
     assert_int_equal(k8s_pod_ref_from_env(prefix, &p, &e), -ENOENT);
 }
 
+static void test_namespace_parse(void **state)
+{
+    (void)state;
+    char ns[K8S_LABEL_MAX + 1];
+    assert_int_equal(k8s_namespace_parse(" shop\n", 6, ns, NULL), 0);
+    assert_string_equal(ns, "shop");
+    /* Not a DNS label: it would go into URL paths. */
+    assert_int_equal(k8s_namespace_parse("shop/../x", 9, ns, NULL), -EINVAL);
+    assert_int_equal(k8s_namespace_parse("Shop", 4, ns, NULL), -EINVAL);
+    assert_int_equal(k8s_namespace_parse("  \n", 3, ns, NULL), -EINVAL);
+    char longer[K8S_LABEL_MAX + 2];
+    memset(longer, 'a', sizeof(longer));
+    assert_int_equal(k8s_namespace_parse(longer, sizeof(longer), ns, NULL), -EINVAL);
+    /* The length is the buffer's: no terminator is needed, and bytes after it do not count. */
+    assert_int_equal(k8s_namespace_parse("prodXYZ", 4, ns, NULL), 0);
+    assert_string_equal(ns, "prod");
+}
+
+static void test_parse_env_reads_no_file(void **state)
+{
+    (void)state;
+    char *env[] = {"KUBERNETES_SERVICE_HOST=10.0.0.1", "KUBERNETES_SERVICE_PORT=443", NULL};
+    struct k8s_config_opts o = {.sa_dir = "/nonexistent-sa-dir"};
+    struct k8s_config c;
+    struct cla_error e = {0};
+    assert_int_equal(k8s_config_parse_env(&o, env, &c, &e), 0);
+    assert_string_equal(c.api_url, "https://10.0.0.1:443");
+    assert_string_equal(c.token_path, "/nonexistent-sa-dir/token");
+    assert_string_equal(c.ca_path, "/nonexistent-sa-dir/ca.crt");
+    assert_string_equal(c.namespace_, "");
+    assert_true(c.max_attempts >= 1);
+
+    char *with_ns[] = {"KUBERNETES_SERVICE_HOST=h", "KUBERNETES_SERVICE_PORT=6443",
+                       "POD_NAMESPACE=shop", NULL};
+    assert_int_equal(k8s_config_parse_env(&o, with_ns, &c, &e), 0);
+    assert_string_equal(c.namespace_, "shop");
+
+    char *bad_ns[] = {"KUBERNETES_SERVICE_HOST=h", "KUBERNETES_SERVICE_PORT=6443",
+                      "POD_NAMESPACE=a/b", NULL};
+    assert_int_equal(k8s_config_parse_env(&o, bad_ns, &c, &e), -EINVAL);
+    char *none[] = {NULL};
+    assert_int_equal(k8s_config_parse_env(&o, none, &c, &e), -ENOENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +324,8 @@ int main(void)
         cmocka_unit_test(test_token_parse),
         cmocka_unit_test_setup_teardown(test_token_reread_policy, setup, teardown),
         cmocka_unit_test(test_pod_ref_from_env),
+        cmocka_unit_test(test_namespace_parse),
+        cmocka_unit_test(test_parse_env_reads_no_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_CLI_H
+#define CLRATTACH_CLI_H
+/*
+ * What the command files share: printing (output.c), the options every command takes
+ * (options.c), the options of `attach` and `watch` and their job (job.c), and the command
+ * table's entry points (one cmd_*.c each).
+ *
+ * One return convention throughout cmd/: a step returns CLI_GO_ON to let the command go on,
+ * or the exit code to leave with (0 included: --help ends a command successfully).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attach.h"
+#include "err.h"
+#include "sandbox.h"
+
+#define CLI_GO_ON -1
+
+#define EXIT_USAGE          2
+#define EXIT_EVENT_REQUIRED 10
+
+#define CAP(c) (1ULL << (c))
+
+/* A command: its name on the command line and its entry point, which sees the command as
+ * argv[0] and returns the exit code. */
+struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+int cmd_ps(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
+int cmd_seccomp_profile(int argc, char **argv);
+
+/* output.c */
+
+/* Set before any option is parsed when `-o json` is anywhere on the command line: a usage
+ * error found before (or while) parsing is then also one JSON document on stdout. */
+void cli_scan_for_json(int argc, char **argv);
+/* The command being run, for the JSON document of an error that ends it early. */
+void cli_set_command(const char *cmd);
+
+/* Prints one line through the renderer (render.h); the newline is added. */
+void say(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "clrattach: <what>: <message>" and the hint, on stderr. */
+void print_error(const char *what, const struct cla_error *e);
+/* A usage error: message and hint on stderr (and JSON with -o json). Returns EXIT_USAGE. */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Ends a command before any result: the message on stderr and, with -o json, the one JSON
+ * document every outcome has. Returns the outcome's exit code. */
+int fatal(const char *what, enum attach_outcome o, const struct cla_error *e);
+/* The warning for an out-of-memory end, and its exit code. */
+int out_of_memory(void);
+
+/* options.c */
+
+/* -o, --seccomp and --proc, which every command but seccomp-profile takes. */
+struct common {
+    bool json;
+    enum sandbox_mode seccomp;
+    const char *proc;
+};
+
+#define COMMON_INIT                                                                                \
+    {                                                                                              \
+        .seccomp = SANDBOX_MODE_KILL, .proc = "/proc"                                              \
+    }
+
+/* Takes one of the common options (getopt's `c` and `arg`); CLI_GO_ON or a usage error. */
+int parse_common(int c, const char *arg, struct common *co, const char *cmd);
+/* A number 0..max, all digits; < 0 otherwise. */
+int parse_uint(const char *s, uint64_t max, uint64_t *ret);
+/* Drops every capability but `keep`, then enters the sandbox at `stage`. CLI_GO_ON or the
+ * exit code of the failure. */
+int enter_sandbox(const struct common *co, uint64_t keep, enum sandbox_stage stage);
+
+#endif

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `clrattach attach`: one profiler into one process, reported once. */
+#include <linux/capability.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "job.h"
+#include "target.h"
+
+static const char usage_attach[] =
+    "Usage: clrattach attach --pid PID --profiler PATH --clsid GUID [options]\n"
+    "\n"
+    "  --pid PID              the process, as this namespace sees it ('clrattach ps')\n"
+    "  --profiler PATH        on this side: the profiler's .so; or its directory (the .so with\n"
+    "                         the files it needs, delivered whole, names kept); or a bundle\n"
+    "                         with one build per runtime identifier (linux-x64/, ...); or a\n"
+    "                         NuGet package (runtimes/<rid>/native/); or - for a .so or a tar\n"
+    "                         of a directory on stdin. The build that fits the target goes into\n"
+    "                         its own filesystem view under a content-addressed name\n"
+    "  --entry NAME           the profiler library in a directory (default: the only one that\n"
+    "                         exports DllGetClassObject)\n"
+    "  --rid RID              the target's runtime identifier (default: asked from the runtime,\n"
+    "                         else read from its loader and executable); one that contradicts\n"
+    "                         the runtime's answer needs --force-rid\n"
+    "  --clsid GUID           the profiler's CLSID, {xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}\n"
+    "  --client-data STR|@FILE  bytes handed to InitializeForAttach (up to about 64 KiB, what\n"
+    "                         one frame holds); {dir} and {entry} become where the profiler\n"
+    "                         went in the target's view, {{ a literal brace\n"
+    "  --skip-dependency-check  send even when a library the profiler needs is not found in\n"
+    "                         the target's view\n"
+    "  --settle MS            watch the app this long after the runtime's answer: a profiler\n"
+    "                         that kills it is reported as target_died (default 2000, 0 = off)\n"
+    "  --keep                 keep what was delivered when the runtime refused the profiler\n"
+    "                         (default: removed)\n"
+    "  --target-dir DIR       directory in the target's view for the profiler (default: its\n"
+    "                         TMPDIR)\n"
+    "  --timeout SECONDS      deadline for each exchange with the runtime (default 30)\n"
+    "  --attach-timeout MS    sent to the runtime: how long it may wait for a background GC\n"
+    "                         when the profiler asks for GC events (default 5000)\n"
+    "  --startup              if the runtime is suspended at startup, load the profiler as a\n"
+    "                         startup profiler (StartupProfiler) and resume the runtime (no\n"
+    "                         --client-data: that command carries none)\n"
+    "  -o, --output, --seccomp, --proc   as for every command\n"
+    "\n"
+    "Reporting (a Kubernetes Event on the pod; the result is always on stdout, in the exit\n"
+    "code and in the termination log, whatever happens to the Event):\n"
+    "  --events off|auto|required  auto (default): report when a cluster is configured, a\n"
+    "                         failed report is a warning; required: a failed report exits 10\n"
+    "  --dry-run-events       print the Event that would be sent, send nothing\n"
+    "  --api-url URL --token-file F --ca-file F --namespace NS   outside a pod (default:\n"
+    "                         KUBERNETES_SERVICE_HOST/PORT and the service-account files)\n"
+    "  --pod NAME --pod-uid UID --container NAME   the pod and container reported about\n"
+    "                         (default: CLRATTACH_POD_NAME, CLRATTACH_POD_UID,\n"
+    "                         CLRATTACH_CONTAINER_NAME from the downward API)\n"
+    "  --termination-log PATH where the result goes for the kubelet (default\n"
+    "                         /dev/termination-log when it exists)\n"
+    "\n"
+    "Exit codes: 0 attached, 3 a profiler is already active, 4 no such process or not .NET,\n"
+    "5 permission, 6 delivery failed, 7 the runtime could not load the profiler, 8 runtime not\n"
+    "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 12 the app\n"
+    "died after the answer, 13 a library the profiler needs is missing, 2 usage error, 1\n"
+    "internal error.\n";
+
+/* Pins the process, finishes reporting with its service account when we have none of our own,
+ * and attaches. *ret is the result in every case. */
+static int pin_and_attach(struct attach_cli *a, pid_t pid, struct attach_result *ret)
+{
+    struct attach_opts ao = job_attach_opts(a);
+    struct target t;
+    /* One pin for everything about this process: the attach and, in an ephemeral container,
+     * the service account its Event is sent with. */
+    bool pinned = attach_pin(&ao, pid, &t, ret) == 0;
+    if (a->rep.from_target) {
+        struct cla_error e = {0};
+        if (event_report_use_target(&a->rep, pinned ? &t : NULL, &ret->error, &e) < 0) {
+            if (a->rep.mode == EVENT_MODE_REQUIRED) {
+                if (pinned)
+                    target_close(&t);
+                return fatal("usage error", ATTACH_USAGE, &e);
+            }
+            print_error("warning", &e);
+        }
+    }
+    if (pinned) {
+        attach_run(&ao, &t, ret);
+        target_close(&t);
+    }
+    return CLI_GO_ON;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+    struct attach_cli a = ATTACH_CLI_INIT("attach", usage_attach, false);
+    int r = job_parse(argc, argv, &a);
+    if (r != CLI_GO_ON)
+        return r;
+    /* Checked here, not in the shared parser: watch has no --pid. */
+    uint64_t pid;
+    if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
+        return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
+    struct attach_result res;
+    if ((r = job_setup(&a, SANDBOX_STAGE_ATTACH)) == CLI_GO_ON)
+        r = pin_and_attach(&a, (pid_t)pid, &res);
+    if (r != CLI_GO_ON) {
+        job_release(&a);
+        return r;
+    }
+    /* The target is behind us: reading service-account files is all that is left. */
+    struct cla_error e = {0};
+    if (a.co.seccomp != SANDBOX_MODE_OFF)
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
+    int code = job_emit_result(&a, &res, true);
+    job_release(&a);
+    return code;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `clrattach watch`: the sidecar that attaches to every matching process, once per instance. */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "cli.h"
+#include "job.h"
+#include "watch.h"
+
+static const char usage_watch[] =
+    "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"
+    "\n"
+    "Sidecar mode: attach the profiler to every matching .NET process as soon as its\n"
+    "diagnostic socket appears, exactly once per runtime instance (pid + start time), and keep\n"
+    "running. Each attach runs in a process of its own, at most 4 at once, so a runtime that\n"
+    "never answers delays no other. SIGTERM stops it within a second; attaches still in flight\n"
+    "are abandoned and reported as 'interrupted'.\n"
+    "\n"
+    "Selectors (all must match; none = every .NET process but clrattach itself):\n"
+    "  --match-comm NAME      the process name (/proc comm, e.g. 'dotnet' or the app host)\n"
+    "  --match-cmdline STR    a substring of the command line (e.g. 'Orders.Api.dll')\n"
+    "  --uid N                the process's effective uid\n"
+    "  --match-cgroup STR     a substring of /proc/<pid>/cgroup: the app container's ID, or\n"
+    "                         its cgroup path, selects that container's processes\n"
+    "  --other-containers     only processes in another mount namespace than clrattach's\n"
+    "                         (skips every process of the helper's own container)\n"
+    "\n"
+    "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
+    "  --interval MS          time between scans (default 250)\n"
+    "  --profiler (not -), --entry, --clsid, --client-data, --target-dir, --timeout,\n"
+    "  --attach-timeout, --rid, --skip-dependency-check, --settle, --keep, the reporting\n"
+    "  options and -o/--seccomp/--proc: as for 'attach'. Transient failures are\n"
+    "  retried with backoff (1 s doubling, 5 attempts); every new outcome is printed and\n"
+    "  reported once.\n";
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+struct watch_ctx {
+    struct attach_cli *a;
+    unsigned attached, failed, interrupted;
+};
+
+static void on_watch_result(const struct attach_result *r, bool retry, void *userdata)
+{
+    struct watch_ctx *w = userdata;
+    say(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s", (int)r->pid, (int)r->nspid,
+        r->command_line, attach_outcome_name(r->outcome), retry ? ", will retry" : "");
+    if (r->outcome == ATTACH_OK)
+        w->attached++;
+    else if (r->outcome == ATTACH_INTERRUPTED)
+        w->interrupted++;
+    else if (!retry && r->outcome != ATTACH_ALREADY_ACTIVE)
+        w->failed++;
+    /* An attach abandoned at a stop is printed, not sent as an Event: the stop must not wait
+     * on the API server, and the next watcher reports what really happens to that process. */
+    (void)job_emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
+}
+
+/* The selectors from the options. CLI_GO_ON or a usage error. */
+static int parse_selector(const struct attach_cli *a, struct watch_selector *ret)
+{
+    *ret = (struct watch_selector){.comm = a->match_comm,
+                                   .cmdline = a->match_cmdline,
+                                   .cgroup = a->match_cgroup,
+                                   .other_mntns = a->other_containers};
+    if (a->match_cgroup && !a->match_cgroup[0])
+        return usage_error("watch", "--match-cgroup takes a non-empty string");
+    if (a->uid_s) {
+        uint64_t uid;
+        if (parse_uint(a->uid_s, UINT32_MAX - 1, &uid) < 0)
+            return usage_error("watch", "--uid takes a numeric uid, not '%s'", a->uid_s);
+        ret->have_uid = true;
+        ret->uid = (uid_t)uid;
+    }
+    return CLI_GO_ON;
+}
+
+/* Signals, the sandbox and reporting for a run that lasts the life of the pod. */
+static int setup_watch(struct attach_cli *a)
+{
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    int r = job_setup(a, SANDBOX_STAGE_FULL);
+    if (r != CLI_GO_ON)
+        return r;
+    struct cla_error e = {0}, warning = {0};
+    r = event_report_for_watch(&a->rep, &warning, &e);
+    if (r == -ENOMEM)
+        return out_of_memory();
+    if (r < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    if (warning.msg[0])
+        say(stderr, "clrattach: warning: %s", warning.msg);
+    return CLI_GO_ON;
+}
+
+static void print_summary(const struct watch_ctx *ctx, size_t tracked, size_t known)
+{
+    fprintf(stderr,
+            "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked, "
+            "%zu processes known%s",
+            ctx->attached, ctx->failed, tracked, known, ctx->interrupted ? "; " : ")\n");
+    if (ctx->interrupted)
+        fprintf(stderr, "%u in flight interrupted)\n", ctx->interrupted);
+}
+
+static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
+{
+    struct watch_ctx ctx = {.a = a};
+    size_t tracked = 0, known = 0;
+    struct watch_opts wo = {
+        .proc_dirfd = a->procfd,
+        .sel = *sel,
+        /* Each attach runs in a child of its own, which tightens its own seccomp stages
+         * (on_stage) as it goes: the watcher stays in the first stage for the next ones. */
+        .attach = job_attach_opts(a),
+        .interval_ms = (int64_t)a->interval_ms,
+        .ready_file = a->ready_file,
+        .on_result = on_watch_result,
+        .userdata = &ctx,
+        .stop = &stop_requested,
+        .ret_tracked = &tracked,
+        .ret_known = &known,
+    };
+    struct cla_error e = {0};
+    fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
+            (unsigned long long)a->interval_ms);
+    int r = watch_run(&wo, &e);
+    print_summary(&ctx, tracked, known);
+    return r < 0 ? fatal("watch", ATTACH_INTERNAL, &e) : 0;
+}
+
+int cmd_watch(int argc, char **argv)
+{
+    struct attach_cli a = ATTACH_CLI_INIT("watch", usage_watch, true);
+    struct watch_selector sel;
+    int r = job_parse(argc, argv, &a);
+    if (r == CLI_GO_ON)
+        r = parse_selector(&a, &sel);
+    if (r != CLI_GO_ON)
+        return r;
+    if ((r = setup_watch(&a)) == CLI_GO_ON)
+        r = run_watch(&a, &sel);
+    job_release(&a);
+    return r;
+}

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "job.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <linux/capability.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render.h"
+#include "result_json.h"
+#include "target.h"
+#include "userfile.h"
+#include "util.h"
+
+/* Option codes above 1000 have no short form; 1101.. are watch's own. */
+enum {
+    OPT_API_URL = 1001,
+    OPT_TOKEN_FILE,
+    OPT_CA_FILE,
+    OPT_NAMESPACE,
+    OPT_POD,
+    OPT_POD_UID,
+    OPT_CONTAINER,
+    OPT_TERMINATION_LOG,
+    OPT_RID,
+    OPT_ENTRY,
+    OPT_FORCE_RID,
+    OPT_SKIP_DEPENDENCY_CHECK,
+    OPT_KEEP,
+    OPT_SETTLE,
+    OPT_MATCH_COMM = 1101,
+    OPT_MATCH_CMDLINE,
+    OPT_UID,
+    OPT_READY_FILE,
+    OPT_INTERVAL,
+    OPT_MATCH_CGROUP,
+    OPT_OTHER_CONTAINERS,
+};
+
+static const struct option attach_options[] = {
+    /* what to attach, and how */
+    {"pid", required_argument, NULL, 'p'},
+    {"profiler", required_argument, NULL, 'f'},
+    {"clsid", required_argument, NULL, 'c'},
+    {"client-data", required_argument, NULL, 'd'},
+    {"target-dir", required_argument, NULL, 't'},
+    {"timeout", required_argument, NULL, 'T'},
+    {"attach-timeout", required_argument, NULL, 'A'},
+    {"startup", no_argument, NULL, 'U'},
+    /* which build, and what may stop it */
+    {"rid", required_argument, NULL, OPT_RID},
+    {"entry", required_argument, NULL, OPT_ENTRY},
+    {"force-rid", no_argument, NULL, OPT_FORCE_RID},
+    {"skip-dependency-check", no_argument, NULL, OPT_SKIP_DEPENDENCY_CHECK},
+    {"keep", no_argument, NULL, OPT_KEEP},
+    {"settle", required_argument, NULL, OPT_SETTLE},
+    /* reporting */
+    {"events", required_argument, NULL, 'E'},
+    {"dry-run-events", no_argument, NULL, 'D'},
+    {"api-url", required_argument, NULL, OPT_API_URL},
+    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"ca-file", required_argument, NULL, OPT_CA_FILE},
+    {"namespace", required_argument, NULL, OPT_NAMESPACE},
+    {"pod", required_argument, NULL, OPT_POD},
+    {"pod-uid", required_argument, NULL, OPT_POD_UID},
+    {"container", required_argument, NULL, OPT_CONTAINER},
+    {"termination-log", required_argument, NULL, OPT_TERMINATION_LOG},
+    /* watch only */
+    {"match-comm", required_argument, NULL, OPT_MATCH_COMM},
+    {"match-cmdline", required_argument, NULL, OPT_MATCH_CMDLINE},
+    {"uid", required_argument, NULL, OPT_UID},
+    {"ready-file", required_argument, NULL, OPT_READY_FILE},
+    {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"match-cgroup", required_argument, NULL, OPT_MATCH_CGROUP},
+    {"other-containers", no_argument, NULL, OPT_OTHER_CONTAINERS},
+    /* every command's */
+    {"output", required_argument, NULL, 'o'},
+    {"seccomp", required_argument, NULL, 'S'},
+    {"proc", required_argument, NULL, 'P'},
+    {"help", no_argument, NULL, 'h'},
+    {0},
+};
+
+/* The reporting options: --events, --dry-run-events and where to report. */
+static int report_option(int c, const char *arg, struct attach_cli *a)
+{
+    struct event_reporter *rep = &a->rep;
+    switch (c) {
+    case 'E':
+        if (strcmp(arg, "off") == 0)
+            rep->mode = EVENT_MODE_OFF;
+        else if (strcmp(arg, "auto") == 0)
+            rep->mode = EVENT_MODE_AUTO;
+        else if (strcmp(arg, "required") == 0)
+            rep->mode = EVENT_MODE_REQUIRED;
+        else
+            return usage_error(a->cmd, "--events takes off, auto or required, not '%s'", arg);
+        break;
+    case 'D': rep->dry_run = true; break;
+    case OPT_API_URL: rep->opts.api_url = arg; break;
+    case OPT_TOKEN_FILE: rep->opts.token_file = arg; break;
+    case OPT_CA_FILE: rep->opts.ca_file = arg; break;
+    case OPT_NAMESPACE: rep->opts.namespace_ = arg; break;
+    case OPT_POD: rep->pod_name = arg; break;
+    case OPT_POD_UID: rep->pod_uid = arg; break;
+    case OPT_CONTAINER: rep->container = arg; break;
+    case OPT_TERMINATION_LOG: rep->termination_log = arg; break;
+    default: return parse_common(c, arg, &a->co, a->cmd);
+    }
+    return CLI_GO_ON;
+}
+
+/* The selectors and pacing of `watch`. */
+static int watch_option(int c, const char *arg, struct attach_cli *a)
+{
+    switch (c) {
+    case OPT_MATCH_COMM: a->match_comm = arg; break;
+    case OPT_MATCH_CMDLINE: a->match_cmdline = arg; break;
+    case OPT_UID: a->uid_s = arg; break;
+    case OPT_READY_FILE: a->ready_file = arg; break;
+    case OPT_MATCH_CGROUP: a->match_cgroup = arg; break;
+    case OPT_OTHER_CONTAINERS: a->other_containers = true; break;
+    case OPT_INTERVAL:
+        if (parse_uint(arg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
+            return usage_error(a->cmd, "--interval takes 10..60000 ms, not '%s'", arg);
+        break;
+    default: return report_option(c, arg, a);
+    }
+    return CLI_GO_ON;
+}
+
+/* One option; what the attach itself takes here, the rest passed down. */
+static int job_option(int c, const char *arg, struct attach_cli *a)
+{
+    const char *cmd = a->cmd;
+    switch (c) {
+    case 'p': a->pid_s = arg; break;
+    case 'f': a->profiler = arg; break;
+    case 'c': a->clsid_s = arg; break;
+    case 'd': a->data_s = arg; break;
+    case 't': a->target_dir = arg; break;
+    case 'T':
+        if (parse_uint(arg, 3600, &a->timeout_s) < 0 || a->timeout_s == 0)
+            return usage_error(cmd, "--timeout takes 1..3600 seconds, not '%s'", arg);
+        break;
+    case 'A':
+        if (parse_uint(arg, 600000, &a->attach_timeout_ms) < 0)
+            return usage_error(cmd, "--attach-timeout takes 0..600000 ms, not '%s'", arg);
+        break;
+    case 'U': a->startup = true; break;
+    case OPT_RID: a->rid = arg; break;
+    case OPT_ENTRY: a->entry = arg; break;
+    case OPT_FORCE_RID: a->force_rid = true; break;
+    case OPT_SKIP_DEPENDENCY_CHECK: a->skip_dependency_check = true; break;
+    case OPT_KEEP: a->keep = true; break;
+    case OPT_SETTLE:
+        if (parse_uint(arg, 60000, &a->settle_ms) < 0)
+            return usage_error(cmd, "--settle takes 0..60000 ms, not '%s'", arg);
+        break;
+    case 'h': fputs(a->usage, stdout); return 0;
+    case '?': return usage_error(cmd, "unrecognised option");
+    default: return watch_option(c, arg, a);
+    }
+    return CLI_GO_ON;
+}
+
+/* The path is sent to the runtime as UTF-16 and printed: refused now, not after the profiler
+ * is in the target. */
+static int check_target_dir(const struct attach_cli *a)
+{
+    const char *dir = a->target_dir;
+    if (!dir)
+        return CLI_GO_ON;
+    if (dir[0] != '/')
+        return usage_error(a->cmd, "--target-dir '%s' must be absolute (as the target sees it)",
+                           dir);
+    size_t at;
+    uint32_t cp;
+    enum render_class rc = render_find(dir, strlen(dir), &at, &cp);
+    if (rc == RENDER_SAFE)
+        return CLI_GO_ON;
+    char sh[256];
+    render_text(dir, strlen(dir), sh, sizeof(sh));
+    return usage_error(a->cmd, "--target-dir '%s' holds %s at byte %zu", sh, render_class_name(rc),
+                       at);
+}
+
+/* What the options say together, once they are all read. */
+static int check_options(struct attach_cli *a)
+{
+    const char *cmd = a->cmd;
+    if ((!a->watch && !a->pid_s) || !a->profiler || !a->clsid_s)
+        return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
+                                         : "--pid, --profiler and --clsid are required");
+    if (a->watch && strcmp(a->profiler, "-") == 0)
+        return usage_error(cmd, "--profiler - (stdin) is read once, by 'attach'; a watcher "
+                                "attaches again and again: give it a file or directory");
+    if (a->force_rid && !a->rid)
+        return usage_error(cmd, "--force-rid goes with --rid");
+    if (ipc_guid_parse(a->clsid_s, &a->clsid) < 0)
+        return usage_error(cmd,
+                           "--clsid '%s' is not a GUID like "
+                           "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
+                           a->clsid_s);
+    int r = check_target_dir(a);
+    if (r != CLI_GO_ON)
+        return r;
+    /* The kernel cuts comm to 15 bytes: a longer name could never match, and the watcher
+     * would wait for ever without a word. */
+    if (a->match_comm && strlen(a->match_comm) > 15)
+        return usage_error(cmd,
+                           "--match-comm '%s' is longer than the kernel's 15-byte comm; "
+                           "use --match-cmdline",
+                           a->match_comm);
+    return CLI_GO_ON;
+}
+
+/* Every option is checked here, before the sandbox and before any target byte: a mistake
+ * found after delivery would leave a profiler in the target for nothing. */
+int job_parse(int argc, char **argv, struct attach_cli *a)
+{
+    int c, r;
+    while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
+        /* One table serves both commands, so that a shared option cannot drift between them;
+         * what belongs to only one is refused by name for the other. */
+        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
+        if ((watch_only && !a->watch) || (a->watch && (c == 'p' || c == 'U')))
+            return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
+        if ((r = job_option(c, optarg, a)) != CLI_GO_ON)
+            return r;
+    }
+    if (optind < argc)
+        return usage_error(a->cmd, "unexpected argument '%s'", argv[optind]);
+    return check_options(a);
+}
+
+/* Read now, before the sandbox: opening the operator's files is not allowed once it is on.
+ * The cap is what one IPC frame carries, so a too-large value fails here, not at the runtime. */
+static int read_client_data(const char *arg, uint8_t **ret, size_t *ret_len, struct cla_error *e)
+{
+    if (arg[0] != '@') {
+        size_t len = strlen(arg);
+        if (len > IPC_MAX_CLIENT_DATA)
+            return err_set(e, -E2BIG, "--client-data of %zu bytes exceeds %d", len,
+                           IPC_MAX_CLIENT_DATA);
+        *ret = (uint8_t *)strdup(arg);
+        *ret_len = len;
+        return *ret ? 0 : -ENOMEM;
+    }
+    char *buf;
+    size_t len;
+    int r = userfile_read(arg + 1, IPC_MAX_CLIENT_DATA, "--client-data", &buf, &len, e);
+    if (r == -ENXIO || r == -EISDIR)
+        err_hint(e, "put the data in a regular file, or pass it inline without '@'");
+    if (r < 0)
+        return r;
+    *ret = (uint8_t *)buf;
+    *ret_len = len;
+    return 0;
+}
+
+int job_setup(struct attach_cli *a, enum sandbox_stage stage)
+{
+    struct cla_error e = {0}, warning = {0};
+    if (a->data_s && read_client_data(a->data_s, &a->data, &a->data_len, &e) < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    /* Reporting first: in required mode a missing configuration stops us with the target
+     * untouched. */
+    if (event_report_prepare(&a->rep, &warning, &e) < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    if (warning.msg[0])
+        say(stderr, "clrattach: warning: %s", warning.msg);
+    a->procfd = target_open_proc(a->co.proc, &e);
+    if (a->procfd < 0)
+        return fatal("internal error", ATTACH_INTERNAL, &e);
+    /* Root needs only these to act as the target's user and read its /proc; the rest go. */
+    return enter_sandbox(&a->co,
+                         CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |
+                             CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH) | CAP(CAP_CHOWN) |
+                             CAP(CAP_FOWNER),
+                         stage);
+}
+
+/* The attach tells us when it has delivered and when only reporting is left: each step
+ * narrows the filter, so a compromised later step has fewer syscalls to abuse. */
+static int on_stage(enum attach_stage stage, void *userdata, struct cla_error *e)
+{
+    const struct common *co = userdata;
+    if (co->seccomp == SANDBOX_MODE_OFF)
+        return 0;
+    return sandbox_tighten(
+        stage == ATTACH_STAGE_DELIVERED ? SANDBOX_STAGE_DELIVERED : SANDBOX_STAGE_REPORT, e);
+}
+
+struct attach_opts job_attach_opts(struct attach_cli *a)
+{
+    struct attach_opts ao = {
+        .proc_dirfd = a->procfd,
+        .profiler_path = a->profiler,
+        .rid = a->rid,
+        .entry = a->entry,
+        .force_rid = a->force_rid,
+        .skip_dependency_check = a->skip_dependency_check,
+        .keep = a->keep,
+        .settle_ms = (int64_t)a->settle_ms,
+        .clsid = a->clsid,
+        .client_data = a->data,
+        .client_data_len = a->data_len,
+        .target_dir = a->target_dir,
+        .attach_timeout_ms = (uint32_t)a->attach_timeout_ms,
+        .timeout_ms = (int64_t)a->timeout_s * 1000,
+        .startup = a->startup,
+        .on_stage = on_stage,
+        .userdata = &a->co,
+    };
+    return ao;
+}
+
+/* util_closep leaves the fd value set: reset by hand so that a second release is harmless. */
+void job_release(struct attach_cli *a)
+{
+    event_report_close(&a->rep);
+    free(a->data);
+    a->data = NULL;
+    util_closep(&a->procfd);
+    a->procfd = -1;
+}
+
+static void print_attach_text(const struct attach_result *r)
+{
+    if (r->outcome == ATTACH_OK) {
+        say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
+            (unsigned)r->uid);
+        if (r->runtime_rid[0])
+            say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
+        say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
+            r->reused ? ", reused" : "");
+        if (r->delivered_dir[0])
+            say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
+        say(stdout, "  sha256:   %s", r->sha256);
+        say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+        return;
+    }
+    print_error(attach_outcome_name(r->outcome), &r->error);
+    if (r->removed)
+        say(stderr, "clrattach: removed what this attach delivered (%s); --keep keeps it",
+            r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
+}
+
+/* What happened to the Event, on stderr (the dry run's Event on stdout). */
+static void print_report(const struct event_reporter *rep, const struct event_report_sent *s, int r,
+                         const struct cla_error *e)
+{
+    if (!s->sent)
+        return;
+    if (s->dry_run) {
+        if (r < 0) {
+            print_error("events", e);
+            return;
+        }
+        fprintf(stderr, "clrattach: dry run: would POST this Event:\n");
+        printf("%s\n", s->body);
+        return;
+    }
+    if (r < 0) {
+        say(stderr, "clrattach: %s: could not report the Event: %s",
+            rep->mode == EVENT_MODE_REQUIRED ? "error" : "warning", e->msg);
+        if (e->hint[0])
+            say(stderr, "clrattach: next step: %s", e->hint);
+        return;
+    }
+    const struct k8s_report_outcome *out = &s->out;
+    if (out->patched)
+        say(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)",
+            rep->pod.namespace_, out->event_name, s->reason, out->series_count, out->attempts,
+            out->attempts == 1 ? "" : "s");
+    else
+        say(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)", rep->pod.namespace_,
+            out->event_name, s->reason, out->attempts, out->attempts == 1 ? "" : "s");
+}
+
+/* Reports the Event first: its failure can change the code (--events=required), and stdout
+ * and the termination log must carry the code the process really ends with. */
+static int report(struct attach_cli *a, const struct attach_result *res, int code)
+{
+    struct event_report_sent sent;
+    struct cla_error e = {0};
+    int r = event_report_send(&a->rep, res, a->profiler, &a->clsid, &sent, &e);
+    print_report(&a->rep, &sent, r, &e);
+    free(sent.body);
+    if (r < 0 && a->rep.mode == EVENT_MODE_REQUIRED && code == 0)
+        return EXIT_EVENT_REQUIRED;
+    return code;
+}
+
+int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event)
+{
+    int code = attach_outcome_exit_code(res->outcome);
+    if (send_event)
+        code = report(a, res, code);
+    _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid, code);
+    if (a->co.json) {
+        if (js)
+            printf("%s\n", js);
+        if (res->outcome != ATTACH_OK)
+            print_error(attach_outcome_name(res->outcome), &res->error);
+    } else {
+        print_attach_text(res);
+    }
+    fflush(stdout);
+    int r = event_report_termination_log(&a->rep, res, js, code);
+    if (r < 0)
+        fprintf(stderr, "clrattach: warning: cannot write the termination log: %s\n", strerror(-r));
+    return code;
+}

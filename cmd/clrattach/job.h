@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_JOB_H
+#define CLRATTACH_JOB_H
+/*
+ * The options `attach` and `watch` share, what they set up before any target is touched, and
+ * how one result is reported and printed.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attach.h"
+#include "cli.h"
+#include "event_report.h"
+#include "ipc.h"
+
+struct attach_cli {
+    const char *cmd;
+    const char *usage; /* printed for --help */
+    bool watch;
+    struct common co;
+    const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir, *rid, *entry;
+    uint64_t timeout_s, attach_timeout_ms, settle_ms;
+    bool startup, force_rid, skip_dependency_check, keep;
+    struct event_reporter rep;
+    /* watch only */
+    const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
+    bool other_containers;
+    uint64_t interval_ms;
+    /* derived */
+    struct ipc_guid clsid;
+    uint8_t *data;
+    size_t data_len;
+    int procfd;
+};
+
+#define ATTACH_CLI_INIT(name, usage_text, is_watch)                                                \
+    {                                                                                              \
+        .cmd = (name), .usage = (usage_text), .watch = (is_watch), .co = COMMON_INIT,              \
+        .timeout_s = 30, .settle_ms = 2000, .attach_timeout_ms = 5000, .interval_ms = 250,         \
+        .rep = EVENT_REPORTER_INIT, .procfd = -1                                                   \
+    }
+
+/* Parses and checks the options. CLI_GO_ON or the exit code. */
+int job_parse(int argc, char **argv, struct attach_cli *a);
+/* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
+ * then the seccomp filter at `stage`. CLI_GO_ON or the exit code. */
+int job_setup(struct attach_cli *a, enum sandbox_stage stage);
+/* The lib/ options of one attach. */
+struct attach_opts job_attach_opts(struct attach_cli *a);
+/* Reports a result's Event (unless !send_event), then prints it and writes the termination
+ * log; returns the exit code for it. */
+int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event);
+void job_release(struct attach_cli *a);
+
+#endif
