@@ -30,7 +30,7 @@
 #include "util.h"
 
 #define HR_UNKNOWN_COMMAND 0x80131385u
-#define HR_NOT_READY       0x8013136Au
+#define HR_ALREADY_ACTIVE  0x8013136Au
 
 static const uint8_t magic[14] = "DOTNET_IPC_V1";
 
@@ -601,7 +601,7 @@ static void test_status_command(void **state)
 {
     (void)state;
     uint8_t ok[24];
-    status_frame(ok, false, HR_NOT_READY);
+    status_frame(ok, false, HR_ALREADY_ACTIVE);
     struct script sc = {.reply = {ok}, .reply_len = {sizeof(ok)}, .n = 1};
     struct sockdir s;
     int pfd;
@@ -615,7 +615,7 @@ static void test_status_command(void **state)
     BOUNDED(10,
             r = ipc_conn_status_command(s.pathfd, req, sizeof(req), util_now_ms() + 5000, &hr, &e));
     assert_int_equal(r, 0);
-    assert_int_equal(hr, HR_NOT_READY);
+    assert_int_equal(hr, HR_ALREADY_ACTIVE);
     uint8_t ids[4];
     assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 1);
     assert_int_equal(ids[0], IPC_PROCESS_RESUME);
@@ -682,13 +682,13 @@ static void test_process_info_fallback(void **state)
     assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 3);
 
     /* Another error HRESULT ends the search at once. */
-    uint8_t busy[24];
-    status_frame(busy, false, HR_NOT_READY);
-    sc.reply[0] = busy;
+    uint8_t active[24];
+    status_frame(active, false, HR_ALREADY_ACTIVE);
+    sc.reply[0] = active;
     run_script(&sc, &s, &pfd, &pid);
     BOUNDED(10, r = ipc_conn_process_info(s.pathfd, util_now_ms() + 5000, &pi, &hr, &e));
     assert_int_equal(r, -EREMOTEIO);
-    assert_int_equal(hr, HR_NOT_READY);
+    assert_int_equal(hr, HR_ALREADY_ACTIVE);
     assert_non_null(strstr(e.msg, "0x8013136A"));
     assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 1);
 
