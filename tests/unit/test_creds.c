@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "creds.h"
+#include "root.h"
 
 #define C(c) CREDS_CAP(c)
 
@@ -250,8 +251,7 @@ static int become_with_groups(void)
 static void test_become_root(void **state)
 {
     (void)state;
-    if (geteuid() != 0)
-        skip();
+    SKIP_UNLESS_ROOT("setfsuid() and setgroups() to a target's ids");
     assert_int_equal(in_child(become_capless_root), 0);
     assert_int_equal(in_child(become_with_groups), 0);
 }
