@@ -103,7 +103,9 @@ static bool so_name(const char *path)
 int profdir_seal(struct profdir *pd, struct cla_error *e)
 {
     size_t files = 0;
-    qsort(pd->files, pd->n, sizeof(*pd->files), cmp_path);
+    /* An empty directory has no array at all: qsort() must not be handed its NULL. */
+    if (pd->n > 1)
+        qsort(pd->files, pd->n, sizeof(*pd->files), cmp_path);
     struct sha256_ctx manifest;
     sha256_init(&manifest);
     for (size_t i = 0; i < pd->n; i++) {

@@ -9,13 +9,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* Scope-bound cleanup. Each helper keeps errno, so a failing path can still report it. */
+/* Scope-bound cleanup. Each helper keeps errno, so a failing path can still report it.
+ * util_closep() leaves -1 behind: called by hand on a struct's fd (a close function, an error
+ * path), a second call or a later cleanup then finds nothing to close instead of closing a
+ * number the process may already have reused for another file. */
 static inline void util_closep(int *fd)
 {
     if (*fd >= 0) {
         int saved = errno;
         close(*fd);
         errno = saved;
+        *fd = -1;
     }
 }
 
@@ -37,12 +41,17 @@ static inline int util_take_fd(int *fd)
     return r;
 }
 
-static inline void *util_take_ptr(void *pp)
-{
-    void *r = *(void **)pp;
-    *(void **)pp = NULL;
-    return r;
-}
+/* Hands an owned pointer to the caller: evaluates to it, with its own type, and leaves NULL
+ * behind (systemd's TAKE_PTR). A macro, so that the result keeps the pointer's type and a
+ * non-pointer argument fails to compile instead of being read through a `void **`. `pp` is
+ * evaluated once. */
+#define util_take_ptr(pp)                                                                          \
+    ({                                                                                             \
+        __typeof__(pp) util_take_pp_ = (pp);                                                       \
+        __typeof__(*util_take_pp_) util_take_r_ = *util_take_pp_;                                  \
+        *util_take_pp_ = NULL;                                                                     \
+        util_take_r_;                                                                              \
+    })
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "creds.h"
+#include "root.h"
 
 #define C(c) CREDS_CAP(c)
 
@@ -184,6 +186,56 @@ static void test_check_unprivileged(void **state)
     assert_int_equal(in_child(check_unprivileged), 0);
 }
 
+/* The gid rule checked against the kernel itself: run as uid 1000 with real gid 1000 and
+ * effective gid 2000 and no capability left (setresuid() from root clears them), creds_check()
+ * accepts exactly the gids setfsgid() then takes (the real and the effective one) and refuses
+ * any other, which setfsgid() would leave unchanged while the uid switch went through. */
+static int check_gid_against_kernel(void)
+{
+    if (setgroups(0, NULL) < 0 || setresgid(1000, 2000, 2000) < 0 ||
+        setresuid(1000, 1000, 1000) < 0)
+        return 30;
+    if (effective_now() != 0)
+        return 31;
+    static const struct {
+        gid_t gid;
+        bool ok;
+    } cases[] = {{1000, true}, {2000, true}, {3000, false}, {0, false}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct creds_target t = {.uid = 1000, .gid = cases[i].gid};
+        struct cla_error e = {0};
+        int r = creds_check(&t, &e);
+        if (r != (cases[i].ok ? 0 : -EPERM))
+            return 32 + (int)i;
+        if (!cases[i].ok && (!strstr(e.msg, "gid") || !strstr(e.hint, "runAsGroup")))
+            return 40 + (int)i;
+        /* What the kernel does with that gid: taken, or the old fsgid stays. */
+        gid_t before = (gid_t)setfsgid((gid_t)-1);
+        setfsgid(cases[i].gid);
+        bool taken = (gid_t)setfsgid((gid_t)-1) == cases[i].gid;
+        setfsgid(before);
+        if (taken != cases[i].ok)
+            return 50 + (int)i;
+        /* An accepted target is then really acted as, and restored. */
+        if (cases[i].ok) {
+            struct creds_saved sv = {0};
+            if (creds_become(&t, &sv, &e) != 0 || setfsgid((gid_t)-1) != (int)cases[i].gid)
+                return 60 + (int)i;
+            creds_restore(&sv);
+            if (setfsgid((gid_t)-1) != (int)before)
+                return 70 + (int)i;
+        }
+    }
+    return 0;
+}
+
+static void test_check_gid_against_kernel(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("setresuid() and setresgid() to other ids");
+    assert_int_equal(in_child(check_gid_against_kernel), 0);
+}
+
 /* As root: a uid-0 target without capabilities is served without ours, and gets them back. */
 static int become_capless_root(void)
 {
@@ -250,8 +302,7 @@ static int become_with_groups(void)
 static void test_become_root(void **state)
 {
     (void)state;
-    if (geteuid() != 0)
-        skip();
+    SKIP_UNLESS_ROOT("setfsuid() and setgroups() to a target's ids");
     assert_int_equal(in_child(become_capless_root), 0);
     assert_int_equal(in_child(become_with_groups), 0);
 }
@@ -294,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_target_of_self),
         cmocka_unit_test(test_target_of_other_userns),
         cmocka_unit_test(test_check_unprivileged),
+        cmocka_unit_test(test_check_gid_against_kernel),
         cmocka_unit_test(test_become_root),
         cmocka_unit_test(test_restore_refused_exits),
     };

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "guards.h"
+#include "root.h"
 #include "deliver.h"
 
 static char base[256];
@@ -105,6 +106,7 @@ static void test_final_name(void **state)
 static void test_deliver_and_reuse(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
     struct deliver_result r;
     struct cla_error e = {0};
@@ -133,6 +135,7 @@ static void test_deliver_and_reuse(void **state)
 static void test_never_overwrites(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     struct deliver_opts o = opts("/tmp", payload, sizeof(payload));
     struct deliver_result r;
     struct cla_error e = {0};
@@ -221,6 +224,7 @@ static void test_reuse_compares_every_byte(void **state)
 static void test_symlink_traps(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
     struct deliver_result r;
     struct cla_error e = {0};
@@ -305,6 +309,7 @@ static void check_planted(const char *host_path, mode_t type, const char *shown)
 static void test_fifo_under_final_name(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     char p[5000], name[256];
     learn_final(p, sizeof(p), name, sizeof(name));
     assert_int_equal(mkfifo(p, 0666), 0);
@@ -315,6 +320,7 @@ static void test_fifo_under_final_name(void **state)
 static void test_dir_under_final_name(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     char p[5000], name[256];
     learn_final(p, sizeof(p), name, sizeof(name));
     assert_int_equal(mkdir(p, 0755), 0);
@@ -325,6 +331,7 @@ static void test_dir_under_final_name(void **state)
 static void test_chardev_under_final_name(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     char p[5000], name[256];
     learn_final(p, sizeof(p), name, sizeof(name));
     /* /dev/null's numbers: harmless if a broken delivery did open it. */
@@ -336,6 +343,7 @@ static void test_chardev_under_final_name(void **state)
 static void test_socket_under_final_name(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     char p[5000], name[256];
     learn_final(p, sizeof(p), name, sizeof(name));
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -400,6 +408,7 @@ static int pty_scenario(const char *name)
 static void test_pty_never_controlling_terminal(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     char p[5000], name[256];
     learn_final(p, sizeof(p), name, sizeof(name));
     fflush(NULL);
@@ -485,6 +494,7 @@ static int clean_tmp(void **state)
 static void test_tmp_swapped_by_racer(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     /* A large file keeps the window between create and publish wide: the racer wins often. */
     static uint8_t big[4 << 20];
     memset(big, 0x5a, sizeof(big));
@@ -586,18 +596,21 @@ static void check_swapped(enum swap_kind kind, bool force_rename)
 static void test_swap_fifo_before_link(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     check_swapped(SWAP_FIFO, false);
 }
 
 static void test_swap_same_bytes_before_link(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     check_swapped(SWAP_SAME_BYTES, false);
 }
 
 static void test_swap_fifo_before_rename(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     check_swapped(SWAP_FIFO, true);
 }
 
@@ -605,6 +618,7 @@ static void test_swap_fifo_before_rename(void **state)
 static void test_publish_by_rename(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("the delivered file is handed to uid 1000");
     struct deliver_test_hooks h = {.force_rename = true};
     deliver_set_test_hooks(&h);
     struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));

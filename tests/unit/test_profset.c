@@ -149,12 +149,75 @@ static void test_stdin(void **state)
     assert_non_null(strstr(e.msg, "neither an ELF shared object nor a tar stream"));
 }
 
+/* The build a target gets, and the refusals before anything is sent: a single file built for
+ * another libc or machine, a bundle without the target's RID or for a target whose RID is not
+ * known. Each message names both sides and the hint the way out. */
+static void test_choose_refusals(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    const struct profset_build *b = NULL;
+    struct rid r;
+
+    assert_int_equal(load("bundle/linux-x64/p.so", NULL, &ps, &e), 0);
+    assert_non_null(choose(&ps, "linux-x64"));
+    assert_null(choose(&ps, "linux-musl-x64"));
+    assert_null(choose(&ps, "linux-arm64"));
+    assert_int_equal(rid_parse("linux-musl-x64", &r), 0);
+    assert_int_equal(profset_choose(&ps, &r, &b, &e), -EXDEV);
+    assert_non_null(strstr(e.msg, "musl"));
+    assert_non_null(strstr(e.hint, "linux-musl-x64"));
+    assert_null(b);
+    /* A target whose RID is unknown gets the single file: nothing says it cannot load it. */
+    struct rid unknown = {.libc = RID_LIBC_UNKNOWN, .arch = RID_ARCH_UNKNOWN};
+    assert_int_equal(profset_choose(&ps, &unknown, &b, &e), 0);
+    assert_ptr_equal(b, &ps.builds[0]);
+    profset_free(&ps);
+
+    assert_int_equal(load("bundle", NULL, &ps, &e), 0);
+    assert_non_null(choose(&ps, "linux-x64"));
+    b = NULL;
+    assert_int_equal(rid_parse("linux-arm64", &r), 0);
+    assert_int_equal(profset_choose(&ps, &r, &b, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "no build for linux-arm64"));
+    assert_non_null(strstr(e.msg, "linux-x64"));
+    assert_non_null(strstr(e.hint, "linux-arm64/"));
+    assert_int_equal(profset_choose(&ps, &unknown, &b, &e), -ENOENT);
+    assert_non_null(strstr(e.hint, "--rid"));
+    assert_null(b);
+    profset_free(&ps);
+}
+
+/* What is not a profiler at all: refused with the documented codes, nothing left to free. */
+static void test_load_refusals(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    assert_int_equal(load("missing.so", NULL, &ps, &e), -ENOENT);
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    sh("cd %s && printf 'not elf' > text.so && cp %s/" FIX "glibc-x64-pie exe && cp %s/" FIX
+       "truncated.so truncated.so && mkdir -p empty",
+       base, cwd, cwd);
+    assert_int_equal(load("text.so", NULL, &ps, &e), -EINVAL);
+    assert_int_equal(load("truncated.so", NULL, &ps, &e), -EINVAL);
+    /* A PIE executable is ET_DYN too, yet the runtime cannot dlopen it. */
+    assert_int_equal(load("exe", NULL, &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "an executable"));
+    assert_int_equal(load("empty", NULL, &ps, &e), -EINVAL);
+    sh("rm -rf %s/text.so %s/exe %s/truncated.so %s/empty", base, base, base, base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nuget_root_and_runtimes),
         cmocka_unit_test(test_bundle_and_single),
         cmocka_unit_test(test_stdin),
+        cmocka_unit_test(test_choose_refusals),
+        cmocka_unit_test(test_load_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 
 #include "emulation.h"
 #include "guards.h"
+#include "root.h"
 #include "rootfs.h"
 
 /* A fake target root with traps:
@@ -64,8 +65,10 @@ static int setup(void **state)
     assert_int_equal(symlink("../../outside/secret", p), 0);
     snprintf(p, sizeof(p), "%s/root/tmp/fifo", base);
     assert_int_equal(mkfifo(p, 0666), 0);
+    /* Only root may make a device node; the one check that needs it skips without. */
     snprintf(p, sizeof(p), "%s/root/tmp/null", base);
-    assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0);
+    if (geteuid() == 0)
+        assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 3)), 0);
     snprintf(p, sizeof(p), "%s/root/tmp/sub", base);
     assert_int_equal(mkdir(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/root/tmp/tofifo", base);
@@ -326,6 +329,7 @@ static void check_pins(void)
 static void test_types(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("a character device made with mknod()");
     both(check_types);
 }
 

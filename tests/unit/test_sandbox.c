@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "emulation.h"
+#include "root.h"
 #include "sandbox.h"
 #include "sandbox_bpf.h"
 #include "sandbox_compile.h"
@@ -756,6 +757,7 @@ static void probe_attach_delivers(long unused)
 static void test_attach_stage_delivers(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("setfsuid() to another uid, fchown()");
     if (no_filter_here(__func__))
         return;
     assert_exit0(run_child(probe_attach_delivers, 0), "ATTACH stage");
@@ -821,6 +823,7 @@ static void probe_ps_no_network(long unused)
 static void test_ps_stage(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("setfsuid() to another uid, fchown()");
     if (no_filter_here(__func__))
         return;
     assert_exit0(run_child(probe_ps_allowed, 0), "PS stage");

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "elfinfo.h"
+#include "root.h"
 #include "target.h"
 
 static pid_t spawn_sleeper(void)
@@ -82,6 +83,7 @@ out:
 static void test_pid_reuse_detected(void **state)
 {
     (void)state;
+    SKIP_UNLESS_ROOT("pid and mount namespaces of a child");
     assert_int_equal(geteuid(), 0); /* the suite runs as root; this test needs it */
     /* The namespaces are a child's: the test process itself stays where it was, so tools that
      * trace it at exit (LeakSanitizer under SAN=1) still see it. */
