@@ -5,6 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* What a caller that passed no error object (NULL) still needs: the code of the last error set on
+ * this thread, so that `err_set(NULL, ...); return err_hint(NULL, ...);` returns the code and not
+ * 0, which would read as success. The message is not kept: nobody asked for it. */
+static __thread int unreported_code;
+
 static void vfill(char *buf, size_t size, const char *fmt, va_list ap)
 {
     int n = vsnprintf(buf, size, fmt, ap);
@@ -15,7 +20,7 @@ static void vfill(char *buf, size_t size, const char *fmt, va_list ap)
 int err_set(struct cla_error *e, int code, const char *fmt, ...)
 {
     if (!e)
-        return code;
+        return unreported_code = code;
     int saved = errno;
     va_list ap;
     va_start(ap, fmt);
@@ -30,7 +35,7 @@ int err_set(struct cla_error *e, int code, const char *fmt, ...)
 int err_setsys(struct cla_error *e, int code, const char *fmt, ...)
 {
     if (!e)
-        return code;
+        return unreported_code = code;
     int saved = errno;
     char head[CLA_ERR_MSG_MAX];
     va_list ap;
@@ -51,7 +56,7 @@ int err_setsys(struct cla_error *e, int code, const char *fmt, ...)
 int err_prefix(struct cla_error *e, const char *fmt, ...)
 {
     if (!e)
-        return 0;
+        return unreported_code;
     int saved = errno;
     char head[CLA_ERR_MSG_MAX];
     char old[CLA_ERR_MSG_MAX];
@@ -80,7 +85,7 @@ int err_prefix(struct cla_error *e, const char *fmt, ...)
 int err_hint(struct cla_error *e, const char *fmt, ...)
 {
     if (!e)
-        return 0;
+        return unreported_code;
     int saved = errno;
     va_list ap;
     va_start(ap, fmt);

@@ -27,10 +27,12 @@ int err_set(struct cla_error *e, int code, const char *fmt, ...)
 int err_setsys(struct cla_error *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Prepends "<context>: " to the message; keeps code and hint. Returns e->code. */
+/* Prepends "<context>: " to the message; keeps code and hint. Returns e->code (with e NULL: the
+ * code of the last err_set/err_setsys(NULL, ...) on this thread). */
 int err_prefix(struct cla_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sets the next step for a person, replacing an earlier one. Returns e->code. */
+/* Sets the next step for a person, replacing an earlier one. Returns e->code (with e NULL: as
+ * err_prefix()). */
 int err_hint(struct cla_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Resets to "no error". */

@@ -84,5 +84,4 @@ void k8s_target_sa_close(struct k8s_target_sa *sa)
 {
     util_closep(&sa->token_fd);
     util_closep(&sa->ca_fd);
-    sa->token_fd = sa->ca_fd = -1;
 }

@@ -261,7 +261,6 @@ void target_close(struct target *t)
     util_closep(&t->pidfd);
     util_closep(&t->procfd);
     util_closep(&t->rootfd);
-    t->pidfd = t->procfd = t->rootfd = -1;
     free(t->environ);
     t->environ = NULL;
 }

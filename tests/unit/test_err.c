@@ -106,11 +106,13 @@ static void test_long_messages_truncate(void **state)
 static void test_null_and_errno(void **state)
 {
     (void)state;
-    /* Every setter accepts NULL (a caller that wants only the code). */
+    /* Every setter accepts NULL (a caller that wants only the code), and the code survives the
+     * usual chain `err_set(e, ...); return err_hint(e, ...);`: a 0 there would read as success. */
     assert_int_equal(err_set(NULL, -EPERM, "x"), -EPERM);
-    assert_int_equal(err_setsys(NULL, -EPERM, "x"), -EPERM);
-    assert_int_equal(err_prefix(NULL, "x"), 0);
-    assert_int_equal(err_hint(NULL, "x"), 0);
+    assert_int_equal(err_prefix(NULL, "x"), -EPERM);
+    assert_int_equal(err_hint(NULL, "x"), -EPERM);
+    assert_int_equal(err_setsys(NULL, -ENOENT, "x"), -ENOENT);
+    assert_int_equal(err_hint(NULL, "x"), -ENOENT);
     err_clear(NULL);
 
     /* errno survives, so a cleanup path can still report the original cause. */
