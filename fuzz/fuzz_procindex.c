@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(n > 0 && p.tmpdir[0] == '/' && p.tmpdir[n - 1] == '/');
         FUZZ_CHECK(fuzz_rendered_clean(p.tmpdir, n));
     }
-    FUZZ_CHECK(!!(p.flags & PROCINDEX_DISABLED) == procindex_diagnostics_off(env, elen));
+    FUZZ_CHECK(!!(p.flags & PROCINDEX_DISABLED) == (proc_environ_diagnostics_off(env, elen) != NULL));
 
     pid_t last;
     int r = procindex_parse_loadavg(buf, size, &last);

@@ -133,20 +133,11 @@ static bool suspend_configured(const struct target *t)
     return false;
 }
 
-/* DOTNET_EnableDiagnostics=0 (or the COMPlus_ spelling, or the .NET 8 _IPC switch) removes the
- * socket altogether; say so rather than "not .NET". */
+/* DOTNET_EnableDiagnostics=0 (or a sibling) removes the socket altogether; say so rather than
+ * "not .NET". */
 static const char *diagnostics_disabled_by(const struct target *t)
 {
-    static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
-                                        "DOTNET_EnableDiagnostics_IPC",
-                                        "COMPlus_EnableDiagnostics_IPC"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-        const char *v;
-        size_t vlen;
-        if (target_getenv(t, names[i], &v, &vlen) && vlen == 1 && v[0] == '0')
-            return names[i];
-    }
-    return NULL;
+    return proc_environ_diagnostics_off(t->environ, t->environ_len);
 }
 
 /* Would the runtime's own socket path, TMPDIR + dotnet-diagnostic-<pid>-<key>-socket, fit in

@@ -193,6 +193,22 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
     return 0;
 }
 
+const char *proc_environ_diagnostics_off(const char *buf, size_t len)
+{
+    static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
+                                        "DOTNET_EnableDiagnostics_IPC",
+                                        "COMPlus_EnableDiagnostics_IPC"};
+    if (!buf)
+        return NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *v;
+        size_t vlen;
+        if (proc_environ_get(buf, len, names[i], &v, &vlen) == 1 && vlen == 1 && v[0] == '0')
+            return names[i];
+    }
+    return NULL;
+}
+
 int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
                      size_t *ret_len)
 {

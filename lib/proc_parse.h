@@ -60,6 +60,11 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
 int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
                      size_t *ret_len);
 
+/* Which variable of the environment block turns the runtime's diagnostic IPC off (=0): the
+ * runtime reads each knob under both prefixes, DOTNET_ and COMPlus_, and .NET 8 added the _IPC
+ * switch. Returns its name (static), or NULL when none does or buf is NULL. */
+const char *proc_environ_diagnostics_off(const char *buf, size_t len);
+
 /* Parses "dotnet-diagnostic-<pid>-<key>-socket". Returns 1 with pid and key, 0 when the name is
  * not exactly of that form (a dsrouter socket, another file, leading zeros, overflow). */
 int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_t *ret_key);

@@ -18,22 +18,6 @@
 
 /* ---- the probe (pure) ---- */
 
-bool procindex_diagnostics_off(const char *environ, size_t environ_len)
-{
-    static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
-                                        "DOTNET_EnableDiagnostics_IPC"};
-    if (!environ)
-        return false;
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-        const char *v;
-        size_t vlen;
-        if (proc_environ_get(environ, environ_len, names[i], &v, &vlen) == 1 && vlen == 1 &&
-            v[0] == '0')
-            return true;
-    }
-    return false;
-}
-
 void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret)
 {
     struct procindex_probe p = {0};
@@ -47,7 +31,7 @@ void procindex_probe_parse(const char *environ, size_t environ_len, struct proci
             p.flags |= PROCINDEX_REFUSED;
             p.tmpdir[0] = '\0';
         }
-        if (procindex_diagnostics_off(environ, environ_len))
+        if (proc_environ_diagnostics_off(environ, environ_len))
             p.flags |= PROCINDEX_DISABLED;
     }
     *ret = p;

@@ -72,10 +72,6 @@ struct procindex_probe {
  * Never fails. */
 void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret);
 
-/* Does the environment block turn the diagnostic IPC off (DOTNET_EnableDiagnostics=0,
- * COMPlus_EnableDiagnostics=0 or DOTNET_EnableDiagnostics_IPC=0)? */
-bool procindex_diagnostics_off(const char *environ, size_t environ_len);
-
 /* An entry of a socket directory: the name's pid and key, the inode it names and that inode's
  * change time (a file system may give a freed inode number to the next file at once). */
 struct procindex_entry {

@@ -13,6 +13,7 @@
 #include "creds.h"
 #include "discover.h"
 #include "ipc_conn.h"
+#include "proc_parse.h"
 #include "procindex.h"
 #include "render.h"
 #include "target.h"
@@ -24,9 +25,9 @@ static int cmp_pid(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-static bool diagnostics_off(const struct target *t)
+static const char *diagnostics_off(const struct target *t)
 {
-    return procindex_diagnostics_off(t->environ, t->environ_len);
+    return proc_environ_diagnostics_off(t->environ, t->environ_len);
 }
 
 /* Asks a live runtime who it is; a refused connection marks the socket stale. */
@@ -114,14 +115,16 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
     }
     switch (s.state) {
     case SOCKET_ABSENT:
-    case SOCKET_DIR_ERROR:
-        if (diagnostics_off(&t)) {
+    case SOCKET_DIR_ERROR: {
+        const char *off = diagnostics_off(&t);
+        if (off) {
             en->state = "disabled";
-            snprintf(en->detail, sizeof(en->detail), "DOTNET_EnableDiagnostics=0");
+            snprintf(en->detail, sizeof(en->detail), "%s=0", off);
         } else {
             listed = 0;
         }
         goto out;
+    }
     case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
     case SOCKET_FOUND: en->state = "ready"; break;
     case SOCKET_FOUND_UNKEYED:

@@ -203,6 +203,23 @@ static void test_environ(void **state)
     assert_int_equal(proc_environ_get("", 0, "A", &v, &vl), 0);
 }
 
+static void test_diagnostics_off(void **state)
+{
+    (void)state;
+    /* Every spelling the runtime reads turns the IPC off; only "0" does, and the last wins. */
+    static const char on[] = "DOTNET_EnableDiagnostics=1\0COMPlus_EnableDiagnostics=00\0X=0";
+    static const char ipc[] = "A=1\0COMPlus_EnableDiagnostics_IPC=0";
+    static const char last[] = "DOTNET_EnableDiagnostics=0\0DOTNET_EnableDiagnostics=1";
+    static const char dotnet[] = "DOTNET_EnableDiagnostics_IPC=0\0DOTNET_EnableDiagnostics=0";
+    assert_null(proc_environ_diagnostics_off(on, sizeof(on) - 1));
+    assert_string_equal(proc_environ_diagnostics_off(ipc, sizeof(ipc) - 1),
+                        "COMPlus_EnableDiagnostics_IPC");
+    assert_null(proc_environ_diagnostics_off(last, sizeof(last) - 1));
+    assert_string_equal(proc_environ_diagnostics_off(dotnet, sizeof(dotnet) - 1),
+                        "DOTNET_EnableDiagnostics");
+    assert_null(proc_environ_diagnostics_off(NULL, 0));
+}
+
 static void test_tmpdir(void **state)
 {
     (void)state;
@@ -434,19 +451,13 @@ static void test_maps_scan_feed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stat_fixtures),
-        cmocka_unit_test(test_stat_malformed),
-        cmocka_unit_test(test_status_fixtures),
-        cmocka_unit_test(test_status_malformed),
-        cmocka_unit_test(test_status_caps_groups),
-        cmocka_unit_test(test_environ),
-        cmocka_unit_test(test_tmpdir),
-        cmocka_unit_test(test_socket_names),
-        cmocka_unit_test(test_mountinfo),
-        cmocka_unit_test(test_mountinfo_malformed),
-        cmocka_unit_test(test_maps),
-        cmocka_unit_test(test_maps_runtime_library),
-        cmocka_unit_test(test_maps_scan_feed),
+        cmocka_unit_test(test_stat_fixtures),        cmocka_unit_test(test_stat_malformed),
+        cmocka_unit_test(test_status_fixtures),      cmocka_unit_test(test_status_malformed),
+        cmocka_unit_test(test_status_caps_groups),   cmocka_unit_test(test_environ),
+        cmocka_unit_test(test_diagnostics_off),      cmocka_unit_test(test_tmpdir),
+        cmocka_unit_test(test_socket_names),         cmocka_unit_test(test_mountinfo),
+        cmocka_unit_test(test_mountinfo_malformed),  cmocka_unit_test(test_maps),
+        cmocka_unit_test(test_maps_runtime_library), cmocka_unit_test(test_maps_scan_feed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
