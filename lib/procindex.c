@@ -653,30 +653,29 @@ static bool newly_allocated(const struct procindex *x, pid_t pid)
     return pid > x->alloc_after || pid <= x->alloc_upto; /* wrapped around pid_max */
 }
 
-/* The pids to look at: /proc listed, or (watch, nothing new) the ones already known. */
-static int current_pids(struct procindex *x, int64_t now_ms, pid_t **ret, size_t *ret_n,
-                        struct cla_error *e)
+/* Watch with no pid allocated since the last scan and the relisting not due: the processes
+ * known are all there is to look at, each refreshed where it stands (no new array, no copy of
+ * the index at every scan: on a node of idle processes this loop is the scan). */
+static void refresh_known(struct procindex *x, int64_t now_ms)
 {
-    bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
-    if (x->with_stat && !fresh && now_ms < x->relist_ms) {
-        pid_t *v = x->n ? malloc(x->n * sizeof(*v)) : NULL;
-        if (x->n && !v)
-            return err_set(e, -ENOMEM, "out of memory");
-        for (size_t i = 0; i < x->n; i++)
-            v[i] = x->v[i].pub.pid;
-        *ret = v;
-        *ret_n = x->n;
-        return 0;
+    size_t m = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        if (!refresh(x, &x->v[i], now_ms))
+            continue; /* ended */
+        if (m != i)
+            x->v[m] = x->v[i];
+        m++;
     }
-    x->relist_ms = now_ms + PROCINDEX_RELIST_MS;
-    return list_proc(x, ret, ret_n, e);
+    x->n = m;
 }
 
-int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
+/* /proc listed again: merged with what is known (both sorted by pid), new pids probed. */
+static int relist(struct procindex *x, int64_t now_ms, struct cla_error *e)
 {
     pid_t *pids = NULL;
     size_t npids = 0;
-    int r = current_pids(x, now_ms, &pids, &npids, e);
+    x->relist_ms = now_ms + PROCINDEX_RELIST_MS;
+    int r = list_proc(x, &pids, &npids, e);
     if (r < 0)
         return r;
     struct rec *nv = npids ? malloc(npids * sizeof(*nv)) : NULL;
@@ -703,6 +702,19 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
     free(x->v);
     x->v = nv;
     x->n = m;
+    return 0;
+}
+
+int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
+{
+    bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
+    if (x->with_stat && !fresh && now_ms < x->relist_ms) {
+        refresh_known(x, now_ms);
+    } else {
+        int r = relist(x, now_ms, e);
+        if (r < 0)
+            return r;
+    }
 
     for (size_t i = 0; i < x->ngroups; i++)
         x->groups[i]->members = 0;
