@@ -182,6 +182,7 @@ static void test_hex_format(void **state)
     assert_string_equal(hex, "00171027203730474057506760777087809790a7a0b7b0c7c0d7d0e7e0f7f007");
 }
 
+#if defined(__x86_64__)
 /* Does /proc/cpuinfo list the x86 SHA extensions (flag "sha_ni")? The kernel's word, checked
  * apart from the CPUID test in sha256.c. */
 static bool cpuinfo_has_sha_ni(void)
@@ -197,6 +198,7 @@ static bool cpuinfo_has_sha_ni(void)
     fclose(f);
     return found;
 }
+#endif
 
 static void test_cpu_detection(void **state)
 {
