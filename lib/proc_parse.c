@@ -198,36 +198,65 @@ const char *proc_environ_diagnostics_off(const char *buf, size_t len)
     static const char *const names[] = {"DOTNET_EnableDiagnostics", "COMPlus_EnableDiagnostics",
                                         "DOTNET_EnableDiagnostics_IPC",
                                         "COMPlus_EnableDiagnostics_IPC"};
+    enum { N = sizeof(names) / sizeof(names[0]) };
     if (!buf)
         return NULL;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        const char *v;
-        size_t vlen;
-        if (proc_environ_get(buf, len, names[i], &v, &vlen) == 1 && vlen == 1 && v[0] == '0')
+    const char *v[N];
+    size_t vlen[N];
+    proc_environ_get_many(buf, len, names, N, v, vlen);
+    for (size_t i = 0; i < N; i++)
+        if (v[i] && vlen[i] == 1 && v[i][0] == '0')
             return names[i];
-    }
     return NULL;
 }
 
-int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
-                     size_t *ret_len)
+void proc_environ_get_many(const char *buf, size_t len, const char *const *names, size_t n,
+                           const char **values, size_t *lens)
 {
-    size_t nlen = strlen(name);
-    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        values[i] = NULL;
     const char *p = buf, *end = buf + len;
     while (p < end) {
         const char *z = memchr(p, '\0', (size_t)(end - p));
         const char *ve = z ? z : end;
-        if ((size_t)(ve - p) > nlen && memcmp(p, name, nlen) == 0 && p[nlen] == '=') {
-            *ret_value = p + nlen + 1;
-            *ret_len = (size_t)(ve - p) - nlen - 1;
-            found = 1;
+        size_t elen = (size_t)(ve - p);
+        for (size_t i = 0; i < n; i++) {
+            size_t nlen = strlen(names[i]);
+            if (elen > nlen && p[nlen] == '=' && memcmp(p, names[i], nlen) == 0) {
+                values[i] = p + nlen + 1;
+                lens[i] = elen - nlen - 1;
+            }
         }
         if (!z)
             break;
         p = z + 1;
     }
-    return found;
+}
+
+int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
+                     size_t *ret_len)
+{
+    const char *v;
+    size_t vlen = 0;
+    proc_environ_get_many(buf, len, &name, 1, &v, &vlen);
+    if (!v)
+        return 0;
+    *ret_value = v;
+    *ret_len = vlen;
+    return 1;
+}
+
+int proc_ns_link_parse(const char *buf, size_t len, const char *type, uint64_t *ret_ino)
+{
+    size_t tlen = strlen(type);
+    if (len < tlen + 4 || memcmp(buf, type, tlen) != 0 || buf[tlen] != ':' ||
+        buf[tlen + 1] != '[' || buf[len - 1] != ']')
+        return -EPROTO;
+    uint64_t v;
+    if (util_parse_u64(buf + tlen + 2, len - tlen - 3, UINT64_MAX, &v) < 0 || v == 0)
+        return -EPROTO;
+    *ret_ino = v;
+    return 0;
 }
 
 int proc_socket_name_parse(const char *name, size_t len, pid_t *ret_pid, uint64_t *ret_key)

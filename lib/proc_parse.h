@@ -60,10 +60,22 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
 int proc_environ_get(const char *buf, size_t len, const char *name, const char **ret_value,
                      size_t *ret_len);
 
+/* proc_environ_get for `n` names in one pass over the block (a scan of thousands of processes
+ * reads every environment: one pass, not one per name). values[i] is NULL when names[i] is
+ * absent, else it points into buf with lens[i] bytes. */
+void proc_environ_get_many(const char *buf, size_t len, const char *const *names, size_t n,
+                           const char **values, size_t *lens);
+
 /* Which variable of the environment block turns the runtime's diagnostic IPC off (=0): the
  * runtime reads each knob under both prefixes, DOTNET_ and COMPlus_, and .NET 8 added the _IPC
  * switch. Returns its name (static), or NULL when none does or buf is NULL. */
 const char *proc_environ_diagnostics_off(const char *buf, size_t len);
+
+/* The namespace a /proc/<pid>/ns/<type> link names, from its readlink() text ("mnt:[4026531841]"):
+ * its inode number, which is what stat() through the link reports as st_ino. readlink() costs
+ * the kernel a third of stat(), which builds a dentry for the namespace and drops it again.
+ * Returns 0, or -EPROTO for any other text (another type, no brackets, not a decimal number). */
+int proc_ns_link_parse(const char *buf, size_t len, const char *type, uint64_t *ret_ino);
 
 /* Parses "dotnet-diagnostic-<pid>-<key>-socket". Returns 1 with pid and key, 0 when the name is
  * not exactly of that form (a dsrouter socket, another file, leading zeros, overflow). */

@@ -203,6 +203,65 @@ static void test_environ(void **state)
     assert_int_equal(proc_environ_get("", 0, "A", &v, &vl), 0);
 }
 
+static void test_environ_many(void **state)
+{
+    (void)state;
+    /* One pass finds what one lookup per name finds: the last assignment, absent as NULL, an
+     * entry without '=' or a longer name never matching. */
+    static const char env[] = "A=1\0TMPDIR=/x\0TMPDIRX=no\0B\0TMPDIR=/last\0C=\0A=2";
+    static const char *const names[] = {"TMPDIR", "A", "B", "C", "TMP", "D"};
+    const char *v[6];
+    size_t vl[6];
+    proc_environ_get_many(env, sizeof(env) - 1, names, 6, v, vl);
+    assert_non_null(v[0]);
+    assert_int_equal(vl[0], 5);
+    assert_memory_equal(v[0], "/last", 5);
+    assert_int_equal(vl[1], 1);
+    assert_memory_equal(v[1], "2", 1);
+    assert_null(v[2]);
+    assert_non_null(v[3]);
+    assert_int_equal(vl[3], 0);
+    assert_null(v[4]);
+    assert_null(v[5]);
+    /* A block cut short inside an entry: the value ends at the end of the buffer. */
+    static const char cut[] = "X=1\0TMPDIR=/tr";
+    proc_environ_get_many(cut, sizeof(cut) - 1, names, 1, v, vl);
+    assert_int_equal(vl[0], 3);
+    assert_memory_equal(v[0], "/tr", 3);
+    proc_environ_get_many("", 0, names, 6, v, vl);
+    for (size_t i = 0; i < 6; i++)
+        assert_null(v[i]);
+}
+
+static void test_ns_link(void **state)
+{
+    (void)state;
+    uint64_t ino = 0;
+    static const char ok[] = "mnt:[4026531841]";
+    assert_int_equal(proc_ns_link_parse(ok, sizeof(ok) - 1, "mnt", &ino), 0);
+    assert_int_equal(ino, 4026531841ULL);
+    assert_int_equal(proc_ns_link_parse("pid:[7]", 7, "pid", &ino), 0);
+    assert_int_equal(ino, 7);
+    static const char *const bad[] = {
+        "pid:[4026531841]", /* another type */
+        "mnt:4026531841",   /* no brackets */
+        "mnt:[]",
+        "mnt:[0]",
+        "mnt:[12x]",
+        "mnt:[-1]",
+        "mnt[1]",
+        "mnt:[1",
+        "mnt:[99999999999999999999999]", /* overflow */
+        "mnt",
+        "",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ino = 99;
+        assert_int_equal(proc_ns_link_parse(bad[i], strlen(bad[i]), "mnt", &ino), -EPROTO);
+        assert_int_equal(ino, 99);
+    }
+}
+
 static void test_diagnostics_off(void **state)
 {
     (void)state;
@@ -454,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_stat_fixtures),        cmocka_unit_test(test_stat_malformed),
         cmocka_unit_test(test_status_fixtures),      cmocka_unit_test(test_status_malformed),
         cmocka_unit_test(test_status_caps_groups),   cmocka_unit_test(test_environ),
+        cmocka_unit_test(test_environ_many),         cmocka_unit_test(test_ns_link),
         cmocka_unit_test(test_diagnostics_off),      cmocka_unit_test(test_tmpdir),
         cmocka_unit_test(test_socket_names),         cmocka_unit_test(test_mountinfo),
         cmocka_unit_test(test_mountinfo_malformed),  cmocka_unit_test(test_maps),
