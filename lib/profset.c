@@ -22,6 +22,22 @@ static const char *const variants[] = {
     "linux-arm", "linux-musl-arm", "linux-x86",   "linux-musl-x86",
 };
 
+/* A new, zeroed build at the end of the set. It counts at once, so that profset_free() frees
+ * what a failed read left in it. NULL when out of memory or the set is full. */
+static struct profset_build *add_build(struct profset *ps, struct cla_error *e)
+{
+    struct profset_build *nb = NULL;
+    if (ps->n < PROFSET_MAX)
+        nb = realloc(ps->builds, (ps->n + 1) * sizeof(*nb));
+    if (!nb) {
+        err_set(e, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    ps->builds = nb;
+    memset(&nb[ps->n], 0, sizeof(nb[ps->n]));
+    return &nb[ps->n++];
+}
+
 /* Checks a single file's bytes are a loadable shared object and takes them into `b`. */
 static int take_single(uint8_t *buf, size_t len, const char *name, const char *shown,
                        struct profset_build *b, struct cla_error *e)
@@ -151,8 +167,8 @@ static int load_dir(const char *path, const char *entry, struct profset *ps, str
     const char *prefix = "", *suffix = "";
     ps->layout = detect_layout(root, &prefix, &suffix);
     if (strcmp(ps->layout, "directory") == 0) {
-        ps->n = 1;
-        return read_dir_build(root, entry, path, &ps->builds[0], e);
+        struct profset_build *b = add_build(ps, e);
+        return b ? read_dir_build(root, entry, path, b, e) : -ENOMEM;
     }
     ps->bundle = true;
     for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
@@ -162,12 +178,13 @@ static int load_dir(const char *path, const char *entry, struct profset *ps, str
         if (sub < 0)
             continue;
         snprintf(shown, sizeof(shown), "%s/%s", path, rel);
-        struct profset_build *b = &ps->builds[ps->n];
+        struct profset_build *b = add_build(ps, e);
+        if (!b)
+            return -ENOMEM;
         int r = read_dir_build(sub, entry, shown, b, e);
         if (r < 0)
             return r;
         snprintf(b->variant, sizeof(b->variant), "%s", variants[i]);
-        ps->n++;
     }
     if (ps->n == 0)
         return err_set(e, -EINVAL, "profiler bundle '%s' has no build for Linux", path);
@@ -192,11 +209,11 @@ int profset_load(const char *path, const char *entry, struct profset *ret, struc
                                "directory, or drop --entry");
         }
         ps.layout = "file";
-        ps.n = 1;
-        r = read_build(AT_FDCWD, path, path, &ps.builds[0], e);
+        struct profset_build *b = add_build(&ps, e);
+        r = b ? read_build(AT_FDCWD, path, path, b, e) : -ENOMEM;
         if (r == 0) {
             const char *slash = strrchr(path, '/');
-            snprintf(ps.builds[0].name, sizeof(ps.builds[0].name), "%s", slash ? slash + 1 : path);
+            snprintf(b->name, sizeof(b->name), "%s", slash ? slash + 1 : path);
         }
     }
     if (r < 0) {
@@ -209,26 +226,33 @@ int profset_load(const char *path, const char *entry, struct profset *ret, struc
 
 int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_error *e)
 {
-    struct profset ps = {.layout = "stdin", .n = 1};
+    struct profset ps = {.layout = "stdin"};
+    struct profset_build *b = add_build(&ps, e);
+    if (!b)
+        return -ENOMEM;
     char *buf;
     size_t len;
     int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
-    if (r == -E2BIG)
-        return err_set(e, -EFBIG, "the profiler on stdin is over %d bytes", PROFILER_MAX_SIZE);
-    if (r < 0)
+    if (r < 0) {
+        profset_free(&ps);
+        if (r == -E2BIG)
+            return err_set(e, -EFBIG, "the profiler on stdin is over %d bytes",
+                           PROFILER_MAX_SIZE);
         return err_setsys(e, r, "read the profiler from stdin");
+    }
     if (len >= 4 && memcmp(buf, "\177ELF", 4) == 0) {
         if (entry) {
             free(buf);
+            profset_free(&ps);
             return err_set(e, -EINVAL, "--entry '%s' given with a single .so on stdin", entry);
         }
-        r = take_single((uint8_t *)buf, len, "profiler.so", "stdin", &ps.builds[0], e);
+        r = take_single((uint8_t *)buf, len, "profiler.so", "stdin", b, e);
     } else if (tar_detect((const uint8_t *)buf, len)) {
         struct profdir pd;
         r = profdir_from_tar((const uint8_t *)buf, len, &pd, e);
         free(buf);
         if (r == 0)
-            r = take_dir(&pd, entry, "the tar stream on stdin", &ps.builds[0], e);
+            r = take_dir(&pd, entry, "the tar stream on stdin", b, e);
         else
             err_prefix(e, "the tar stream on stdin");
     } else {
@@ -249,15 +273,15 @@ int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_e
 
 void profset_free(struct profset *ps)
 {
-    for (size_t i = 0; i < PROFSET_MAX; i++) {
+    for (size_t i = 0; i < ps->n; i++) {
         free(ps->builds[i].data);
-        ps->builds[i].data = NULL;
         if (ps->builds[i].dir) {
             profdir_free(ps->builds[i].dir);
             free(ps->builds[i].dir);
-            ps->builds[i].dir = NULL;
         }
     }
+    free(ps->builds);
+    ps->builds = NULL;
     ps->n = 0;
 }
 

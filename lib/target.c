@@ -36,11 +36,38 @@ static int read_procfile(int procfd, const char *name, size_t cap, char **ret_bu
     return util_read_all(fd, cap, ret_buf, ret_len);
 }
 
+/* Reads one small /proc file into `buf` (size - 1 bytes at most, then NUL-terminated): for the
+ * files read on every attach, a buffer on the stack instead of a heap block that the static
+ * build's allocator maps and unmaps for each read. -E2BIG when the file does not fit. */
+static int read_procfile_buf(int procfd, const char *name, char *buf, size_t size,
+                             size_t *ret_len)
+{
+    _cleanup_close_ int fd = openat(procfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    size_t len = 0;
+    for (;;) {
+        if (len == size - 1)
+            return -E2BIG; /* full: one byte more would prove it is larger; refused anyway */
+        ssize_t n = read(fd, buf + len, size - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    *ret_len = len;
+    return 0;
+}
+
 static int read_stat(int procfd, struct proc_stat *ret, struct cla_error *e)
 {
-    _cleanup_free_ char *buf = NULL;
+    char buf[PROC_STAT_MAX + 1];
     size_t len;
-    int r = read_procfile(procfd, "stat", PROC_STAT_MAX, &buf, &len);
+    int r = read_procfile_buf(procfd, "stat", buf, sizeof(buf), &len);
     /* A process that exited leaves a /proc dir whose files give ESRCH on read. */
     if (r < 0)
         return err_setsys(e, r == -ENOENT ? -ESRCH : r, "read stat");
@@ -74,9 +101,9 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
     if ((r = read_stat(t.procfd, &t.stat, e)) < 0)
         goto fail;
     {
-        _cleanup_free_ char *buf = NULL;
+        char buf[PROC_STATUS_MAX + 1];
         size_t len;
-        r = read_procfile(t.procfd, "status", PROC_STATUS_MAX, &buf, &len);
+        r = read_procfile_buf(t.procfd, "status", buf, sizeof(buf), &len);
         if (r < 0) {
             err_setsys(e, r == -ENOENT ? -ESRCH : r, "read status");
             goto fail;
@@ -91,10 +118,15 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
     }
     render_text(t.stat.comm, strlen(t.stat.comm), t.comm, sizeof(t.comm));
     {
+        /* Most command lines fit the stack buffer; a longer one is read whole as before. */
+        char small[4096];
         _cleanup_free_ char *buf = NULL;
         size_t len;
-        if (read_procfile(t.procfd, "cmdline", PROC_CMDLINE_MAX, &buf, &len) == 0)
-            render_cmdline(buf, len, t.cmdline, sizeof(t.cmdline));
+        r = read_procfile_buf(t.procfd, "cmdline", small, sizeof(small), &len);
+        if (r == -E2BIG)
+            r = read_procfile(t.procfd, "cmdline", PROC_CMDLINE_MAX, &buf, &len);
+        if (r == 0)
+            render_cmdline(buf ? buf : small, len, t.cmdline, sizeof(t.cmdline));
         else
             snprintf(t.cmdline, sizeof(t.cmdline), "[%s]", t.comm);
     }
