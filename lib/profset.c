@@ -236,8 +236,7 @@ int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_e
     if (r < 0) {
         profset_free(&ps);
         if (r == -E2BIG)
-            return err_set(e, -EFBIG, "the profiler on stdin is over %d bytes",
-                           PROFILER_MAX_SIZE);
+            return err_set(e, -EFBIG, "the profiler on stdin is over %d bytes", PROFILER_MAX_SIZE);
         return err_setsys(e, r, "read the profiler from stdin");
     }
     if (len >= 4 && memcmp(buf, "\177ELF", 4) == 0) {

@@ -36,8 +36,8 @@ struct profset_build {
 };
 
 struct profset {
-    bool bundle;        /* builds are per RID */
-    const char *layout; /* "file", "directory", "bundle", "nuget" or "stdin" */
+    bool bundle;                  /* builds are per RID */
+    const char *layout;           /* "file", "directory", "bundle", "nuget" or "stdin" */
     struct profset_build *builds; /* n of them (at most PROFSET_MAX), each on the heap: a
                                      build is 6 KiB and most sets hold one */
     size_t n;

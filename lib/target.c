@@ -39,8 +39,7 @@ static int read_procfile(int procfd, const char *name, size_t cap, char **ret_bu
 /* Reads one small /proc file into `buf` (size - 1 bytes at most, then NUL-terminated): for the
  * files read on every attach, a buffer on the stack instead of a heap block that the static
  * build's allocator maps and unmaps for each read. -E2BIG when the file does not fit. */
-static int read_procfile_buf(int procfd, const char *name, char *buf, size_t size,
-                             size_t *ret_len)
+static int read_procfile_buf(int procfd, const char *name, char *buf, size_t size, size_t *ret_len)
 {
     _cleanup_close_ int fd = openat(procfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
