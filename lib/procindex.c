@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,9 +143,10 @@ struct procindex {
     size_t n;
     struct group **groups;
     size_t ngroups, galloc;
-    char *envbuf;   /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
-    pid_t last_pid; /* from /proc/loadavg at the last listing; -1 = unknown */
-    uint64_t pidns; /* the PID namespace of /proc (its pid 1's); 0 = unknown */
+    char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
+    pthread_mutex_t groups_lock; /* find_group() while a helper thread probes (relist) */
+    pid_t last_pid;              /* from /proc/loadavg at the last listing; -1 = unknown */
+    uint64_t pidns;              /* the PID namespace of /proc (its pid 1's); 0 = unknown */
     /* the pids allocated since the scan before: (alloc_after, alloc_upto], cyclic; unknown
      * when alloc_after < 0 */
     pid_t alloc_after, alloc_upto;
@@ -199,6 +201,7 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
         free(x);
         return NULL;
     }
+    pthread_mutex_init(&x->groups_lock, NULL);
     x->proc_dirfd = proc_dirfd;
     x->with_stat = stat;
     x->last_pid = -1;
@@ -245,6 +248,7 @@ void procindex_free(struct procindex *x)
     free(x->groups);
     free(x->v);
     free(x->envbuf);
+    pthread_mutex_destroy(&x->groups_lock);
     free(x);
 }
 
@@ -366,7 +370,7 @@ static struct group *find_group(struct procindex *x, uint64_t mnt_ino, const str
 /* Probes `pid` into *r (flags CHANGED). Returns false when the process is gone. A pid that is
  * reused between two of these reads mixes two processes here: harmless, since the index only
  * points at processes, and what it points at is pinned and read again by the full look. */
-static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
+static bool probe_into(struct procindex *x, pid_t pid, struct rec *r, int64_t now, char *envbuf)
 {
     memset(r, 0, sizeof(*r));
     r->pub.pid = pid;
@@ -404,7 +408,7 @@ static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
         r->base |= PROCINDEX_UNKNOWN;
         return true;
     }
-    rr = read_once(x->proc_dirfd, pid, "environ", x->envbuf, PROC_ENVIRON_MAX + 1, &elen);
+    rr = read_once(x->proc_dirfd, pid, "environ", envbuf, PROC_ENVIRON_MAX + 1, &elen);
     if (gone(rr))
         return false;
     if (rr < 0) {
@@ -413,14 +417,21 @@ static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
         return true;
     }
     struct procindex_probe p;
-    procindex_probe_parse(x->envbuf, elen, &p);
+    procindex_probe_parse(envbuf, elen, &p);
     r->base |= p.flags;
     if (!(p.flags & PROCINDEX_REFUSED)) {
+        pthread_mutex_lock(&x->groups_lock);
         r->g = find_group(x, mnt, &root, &owner, &p, pid);
+        pthread_mutex_unlock(&x->groups_lock);
         if (!r->g)
             r->base |= PROCINDEX_UNKNOWN; /* out of memory: the full look decides */
     }
     return true;
+}
+
+static bool probe(struct procindex *x, pid_t pid, struct rec *r, int64_t now)
+{
+    return probe_into(x, pid, r, now, x->envbuf);
 }
 
 /* A process seen before: its stat is read again when due, and an execve (new image marks) or a
@@ -701,6 +712,60 @@ static void refresh_known(struct procindex *x, int64_t now_ms)
     x->n = m;
 }
 
+/* New processes are probed by a helper thread as well when there are this many: probing is
+ * nearly all kernel time (path walks in /proc, generating environ) and runs as well on another
+ * CPU, so `ps` over thousands of processes takes about half the time on two CPUs. Every stage
+ * of the seccomp filter allows threads (clone with CLONE_THREAD and no namespace flag). */
+#define PARALLEL_MIN 256
+
+struct probe_batch {
+    struct procindex *x;
+    struct rec *recs; /* each with its pid set */
+    bool *keep;       /* false: the process is gone */
+    size_t n;
+    int64_t now;
+    char *envbuf;
+};
+
+static void *probe_batch_run(void *arg)
+{
+    struct probe_batch *b = arg;
+    for (size_t i = 0; i < b->n; i++)
+        b->keep[i] = probe_into(b->x, b->recs[i].pub.pid, &b->recs[i], b->now, b->envbuf);
+    return NULL;
+}
+
+/* Probes recs[0..n): half of them on a helper thread when there are enough, all of them here
+ * when there are not or it cannot start. The two halves share nothing but the groups, which
+ * find_group() takes under groups_lock; a group's representative is chosen in pid order
+ * afterwards (procindex_scan), so the result does not depend on which thread came first. */
+static void probe_all(struct procindex *x, struct rec *recs, bool *keep, size_t n, int64_t now)
+{
+    struct probe_batch mine = {x, recs, keep, n, now, x->envbuf};
+    if (n >= PARALLEL_MIN) {
+        size_t half = n / 2;
+        struct probe_batch other = {x, recs + half, keep + half, n - half, now, NULL};
+        pthread_attr_t attr;
+        pthread_t th;
+        bool started = false;
+        other.envbuf = malloc(PROC_ENVIRON_MAX + 1);
+        if (other.envbuf && pthread_attr_init(&attr) == 0) {
+            (void)pthread_attr_setstacksize(&attr, 256 * 1024);
+            started = pthread_create(&th, &attr, probe_batch_run, &other) == 0;
+            pthread_attr_destroy(&attr);
+        }
+        if (started) {
+            mine.n = half;
+            probe_batch_run(&mine);
+            pthread_join(th, NULL);
+            free(other.envbuf);
+            return;
+        }
+        free(other.envbuf);
+    }
+    probe_batch_run(&mine);
+}
+
 /* /proc listed again: merged with what is known (both sorted by pid), new pids probed. */
 static int relist(struct procindex *x, int64_t now_ms, struct cla_error *e)
 {
@@ -710,27 +775,54 @@ static int relist(struct procindex *x, int64_t now_ms, struct cla_error *e)
     int r = list_proc(x, &pids, &npids, e);
     if (r < 0)
         return r;
-    struct rec *nv = npids ? malloc(npids * sizeof(*nv)) : NULL;
-    if (npids && !nv) {
+    struct rec *nv = NULL;
+    bool *keep = NULL;
+    size_t *fresh = NULL; /* the slots of nv that hold new pids */
+    if (npids && (!(nv = malloc(npids * sizeof(*nv))) || !(keep = malloc(npids * sizeof(*keep))) ||
+                  !(fresh = malloc(npids * sizeof(*fresh))))) {
         free(pids);
+        free(nv);
+        free(keep);
         return err_set(e, -ENOMEM, "out of memory");
     }
-    /* The old list and /proc are both sorted by pid: one merge. */
-    size_t m = 0, j = 0;
+    /* The old list and /proc are both sorted by pid: one merge. A process known is refreshed
+     * in place; the new ones are probed together afterwards. */
+    size_t j = 0, nfresh = 0;
     for (size_t i = 0; i < npids; i++) {
         while (j < x->n && x->v[j].pub.pid < pids[i])
             j++;
-        struct rec *rc = &nv[m];
-        bool keep;
         if (j < x->n && x->v[j].pub.pid == pids[i] && !newly_allocated(x, pids[i])) {
-            *rc = x->v[j];
-            keep = refresh(x, rc, now_ms);
+            nv[i] = x->v[j];
+            keep[i] = refresh(x, &nv[i], now_ms);
         } else {
-            keep = probe(x, pids[i], rc, now_ms);
+            nv[i].pub.pid = pids[i];
+            fresh[nfresh++] = i;
         }
-        m += keep;
     }
     free(pids);
+    /* Gathered into one run for probe_all, then put back in their places (pid order). */
+    struct rec *batch = nfresh ? malloc(nfresh * sizeof(*batch)) : NULL;
+    bool *bkeep = nfresh ? malloc(nfresh * sizeof(*bkeep)) : NULL;
+    if (nfresh && (!batch || !bkeep)) {
+        for (size_t k = 0; k < nfresh; k++) /* one by one, without the extra arrays */
+            keep[fresh[k]] = probe(x, nv[fresh[k]].pub.pid, &nv[fresh[k]], now_ms);
+    } else if (nfresh) {
+        for (size_t k = 0; k < nfresh; k++)
+            batch[k].pub.pid = nv[fresh[k]].pub.pid;
+        probe_all(x, batch, bkeep, nfresh, now_ms);
+        for (size_t k = 0; k < nfresh; k++) {
+            nv[fresh[k]] = batch[k];
+            keep[fresh[k]] = bkeep[k];
+        }
+    }
+    free(batch);
+    free(bkeep);
+    free(fresh);
+    size_t m = 0;
+    for (size_t i = 0; i < npids; i++)
+        if (keep[i])
+            nv[m++] = nv[i];
+    free(keep);
     free(x->v);
     x->v = nv;
     x->n = m;

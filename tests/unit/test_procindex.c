@@ -224,6 +224,58 @@ static void test_scan_real_proc(void **state)
     rmdir(dir);
 }
 
+/* Enough new processes for the probe to run on two threads: every one is found once, in pid
+ * order, in the group of its own TMPDIR, with its own socket and nobody else's. */
+static void test_scan_many_processes(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    char d1[] = "/tmp/procindex-many1-XXXXXX", d2[] = "/tmp/procindex-many2-XXXXXX";
+    assert_non_null(mkdtemp(d1));
+    assert_non_null(mkdtemp(d2));
+    pid_t kids[N];
+    int socks[N];
+    for (size_t i = 0; i < N; i++) {
+        kids[i] = spawn_sleeper(i % 2 ? d2 : d1, "X=1");
+        assert_true(kids[i] > 0);
+        socks[i] = -1;
+    }
+    for (size_t i = 0; i < N; i++)
+        wait_exec(kids[i]);
+    for (size_t i = 0; i < N; i += 7)
+        socks[i] = bind_socket(i % 2 ? d2 : d1, kids[i], 5);
+
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    struct procindex *x = procindex_new(proc, false);
+    assert_non_null(x);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_scan(x, 0, &e), 0);
+    assert_true(procindex_count(x) > N);
+    for (size_t i = 1; i < procindex_count(x); i++)
+        assert_true(procindex_at(x, i - 1)->pid < procindex_at(x, i)->pid);
+    for (size_t i = 0; i < N; i++) {
+        const struct procindex_proc *p = find_pid(x, kids[i]);
+        assert_non_null(p);
+        assert_int_equal(p->flags, (socks[i] >= 0 ? PROCINDEX_SOCKET : 0u) | PROCINDEX_CHANGED);
+    }
+    procindex_free(x);
+    close(proc);
+    for (size_t i = 0; i < N; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+        if (socks[i] >= 0) {
+            char path[512];
+            snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-5-socket", i % 2 ? d2 : d1,
+                     (int)kids[i]);
+            unlink(path);
+            close(socks[i]);
+        }
+    }
+    rmdir(d1);
+    rmdir(d2);
+}
+
 /* ps lets go of each directory once listed: the fds it closed are not closed again later,
  * when their numbers may belong to someone else (an attach's pinned target, a pipe). */
 static void test_released_fds_not_closed_twice(void **state)
@@ -259,9 +311,13 @@ static void test_released_fds_not_closed_twice(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_probe_parse),    cmocka_unit_test(test_probe_flags),
-        cmocka_unit_test(test_entries_fp),     cmocka_unit_test(test_loadavg),
-        cmocka_unit_test(test_scan_real_proc), cmocka_unit_test(test_released_fds_not_closed_twice),
+        cmocka_unit_test(test_probe_parse),
+        cmocka_unit_test(test_probe_flags),
+        cmocka_unit_test(test_entries_fp),
+        cmocka_unit_test(test_loadavg),
+        cmocka_unit_test(test_scan_real_proc),
+        cmocka_unit_test(test_released_fds_not_closed_twice),
+        cmocka_unit_test(test_scan_many_processes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
