@@ -156,6 +156,18 @@ static void wait_exec(pid_t pid)
     }
 }
 
+/* An index of our /proc (its fd in *proc), scanned once at `now`. */
+static struct procindex *index_scanned(int *proc, bool stat, int64_t now)
+{
+    *proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(*proc >= 0);
+    struct procindex *x = procindex_new(*proc, stat);
+    assert_non_null(x);
+    struct cla_error e = {0};
+    assert_int_equal(procindex_scan(x, now, &e), 0);
+    return x;
+}
+
 static void test_scan_real_proc(void **state)
 {
     (void)state;
@@ -170,12 +182,9 @@ static void test_scan_real_proc(void **state)
     wait_exec(c);
     int s1 = bind_socket(dir, a, 1234);
 
-    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    assert_true(proc >= 0);
-    struct procindex *x = procindex_new(proc, true);
-    assert_non_null(x);
+    int proc;
+    struct procindex *x = index_scanned(&proc, true, 1000);
     struct cla_error e = {0};
-    assert_int_equal(procindex_scan(x, 1000, &e), 0);
     assert_null(find_pid(x, getpid())); /* never ourselves */
     const struct procindex_proc *pa = find_pid(x, a), *pb = find_pid(x, b), *pc = find_pid(x, c);
     assert_non_null(pa);
@@ -245,12 +254,8 @@ static void test_scan_many_processes(void **state)
     for (size_t i = 0; i < N; i += 7)
         socks[i] = bind_socket(i % 2 ? d2 : d1, kids[i], 5);
 
-    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    assert_true(proc >= 0);
-    struct procindex *x = procindex_new(proc, false);
-    assert_non_null(x);
-    struct cla_error e = {0};
-    assert_int_equal(procindex_scan(x, 0, &e), 0);
+    int proc;
+    struct procindex *x = index_scanned(&proc, false, 0);
     assert_true(procindex_count(x) > N);
     for (size_t i = 1; i < procindex_count(x); i++)
         assert_true(procindex_at(x, i - 1)->pid < procindex_at(x, i)->pid);
@@ -286,12 +291,8 @@ static void test_released_fds_not_closed_twice(void **state)
     pid_t a = spawn_sleeper(dir, "X=1");
     assert_true(a > 0);
     wait_exec(a);
-    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    assert_true(proc >= 0);
-    struct procindex *x = procindex_new(proc, false);
-    assert_non_null(x);
-    struct cla_error e = {0};
-    assert_int_equal(procindex_scan(x, 0, &e), 0);
+    int proc;
+    struct procindex *x = index_scanned(&proc, false, 0);
     assert_true(procindex_groups(x) >= 1);
     /* The lowest free numbers: those the index held and released. */
     int mine[4];
