@@ -16,7 +16,7 @@
  * and now and then after, for an execve into another TMPDIR).
  *
  * The index is a pre-filter only: what a flag points at still gets the full, pinned look
- * (target_open, creds, discover_find_socket, discover_open_socket) before anything is used.
+ * (target_open, creds, diag_socket_find, diag_socket_open) before anything is used.
  */
 
 #include <stdbool.h>
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "proc_parse.h"
 
