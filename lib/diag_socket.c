@@ -111,8 +111,7 @@ static const char *shown(const char *raw, char *buf, size_t size)
  * is an answer (dir_errno), not a failure. */
 static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
 {
-    struct cla_error sub = {0};
-    int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, &sub);
+    int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
     if (fd < 0) {
         d->dir_errno = -fd;
         return 0;
