@@ -14,7 +14,7 @@
 #include "deliver.h"
 #include "deliver_dir.h"
 #include "depcheck.h"
-#include "discover.h"
+#include "diag_socket.h"
 #include "hresult.h"
 #include "ipc_conn.h"
 #include "placeholders.h"
@@ -150,8 +150,7 @@ static bool socket_path_too_long(const struct target *t)
     return n < 0 || strlen(t->tmpdir) + (size_t)n >= sizeof(((struct sockaddr_un *)0)->sun_path);
 }
 
-static int socket_error(struct target *t, const struct discover_socket *s,
-                        struct attach_result *res)
+static int socket_error(struct target *t, const struct diag_socket *s, struct attach_result *res)
 {
     struct cla_error *e = &res->error;
     const char *off = diagnostics_disabled_by(t);
@@ -704,13 +703,13 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         return fail(res, outcome_of_errno(r), r);
     }
 
-    struct discover_socket s;
-    if ((r = discover_find_socket(t, NULL, &s, e)) < 0)
+    struct diag_socket s;
+    if ((r = diag_socket_find(t, NULL, &s, e)) < 0)
         return fail(res, outcome_of_errno(r), r);
     if ((r = socket_error(t, &s, res)) < 0)
         return r;
     shown(s.name, res->socket_name, sizeof(res->socket_name));
-    _cleanup_close_ int sockfd = discover_open_socket(t, &s, e);
+    _cleanup_close_ int sockfd = diag_socket_open(t, &s, e);
     if (sockfd < 0)
         return fail(res, outcome_of_errno(sockfd), sockfd);
 

@@ -179,8 +179,7 @@ void deliver_set_test_hooks(const struct deliver_test_hooks *h)
  * opened nor followed. */
 bool deliver_is_ours(int dirfd, const char *name, const struct stat *ours)
 {
-    struct cla_error ignored = {0};
-    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_ANY, O_PATH, 0, &ignored);
+    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_ANY, O_PATH, 0, NULL);
     struct stat st;
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ours->st_dev && st.st_ino == ours->st_ino;
 }

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 
 struct deliver_opts {

@@ -125,8 +125,7 @@ static int verify_tree(int topfd, const struct deliver_dir_opts *o, const char *
 /* Sets the mode of the directory `rel` below `topfd` ("/" = the top) through an fd of it. */
 static int chmod_dir(int topfd, const char *rel, mode_t mode)
 {
-    struct cla_error ignored = {0};
-    _cleanup_close_ int fd = rootfs_open(topfd, rel, ROOTFS_DIR, O_RDONLY, 0, &ignored);
+    _cleanup_close_ int fd = rootfs_open(topfd, rel, ROOTFS_DIR, O_RDONLY, 0, NULL);
     if (fd < 0)
         return fd;
     return fchmod(fd, mode) < 0 ? -errno : 0;
@@ -140,10 +139,9 @@ static int chmod_dir(int topfd, const char *rel, mode_t mode)
 static void remove_tree(int parentfd, const char *name, const struct stat *top,
                         const struct profdir *pd)
 {
-    struct cla_error ignored = {0};
     if (!deliver_is_ours(parentfd, name, top))
         return;
-    _cleanup_close_ int topfd = rootfs_open(parentfd, name, ROOTFS_DIR, O_PATH, 0, &ignored);
+    _cleanup_close_ int topfd = rootfs_open(parentfd, name, ROOTFS_DIR, O_PATH, 0, NULL);
     if (topfd < 0)
         return;
     (void)chmod_dir(topfd, "/", 0700);
@@ -154,7 +152,7 @@ static void remove_tree(int parentfd, const char *name, const struct stat *top,
         char parent[PROFDIR_PATH_MAX + 1];
         const char *base;
         parent_of(pd->files[i].path, parent, sizeof(parent), &base);
-        _cleanup_close_ int pfd = rootfs_open(topfd, parent, ROOTFS_DIR, O_PATH, 0, &ignored);
+        _cleanup_close_ int pfd = rootfs_open(topfd, parent, ROOTFS_DIR, O_PATH, 0, NULL);
         if (pfd >= 0)
             (void)unlinkat(pfd, base, pd->files[i].is_dir ? AT_REMOVEDIR : 0);
     }
@@ -340,8 +338,7 @@ static int empty_dir(int dfd, unsigned depth, int *budget)
             break;
         }
         if (S_ISDIR(st.st_mode)) {
-            struct cla_error ignored = {0};
-            int sub = rootfs_open(dfd, de->d_name, ROOTFS_DIR, O_RDONLY, 0, &ignored);
+            int sub = rootfs_open(dfd, de->d_name, ROOTFS_DIR, O_RDONLY, 0, NULL);
             if (sub < 0) {
                 r = sub;
                 break;

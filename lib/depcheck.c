@@ -28,8 +28,7 @@ static const char *base_of(const char *path)
  * (system libraries are links to versioned files), with or without openat2. */
 static bool exists_in_root(int rootfd, const char *path)
 {
-    struct cla_error ignored = {0};
-    int fd = rootfs_open_contained(rootfd, path, ROOTFS_REG, O_PATH, &ignored);
+    int fd = rootfs_open_contained(rootfd, path, ROOTFS_REG, O_PATH, NULL);
     if (fd < 0)
         return false;
     close(fd);
@@ -155,8 +154,7 @@ static void read_musl_path(struct ctx *c)
         return;
     char path[64];
     snprintf(path, sizeof(path), "/etc/ld-musl-%s.path", arch);
-    struct cla_error ignored = {0};
-    _cleanup_close_ int fd = rootfs_open(c->in->rootfd, path, ROOTFS_REG, O_RDONLY, 0, &ignored);
+    _cleanup_close_ int fd = rootfs_open(c->in->rootfd, path, ROOTFS_REG, O_RDONLY, 0, NULL);
     if (fd < 0 || util_read_all(fd, MUSL_PATH_MAX, &c->musl_path, &c->musl_path_len) < 0)
         c->musl_path = NULL;
 }

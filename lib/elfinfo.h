@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "rid.h"
 
@@ -38,7 +38,7 @@ const char *elfinfo_needed(const struct elf_info *info, unsigned i);
 
 /* Parses an ELF file held in memory, `len` bytes of `buf` (the file's first ELF_READ_MAX bytes
  * at most); fills *ret only on success. Every offset and size is checked against `len` and the
- * caps in caps.h. Returns 0, -ENOEXEC when the bytes are not ELF, or -EPROTO for a malformed,
+ * caps in bounds.h. Returns 0, -ENOEXEC when the bytes are not ELF, or -EPROTO for a malformed,
  * over-cap or cut-short file (message in `e`). */
 int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e);
 

@@ -4,7 +4,7 @@
 
 #include <stdarg.h>
 
-#include "caps.h"
+#include "bounds.h"
 
 /*
  * The one error type of clrattach, carried on the caller's stack. A failing function returns a

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "caps.h"
+#include "bounds.h"
 
 /* 13 ASCII bytes and the NUL: the runtime compares with strcmp, so the NUL is required. */
 static const uint8_t ipc_magic[14] = {'D', 'O', 'T', 'N', 'E', 'T', '_',

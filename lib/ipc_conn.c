@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "util.h"
 
 /* Waits for `events` on fd until the deadline. Returns 0, -ETIMEDOUT or -errno. */

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "k8s_config.h"
 #include "k8s_event.h"

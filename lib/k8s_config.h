@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "k8s_event.h"
 

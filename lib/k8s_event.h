@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 
 /* The reportingController of every Event; the apiserver wants a qualified name. */

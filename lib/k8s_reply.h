@@ -7,7 +7,7 @@
  */
 #include <stddef.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 
 /* A decoded Status body (only the fields we report). Strings are cut to fit, for display. */

@@ -7,7 +7,7 @@
  */
 #include <stdbool.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "k8s_client.h"
 #include "k8s_config.h"

@@ -12,7 +12,7 @@
 
 #include <sys/types.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "target.h"
 

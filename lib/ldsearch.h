@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "rid.h"
 

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 
 struct proc_stat {

@@ -509,7 +509,7 @@ static int list_proc(const struct procindex *x, pid_t **ret, size_t *ret_n, stru
 }
 
 /* Opens a group's directory as its representative's user, through the pinned process: the
- * same steps as discover_find_socket (target_open, creds, rootfs_open), once per group. */
+ * same steps as diag_socket_find (target_open, creds, rootfs_open), once per group. */
 static void group_open(struct procindex *x, struct group *g, int64_t now)
 {
     struct target t;
@@ -603,7 +603,7 @@ static void group_list(struct group *g, int64_t now_ms)
     errno = 0;
     while ((de = readdir(g->dir))) {
         /* A hostile target can fill its /tmp with millions of entries to stall us: as in
-         * discover.c, past the cap the directory gives no listing (tried again later). */
+         * diag_socket.c, past the cap the directory gives no listing (tried again later). */
         if (++seen > TARGET_DIR_ENTRIES_MAX) {
             group_close(g);
             g->dir_errno = E2BIG;

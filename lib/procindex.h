@@ -16,7 +16,7 @@
  * and now and then after, for an execve into another TMPDIR).
  *
  * The index is a pre-filter only: what a flag points at still gets the full, pinned look
- * (target_open, creds, discover_find_socket, discover_open_socket) before anything is used.
+ * (target_open, creds, diag_socket_find, diag_socket_open) before anything is used.
  */
 
 #include <stdbool.h>
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 #include "proc_parse.h"
 
@@ -47,18 +47,19 @@
  * full look (PROCINDEX_UNKNOWN). */
 #define PROCINDEX_HELD_MAX 128
 
-/* Flags of a process after a scan. */
-#define PROCINDEX_SOCKET 0x01u /* its socket directory has an entry named for its nspid */
-#define PROCINDEX_CHANGED                                                                          \
-    0x02u /* first seen, or its image or its entries (name, inode) changed                         \
-           */
-#define PROCINDEX_DISABLED                                                                         \
-    0x04u                       /* DOTNET_EnableDiagnostics=0 (or a sibling) in its environment    \
-                                 */
-#define PROCINDEX_REFUSED 0x08u /* its environment breaks a rule (TMPDIR, size): see target.h */
-#define PROCINDEX_UNKNOWN                                                                          \
-    0x10u /* not probed (no access to it, or to its socket directory as                            \
-             its group's user): only the full look can tell */
+/* ---- flags of a process after a scan ---- */
+
+/* Its socket directory has an entry named for its nspid. */
+#define PROCINDEX_SOCKET 0x01u
+/* First seen, or its image or its entries (name, inode) changed. */
+#define PROCINDEX_CHANGED 0x02u
+/* DOTNET_EnableDiagnostics=0 (or a sibling) in its environment. */
+#define PROCINDEX_DISABLED 0x04u
+/* Its environment breaks a rule (TMPDIR, size): see target.h. */
+#define PROCINDEX_REFUSED 0x08u
+/* Not probed (no access to it, or to its socket directory as its group's user): only the full
+ * look can tell. */
+#define PROCINDEX_UNKNOWN 0x10u
 
 /* ---- the probe (pure) ---- */
 

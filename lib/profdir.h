@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "elfinfo.h"
 #include "err.h"
 

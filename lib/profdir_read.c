@@ -17,8 +17,7 @@
  * absolute targets and ".." that would leave it are refused, with or without openat2. */
 static int open_link_target(int rootfd, const char *rel)
 {
-    struct cla_error ignored = {0};
-    return rootfs_open_beneath(rootfd, rel, ROOTFS_REG, O_RDONLY, &ignored);
+    return rootfs_open_beneath(rootfd, rel, ROOTFS_REG, O_RDONLY, NULL);
 }
 
 static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, size_t *ret_len,

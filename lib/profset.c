@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "profdir_read.h"
 #include "tarstream.h"
 #include "userfile.h"

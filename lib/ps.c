@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "creds.h"
-#include "discover.h"
+#include "diag_socket.h"
 #include "ipc_conn.h"
 #include "proc_parse.h"
 #include "procindex.h"
@@ -31,11 +31,11 @@ static const char *diagnostics_off(const struct target *t)
 }
 
 /* Asks a live runtime who it is; a refused connection marks the socket stale. */
-static void query_runtime(struct target *t, const struct discover_socket *s, int64_t timeout_ms,
+static void query_runtime(struct target *t, const struct diag_socket *s, int64_t timeout_ms,
                           struct ps_entry *en)
 {
     struct cla_error e = {0};
-    _cleanup_close_ int sfd = discover_open_socket(t, s, &e);
+    _cleanup_close_ int sfd = diag_socket_open(t, s, &e);
     if (sfd < 0) {
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
@@ -74,7 +74,7 @@ static void query_runtime(struct target *t, const struct discover_socket *s, int
 }
 
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool query,
+static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, bool query,
                    int64_t timeout_ms, struct ps_entry *en)
 {
     struct target t;
@@ -103,11 +103,11 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
      * groups and only its own filesystem capabilities, never with ours (creds.h). */
     struct creds_target ct;
     struct creds_saved cs = {0};
-    struct discover_socket s;
+    struct diag_socket s;
     int listed = 1;
     creds_target_of(t.procfd, &t.status, &ct);
     if (creds_check(&ct, &e) < 0 || creds_become(&ct, &cs, &e) < 0 ||
-        discover_find_socket(&t, cache, &s, &e) < 0) {
+        diag_socket_find(&t, cache, &s, &e) < 0) {
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
         listed = diagnostics_off(&t) ? 1 : 0;
@@ -129,7 +129,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct discover_cache *cache, bool
     case SOCKET_FOUND: en->state = "ready"; break;
     case SOCKET_FOUND_UNKEYED:
         en->state = "unkeyed";
-        discover_unkeyed_detail(s.key, t.stat.starttime, en->detail, sizeof(en->detail));
+        diag_socket_unkeyed_detail(s.key, t.stat.starttime, en->detail, sizeof(en->detail));
         break;
     }
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
@@ -150,7 +150,7 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
      * to its files); only those get the full look below, which decides the row exactly as for
      * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. */
     struct procindex *x = procindex_new(proc_dirfd, false);
-    struct discover_cache *cache = discover_cache_new();
+    struct diag_socket_cache *cache = diag_socket_cache_new();
     struct ps_entry *list = NULL;
     size_t n = 0, alloc = 0;
     int r = 0;
@@ -181,7 +181,7 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
     if (n)
         qsort(list, n, sizeof(*list), cmp_pid); /* list is NULL when nothing was seen */
 out:
-    discover_cache_free(cache);
+    diag_socket_cache_free(cache);
     procindex_free(x);
     if (r < 0) {
         free(list);

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 
 struct ps_entry {

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "rid.h"
 
 /* Operating systems that are not Linux-with-glibc-or-musl. A distro-specific RID is

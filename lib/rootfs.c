@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "util.h"
 
 #ifndef SYS_openat2

@@ -42,7 +42,8 @@ enum rootfs_type {
  * REG is wanted or the path ends in '/'), with either strategy; -EINVAL for ".." or flags outside
  * the above; and when something else than `want` is there, a message naming it ("is a FIFO, not a
  * regular file") with -ENXIO (REG found a FIFO, device or socket: what open(2) itself answers for a
- * socket), -EISDIR (REG found a directory), -ENOTDIR (DIR), -ENOTSOCK (SOCK).
+ * socket), -EISDIR (REG found a directory), -ENOTDIR (DIR), -ENOTSOCK (SOCK). `e` may be NULL
+ * (here and below) where the caller only needs the code.
  */
 int rootfs_open(int rootfd, const char *path, enum rootfs_type want, int flags, mode_t mode,
                 struct cla_error *e);

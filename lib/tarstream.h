@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "err.h"
 
 struct tar_entry {

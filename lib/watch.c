@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "creds.h"
-#include "discover.h"
+#include "diag_socket.h"
 #include "proc_parse.h"
 #include "procindex.h"
 #include "target.h"
@@ -855,7 +855,7 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
     int r = procindex_scan(x, util_now_ms(), e);
     if (r < 0)
         return r;
-    struct discover_cache *cache = discover_cache_new();
+    struct diag_socket_cache *cache = diag_socket_cache_new();
     watch_table_begin(t);
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
@@ -884,14 +884,14 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         }
         bool match =
             tg.stat.starttime == st->starttime && selector_matches(&tg, &o->sel, own_mntns);
-        struct discover_socket s = {.state = SOCKET_ABSENT};
+        struct diag_socket s = {.state = SOCKET_ABSENT};
         /* The look for its socket is an access to the target: made as its user (creds.h). */
         if (match && cache) {
             struct creds_target ct;
             struct creds_saved cs = {0};
             creds_target_of(tg.procfd, &tg.status, &ct);
             if (creds_check(&ct, &te) < 0 || creds_become(&ct, &cs, &te) < 0 ||
-                discover_find_socket(&tg, cache, &s, &te) < 0)
+                diag_socket_find(&tg, cache, &s, &te) < 0)
                 s.state = SOCKET_ABSENT;
             creds_restore(&cs);
         }
@@ -908,7 +908,7 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         }
         reserve(o, pool, &tg, fp, retry);
     }
-    discover_cache_free(cache);
+    diag_socket_cache_free(cache);
     watch_table_sweep(t);
     return 0;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/caps.h"
+#include "../lib/bounds.h"
 #include "clrprobe.h"
 #include "corprof.h"
 #include "report.h"

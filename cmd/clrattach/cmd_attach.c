@@ -73,6 +73,8 @@ static int pin_and_attach(struct attach_cli *a, pid_t pid, struct attach_result 
     if (a->rep.from_target) {
         struct cla_error e = {0};
         if (event_report_use_target(&a->rep, pinned ? &t : NULL, &ret->error, &e) < 0) {
+            /* Required reporting with no account to report with stops us before the attach,
+             * with the target untouched, as a missing configuration does in job_setup. */
             if (a->rep.mode == EVENT_MODE_REQUIRED) {
                 if (pinned)
                     target_close(&t);
@@ -94,7 +96,8 @@ int cmd_attach(int argc, char **argv)
     int r = job_parse(argc, argv, &a);
     if (r != CLI_GO_ON)
         return r;
-    /* Checked here, not in the shared parser: watch has no --pid. */
+    /* Checked here, not in the shared parser: watch has no --pid. The range is pid_t's; 0
+     * names no process (to kill(2) and its kin it means our own process group). */
     uint64_t pid;
     if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
         return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
@@ -105,7 +108,9 @@ int cmd_attach(int argc, char **argv)
         job_release(&a);
         return r;
     }
-    /* The target is behind us: reading service-account files is all that is left. */
+    /* The target is behind us: reading service-account files is all that is left, so only
+     * the two capabilities that reading needs stay (docs/security.md, Capabilities). With
+     * --seccomp off no part of the sandbox applies, as in enter_sandbox(). */
     struct cla_error e = {0};
     if (a.co.seccomp != SANDBOX_MODE_OFF)
         (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);

@@ -23,6 +23,8 @@ static int parse_ps(int argc, char **argv, struct common *co, bool *ret_query)
         {"help", no_argument, NULL, 'h'},          {0},
     };
     int c, r;
+    /* '+': parsing stops at the first word that is not an option, whatever POSIXLY_CORRECT
+     * says, so a stray word is reported below instead of being stepped over. */
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': *ret_query = false; break;
@@ -67,6 +69,8 @@ int cmd_ps(int argc, char **argv)
     int r = parse_ps(argc, argv, &co, &query);
     if (r != CLI_GO_ON)
         return r;
+    /* Our own view of /proc, opened once before the filter: every process is then reached
+     * relative to this fd, never through a "/proc/<pid>" path built again for each step. */
     struct cla_error e = {0};
     _cleanup_close_ int procfd = target_open_proc(co.proc, &e);
     if (procfd < 0)
@@ -81,6 +85,9 @@ int cmd_ps(int argc, char **argv)
         return r;
     struct ps_entry *list = NULL;
     size_t n = 0;
+    /* ps has no --timeout: 2 s for each runtime's answer keeps one that never answers from
+     * holding the listing. A process that cannot be inspected is a row with its state; only a
+     * failure to list at all (/proc itself, memory) ends the command, as an internal error. */
     if (ps_scan(procfd, query, 2000, &list, &n, &e) < 0)
         return fatal("ps", ATTACH_INTERNAL, &e);
     r = print_ps(&co, list, n);

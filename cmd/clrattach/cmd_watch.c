@@ -34,6 +34,9 @@ static const char usage_watch[] =
     "  retried with backoff (1 s doubling, 5 attempts); every new outcome is printed and\n"
     "  reported once.\n";
 
+/* A stop only sets a flag: watch_run() blocks SIGTERM/SIGINT while it works and lets them in
+ * only inside its wait (ppoll), so the flag is seen within one wait and no handler ever runs
+ * in the middle of a scan or an allocation. */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
@@ -52,6 +55,9 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
     struct watch_ctx *w = userdata;
     say(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s", (int)r->pid, (int)r->nspid,
         r->command_line, attach_outcome_name(r->outcome), retry ? ", will retry" : "");
+    /* The summary counts each instance once, at its final outcome: a result that will be
+     * retried is not a failure yet, and a profiler already active is the runtime's own state
+     * (one profiler per process), not a failure of this watcher. */
     if (r->outcome == ATTACH_OK)
         w->attached++;
     else if (r->outcome == ATTACH_INTERRUPTED)
@@ -70,9 +76,11 @@ static int parse_selector(const struct attach_cli *a, struct watch_selector *ret
                                    .cmdline = a->match_cmdline,
                                    .cgroup = a->match_cgroup,
                                    .other_mntns = a->other_containers};
+    /* An empty substring would match every process: a selector that selects nothing out. */
     if (a->match_cgroup && !a->match_cgroup[0])
         return usage_error("watch", "--match-cgroup takes a non-empty string");
     if (a->uid_s) {
+        /* (uid_t)-1 is the kernel's "no uid" (setresuid's "unchanged"): no process has it. */
         uint64_t uid;
         if (parse_uint(a->uid_s, UINT32_MAX - 1, &uid) < 0)
             return usage_error("watch", "--uid takes a numeric uid, not '%s'", a->uid_s);
@@ -88,6 +96,7 @@ static int setup_watch(struct attach_cli *a)
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    /* The FULL stage: unlike one attach, the watcher starts a child process per attach. */
     int r = job_setup(a, SANDBOX_STAGE_FULL);
     if (r != CLI_GO_ON)
         return r;

@@ -13,7 +13,8 @@
 #include "userfile.h"
 #include "util.h"
 
-/* Option codes above 1000 have no short form; 1101.. are watch's own. */
+/* Long-only options take codes above any character getopt returns for a short one; watch's
+ * own start at 1101, so that job_parse() tells them apart by range. */
 enum {
     OPT_API_URL = 1001,
     OPT_TOKEN_FILE,
@@ -122,6 +123,8 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
     case OPT_MATCH_CGROUP: a->match_cgroup = arg; break;
     case OPT_OTHER_CONTAINERS: a->other_containers = true; break;
     case OPT_INTERVAL:
+        /* Below 10 ms the watcher would do little but list /proc; above a minute a new
+         * process would wait that long for its profiler. */
         if (parse_uint(arg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
             return usage_error(a->cmd, "--interval takes 10..60000 ms, not '%s'", arg);
         break;
@@ -141,10 +144,13 @@ static int job_option(int c, const char *arg, struct attach_cli *a)
     case 'd': a->data_s = arg; break;
     case 't': a->target_dir = arg; break;
     case 'T':
+        /* 0 would fail every exchange at once; a deadline is never "wait for ever", since the
+         * runtime is hostile input and must not hold us. */
         if (parse_uint(arg, 3600, &a->timeout_s) < 0 || a->timeout_s == 0)
             return usage_error(cmd, "--timeout takes 1..3600 seconds, not '%s'", arg);
         break;
     case 'A':
+        /* Sent to the runtime as a u32; the cap keeps a typo from becoming a wait of days. */
         if (parse_uint(arg, 600000, &a->attach_timeout_ms) < 0)
             return usage_error(cmd, "--attach-timeout takes 0..600000 ms, not '%s'", arg);
         break;
@@ -196,6 +202,7 @@ static int check_options(struct attach_cli *a)
     if (a->watch && strcmp(a->profiler, "-") == 0)
         return usage_error(cmd, "--profiler - (stdin) is read once, by 'attach'; a watcher "
                                 "attaches again and again: give it a file or directory");
+    /* --force-rid puts --rid above the runtime's answer: alone it would force nothing. */
     if (a->force_rid && !a->rid)
         return usage_error(cmd, "--force-rid goes with --rid");
     if (ipc_guid_parse(a->clsid_s, &a->clsid) < 0)
@@ -271,6 +278,8 @@ int job_setup(struct attach_cli *a, enum sandbox_stage stage)
         return fatal("usage error", ATTACH_USAGE, &e);
     if (warning.msg[0])
         say(stderr, "clrattach: warning: %s", warning.msg);
+    /* Our own view of /proc, opened once before the filter: targets are reached relative to
+     * it (openat), never through "/proc/<pid>" paths built again for each step. */
     a->procfd = target_open_proc(a->co.proc, &e);
     if (a->procfd < 0)
         return fatal("internal error", ATTACH_INTERNAL, &e);
@@ -317,7 +326,7 @@ struct attach_opts job_attach_opts(struct attach_cli *a)
     return ao;
 }
 
-/* util_closep leaves the fd value set: reset by hand so that a second release is harmless. */
+/* Leaves nothing set that a second release would free or close again. */
 void job_release(struct attach_cli *a)
 {
     event_report_close(&a->rep);
@@ -403,11 +412,15 @@ int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool 
     if (a->co.json) {
         if (js)
             printf("%s\n", js);
+        /* stdout stays one JSON document per result for a program; the person reading the
+         * log still gets the message and its next step on stderr. */
         if (res->outcome != ATTACH_OK)
             print_error(attach_outcome_name(res->outcome), &res->error);
     } else {
         print_attach_text(res);
     }
+    /* Under a container runtime stdout is a pipe, fully buffered: without the flush a
+     * watcher's results would reach its log only when the buffer fills. */
     fflush(stdout);
     int r = event_report_termination_log(&a->rep, res, js, code);
     if (r < 0)

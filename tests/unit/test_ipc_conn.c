@@ -4,7 +4,7 @@
  * A reply in small pieces, a peer that stalls before or inside its reply, closes early, sends
  * garbage or never reads our request: every case ends with the documented code before its
  * deadline, and BOUNDED() fails the test instead of hanging the suite if it does not. The
- * connect tests use a real socket file opened O_PATH, as discover.c hands it over.
+ * connect tests use a real socket file opened O_PATH, as diag_socket.c hands it over.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "rid.h"
 #include "util.h"
 

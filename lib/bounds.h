@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_CAPS_H
-#define CLRATTACH_CAPS_H
+#ifndef CLRATTACH_BOUNDS_H
+#define CLRATTACH_BOUNDS_H
 
 /*
  * Every size cap of clrattach, in one place. Anything read from a target (its /proc files, its

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_DISCOVER_H
-#define CLRATTACH_DISCOVER_H
+#ifndef CLRATTACH_DIAG_SOCKET_H
+#define CLRATTACH_DIAG_SOCKET_H
 
 /*
  * Where is the diagnostic socket? In the target's own filesystem view: its TMPDIR (read from its
@@ -26,7 +26,7 @@ enum socket_state {
     SOCKET_DIR_ERROR,     /* the TMPDIR could not be opened in the target's view */
 };
 
-struct discover_entry {
+struct diag_socket_entry {
     char name[96];
     pid_t pid;
     uint64_t key;
@@ -35,7 +35,7 @@ struct discover_entry {
     unsigned file_type; /* st_mode & S_IFMT, to name what was planted instead of a socket */
 };
 
-struct discover_socket {
+struct diag_socket {
     enum socket_state state;
     char name[96];
     uint64_t key;
@@ -45,41 +45,41 @@ struct discover_socket {
     unsigned file_type; /* of the chosen entry (st_mode & S_IFMT) */
 };
 
-/* "symbolic link", "regular file", "FIFO", ... for a file type from discover_socket. */
-const char *discover_file_type_name(unsigned file_type);
+/* "symbolic link", "regular file", "FIFO", ... for a file type from diag_socket. */
+const char *diag_socket_file_type_name(unsigned file_type);
 
 /* Picks the socket for (nspid, starttime) among `n` listed entries, as described above. Pure.
  * Returns the state it fills into *ret. */
-enum socket_state discover_choose(const struct discover_entry *entries, size_t n, pid_t nspid,
-                                  uint64_t starttime, struct discover_socket *ret);
+enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, size_t n, pid_t nspid,
+                                     uint64_t starttime, struct diag_socket *ret);
 
 /* How far a socket's key may be from the start time and still be this process's own: under
  * qemu-user the runtime's start time (its own /proc read, through the emulator) comes out 1-2
  * ticks later than the kernel's. */
-#define DISCOVER_KEY_SKEW_TICKS 2
+#define DIAG_SOCKET_KEY_SKEW_TICKS 2
 
 /* For an unkeyed socket: the sentence `ps` shows (pure, NUL-terminated in `size` bytes). A key
- * within DISCOVER_KEY_SKEW_TICKS of `starttime` says by how many ticks and why that happens;
+ * within DIAG_SOCKET_KEY_SKEW_TICKS of `starttime` says by how many ticks and why that happens;
  * any other key says the socket may belong to an earlier process. */
-void discover_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t size);
+void diag_socket_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t size);
 
-struct discover_cache;
+struct diag_socket_cache;
 
 /* A cache of TMPDIR listings keyed by (root inode, mount namespace, TMPDIR, the process's
  * credentials: uid, gid, groups, capabilities), so that `ps` lists each container's /tmp once
  * per user however many processes share it. */
-struct discover_cache *discover_cache_new(void);
-void discover_cache_free(struct discover_cache *c);
+struct diag_socket_cache *diag_socket_cache_new(void);
+void diag_socket_cache_free(struct diag_socket_cache *c);
 
 /* Lists the target's TMPDIR in its own root (opening the root when needed) and fills *ret.
  * Returns 0 whenever a state could be decided (including ABSENT and DIR_ERROR), or a negative
  * errno for a failure to inspect the target at all (-EACCES on its root, -ESRCH).
  * `cache` may be NULL. */
-int discover_find_socket(struct target *t, struct discover_cache *cache,
-                         struct discover_socket *ret, struct cla_error *e);
+int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct diag_socket *ret,
+                     struct cla_error *e);
 
 /* Opens the chosen socket's inode O_PATH without following links and verifies it is a socket.
  * Returns the fd, -ENOTSOCK, -ELOOP, -ENOENT. */
-int discover_open_socket(struct target *t, const struct discover_socket *s, struct cla_error *e);
+int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_error *e);
 
 #endif

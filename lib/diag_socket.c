@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "discover.h"
+#include "diag_socket.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,19 +9,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "caps.h"
+#include "bounds.h"
 #include "render.h"
 #include "rootfs.h"
 #include "util.h"
 
-enum socket_state discover_choose(const struct discover_entry *entries, size_t n, pid_t nspid,
-                                  uint64_t starttime, struct discover_socket *ret)
+enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, size_t n, pid_t nspid,
+                                     uint64_t starttime, struct diag_socket *ret)
 {
-    struct discover_socket s = {.state = SOCKET_ABSENT};
-    const struct discover_entry *best = NULL;
+    struct diag_socket s = {.state = SOCKET_ABSENT};
+    const struct diag_socket_entry *best = NULL;
     bool best_keyed = false;
     for (size_t i = 0; i < n; i++) {
-        const struct discover_entry *en = &entries[i];
+        const struct diag_socket_entry *en = &entries[i];
         if (en->pid != nspid)
             continue;
         s.candidates++;
@@ -46,10 +46,10 @@ enum socket_state discover_choose(const struct discover_entry *entries, size_t n
     return s.state;
 }
 
-void discover_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t size)
+void diag_socket_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t size)
 {
     uint64_t off = key > starttime ? key - starttime : starttime - key;
-    if (off <= DISCOVER_KEY_SKEW_TICKS)
+    if (off <= DIAG_SOCKET_KEY_SKEW_TICKS)
         snprintf(buf, size,
                  "start time off by %llu tick%s: an emulator (qemu-user) or a time namespace",
                  (unsigned long long)off, off == 1 ? "" : "s");
@@ -60,7 +60,7 @@ void discover_unkeyed_detail(uint64_t key, uint64_t starttime, char *buf, size_t
                  (unsigned long long)key, (unsigned long long)starttime);
 }
 
-const char *discover_file_type_name(unsigned file_type)
+const char *diag_socket_file_type_name(unsigned file_type)
 {
     return util_file_type_name(file_type);
 }
@@ -76,21 +76,21 @@ struct cache_dir {
     size_t ngroups;
     char tmpdir[TARGET_PATH_MAX];
     int dir_errno;
-    struct discover_entry *entries;
+    struct diag_socket_entry *entries;
     size_t n;
 };
 
-struct discover_cache {
+struct diag_socket_cache {
     struct cache_dir *dirs;
     size_t n, alloc;
 };
 
-struct discover_cache *discover_cache_new(void)
+struct diag_socket_cache *diag_socket_cache_new(void)
 {
-    return calloc(1, sizeof(struct discover_cache));
+    return calloc(1, sizeof(struct diag_socket_cache));
 }
 
-void discover_cache_free(struct discover_cache *c)
+void diag_socket_cache_free(struct diag_socket_cache *c)
 {
     if (!c)
         return;
@@ -111,8 +111,7 @@ static const char *shown(const char *raw, char *buf, size_t size)
  * is an answer (dir_errno), not a failure. */
 static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
 {
-    struct cla_error sub = {0};
-    int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, &sub);
+    int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
     if (fd < 0) {
         d->dir_errno = -fd;
         return 0;
@@ -146,14 +145,14 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
             continue; /* gone meanwhile */
         if (d->n == alloc) {
             alloc = alloc ? alloc * 2 : 8;
-            struct discover_entry *ne = realloc(d->entries, alloc * sizeof(*ne));
+            struct diag_socket_entry *ne = realloc(d->entries, alloc * sizeof(*ne));
             if (!ne) {
                 r = err_set(e, -ENOMEM, "out of memory");
                 goto out;
             }
             d->entries = ne;
         }
-        struct discover_entry *en = &d->entries[d->n++];
+        struct diag_socket_entry *en = &d->entries[d->n++];
         memcpy(en->name, de->d_name, len + 1);
         en->pid = pid;
         en->key = key;
@@ -175,8 +174,8 @@ static bool same_creds(const struct cache_dir *c, const struct proc_status *st)
            memcmp(c->groups, st->groups, st->ngroups * sizeof(c->groups[0])) == 0;
 }
 
-int discover_find_socket(struct target *t, struct discover_cache *cache,
-                         struct discover_socket *ret, struct cla_error *e)
+int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct diag_socket *ret,
+                     struct cla_error *e)
 {
     int r = target_open_root(t, e);
     if (r < 0)
@@ -229,17 +228,17 @@ int discover_find_socket(struct target *t, struct discover_cache *cache,
     }
 
     if (d->dir_errno) {
-        struct discover_socket s = {.state = SOCKET_DIR_ERROR, .dir_errno = d->dir_errno};
+        struct diag_socket s = {.state = SOCKET_DIR_ERROR, .dir_errno = d->dir_errno};
         *ret = s;
     } else {
-        discover_choose(d->entries, d->n, t->status.nspid, t->stat.starttime, ret);
+        diag_socket_choose(d->entries, d->n, t->status.nspid, t->stat.starttime, ret);
     }
     if (!cache)
         free(local.entries);
     return 0;
 }
 
-int discover_open_socket(struct target *t, const struct discover_socket *s, struct cla_error *e)
+int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_error *e)
 {
     char path[TARGET_PATH_MAX + sizeof(s->name)];
     int n = snprintf(path, sizeof(path), "%s%s", t->tmpdir, s->name);
