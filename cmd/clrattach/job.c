@@ -332,8 +332,7 @@ void job_release(struct attach_cli *a)
     event_report_close(&a->rep);
     free(a->data);
     a->data = NULL;
-    util_closep(&a->procfd);
-    a->procfd = -1;
+    util_closep(&a->procfd); /* leaves -1 */
 }
 
 static void print_attach_text(const struct attach_result *r)
