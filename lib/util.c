@@ -39,7 +39,10 @@ int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len)
     char *buf = NULL;
     for (;;) {
         if (len == alloc) {
-            size_t next = alloc < 2048 ? 4096 : alloc * 2;
+            /* 4 KiB first (most files are smaller), then 64 KiB at once: a /proc maps of a
+             * runtime is 15-30 KiB, and each doubling step was a fresh mapping (the static
+             * build's allocator serves these sizes with mmap), a copy and an unmap. */
+            size_t next = alloc < 2048 ? 4096 : alloc < 65536 ? 65536 : alloc * 2;
             if (next > cap + 1)
                 next = cap + 1;
             char *nb = realloc(buf, next + 1);
