@@ -619,14 +619,41 @@ static void already_active_hint(const struct attach_result *res, const struct hr
              hi->next_step);
 }
 
-static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
-               struct creds_saved *cs, struct profset *ps)
+/* What the steps of one attach share. Everything here is released when run() returns, before
+ * attach_run() gives our own credentials back. */
+struct attempt {
+    const struct attach_opts *o;
+    struct attach_result *res;
+    struct target *t;
+    struct proc_mount *mounts; /* the target's mount table, NULL when unreadable */
+    size_t n_mounts;
+    int sockfd;
+    struct diag_socket s;
+    struct maps_once maps;
+    struct rid rid;
+    const struct profset_build *build;
+    struct placed p;
+    uint8_t *req; /* the AttachProfiler frame */
+    size_t req_len;
+    uint32_t hr;
+    int64_t sent_at;
+};
+
+static void attempt_free(struct attempt *a)
+{
+    free(a->mounts);
+    maps_once_free(&a->maps);
+    free(a->req);
+    if (a->sockfd >= 0)
+        close(a->sockfd);
+}
+
+/* The operator's inputs and our own files, all checked before anything touches the target, and
+ * read before we act as the target's user (who may not be able to read them). */
+static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res)
 {
     struct cla_error *e = &res->error;
-    _cleanup_free_ struct proc_mount *mounts = NULL;
-    size_t n_mounts = 0;
     int r;
-
     if (o->startup && o->client_data_len) {
         err_set(e, -EINVAL,
                 "--startup cannot carry --client-data: a runtime paused at startup "
@@ -636,7 +663,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                     "or attach without --startup once the runtime has started");
         return fail(res, ATTACH_USAGE, -EINVAL);
     }
-    /* A typo in a placeholder is the operator's, found before anything touches the target. */
+    /* A typo in a placeholder is the operator's. */
     if (o->client_data_len) {
         _cleanup_free_ uint8_t *probe = malloc(IPC_MAX_CLIENT_DATA);
         size_t n;
@@ -646,11 +673,39 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                                      IPC_MAX_CLIENT_DATA, &n, e)) == -EINVAL)
             return fail(res, ATTACH_USAGE, r);
     }
-    /* Our own files, read before we act as the target's user (who may not be able to read
-     * them), and checked to be shared objects. */
+    /* Checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
+    return 0;
+}
 
+/* An unreadable environ in the operator's terms: which right is missing depends on who we are. */
+static int environ_error(const struct target *t, struct attach_result *res)
+{
+    struct cla_error *e = &res->error;
+    err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)t->pid,
+            strerror(t->environ_errno));
+    if (geteuid() == 0)
+        err_hint(e, "even root may not inspect this process: it holds capabilities "
+                    "clrattach lacks, or a security module (Yama ptrace_scope, AppArmor, "
+                    "SELinux) forbids it; give clrattach CAP_SYS_PTRACE in the target's user "
+                    "namespace");
+    else if (geteuid() == res->uid)
+        /* Its own user may read a process's environ unless the process is not dumpable:
+         * then the kernel wants CAP_SYS_PTRACE whatever the uid. */
+        err_hint(e, "the process is not dumpable (prctl PR_SET_DUMPABLE 0, or a "
+                    "setuid/file-capability program); root with CAP_SYS_PTRACE can read it");
+    else
+        err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
+    return fail(res, ATTACH_PERMISSION, -t->environ_errno);
+}
+
+/* What the pinned target is, from the /proc files target_open() read. */
+static int inspect_target(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    int r;
     res->nspid = t->status.nspid;
     res->uid = t->status.uid[1];
     res->gid = t->status.gid[1];
@@ -659,74 +714,70 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     shown(t->tmpdir, res->tmpdir, sizeof(res->tmpdir));
     /* The process selected is the one pinned: if it has exited, or its pid belongs to another
      * process now (start time), nothing more is read from it and nothing is sent. */
-    if ((r = target_check_alive(t, e)) < 0)
+    if ((r = target_check_alive(t, &res->error)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
-    if (!t->environ) {
-        err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)t->pid,
-                strerror(t->environ_errno));
-        if (geteuid() == 0)
-            err_hint(e, "even root may not inspect this process: it holds capabilities "
-                        "clrattach lacks, or a security module (Yama ptrace_scope, AppArmor, "
-                        "SELinux) forbids it; give clrattach CAP_SYS_PTRACE in the target's user "
-                        "namespace");
-        else if (geteuid() == res->uid)
-            /* Its own user may read a process's environ unless the process is not dumpable:
-             * then the kernel wants CAP_SYS_PTRACE whatever the uid. */
-            err_hint(e, "the process is not dumpable (prctl PR_SET_DUMPABLE 0, or a "
-                        "setuid/file-capability program); root with CAP_SYS_PTRACE can read it");
-        else
-            err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
-        return fail(res, ATTACH_PERMISSION, -t->environ_errno);
-    }
+    if (!t->environ)
+        return environ_error(t, res);
     note_profiler_env(t, res);
     /* The target's own mount table decides where a .so can be mapped; a failure to read it is
      * not fatal (placement then learns by trying). */
-    {
-        _cleanup_free_ char *mi = NULL;
-        size_t mlen;
-        struct cla_error me = {0};
-        if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, &me) == 0)
-            (void)proc_parse_mountinfo(mi, mlen, &mounts, &n_mounts, &me);
-    }
+    _cleanup_free_ char *mi = NULL;
+    size_t mlen;
+    if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, NULL) == 0)
+        (void)proc_parse_mountinfo(mi, mlen, &a->mounts, &a->n_mounts, NULL);
+    return 0;
+}
 
-    /* Every access to the target's files and socket is made as its user, with its groups and
-     * only its own filesystem capabilities (creds.h). */
+/* Every access to the target's files and socket is made as its user, with its groups and only
+ * its own filesystem capabilities (creds.h); its root is opened as that user too. */
+static int act_as_user(struct attempt *a, struct creds_saved *cs)
+{
+    struct target *t = a->t;
+    struct cla_error *e = &a->res->error;
     struct creds_target ct;
+    int r;
     creds_target_of(t->procfd, &t->status, &ct);
     if ((r = creds_check(&ct, e)) < 0)
-        return fail(res, ATTACH_PERMISSION, r);
+        return fail(a->res, ATTACH_PERMISSION, r);
     if ((r = creds_become(&ct, cs, e)) < 0)
-        return fail(res, ATTACH_PERMISSION, r);
+        return fail(a->res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
             err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)t->pid);
-        return fail(res, outcome_of_errno(r), r);
+        return fail(a->res, outcome_of_errno(r), r);
     }
+    return 0;
+}
 
-    struct diag_socket s;
-    if ((r = diag_socket_find(t, NULL, &s, e)) < 0)
+/* Finds the target's socket and asks who answers (ProcessInfo). This also proves the socket is
+ * live before anything is written into the target: a stale socket (crashed process) refuses the
+ * connection. A runtime too old for ProcessInfo (-EREMOTEIO) is no reason to stop. */
+static int ask_runtime(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    int r;
+    if ((r = diag_socket_find(t, NULL, &a->s, e)) < 0)
         return fail(res, outcome_of_errno(r), r);
-    if ((r = socket_error(t, &s, res)) < 0)
+    if ((r = socket_error(t, &a->s, res)) < 0)
         return r;
-    shown(s.name, res->socket_name, sizeof(res->socket_name));
-    _cleanup_close_ int sockfd = diag_socket_open(t, &s, e);
-    if (sockfd < 0)
-        return fail(res, outcome_of_errno(sockfd), sockfd);
+    shown(a->s.name, res->socket_name, sizeof(res->socket_name));
+    a->sockfd = diag_socket_open(t, &a->s, e);
+    if (a->sockfd < 0)
+        return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
 
-    /* Who answers? This also proves the socket is live before anything is written into the
-     * target: a stale socket (crashed process) refuses the connection. */
     struct ipc_process_info pi = {0};
-    uint32_t hr = 0;
-    r = ipc_conn_process_info(sockfd, util_now_ms() + o->timeout_ms, &pi, &hr, e);
+    r = ipc_conn_process_info(a->sockfd, util_now_ms() + a->o->timeout_ms, &pi, &a->hr, e);
     if (r == -ECONNREFUSED) {
         char tmpdir[256];
         err_set(e, r, "the socket '%s%s' is stale: nothing listens on it",
-                shown(t->tmpdir, tmpdir, sizeof(tmpdir)), s.name);
+                shown(t->tmpdir, tmpdir, sizeof(tmpdir)), a->s.name);
         err_hint(e, "the process that created it is gone; check the pid with 'clrattach ps'");
         return fail(res, ATTACH_PROTOCOL, r);
     }
     if (r == -EACCES) {
-        socket_owner_error(sockfd, t, s.name, res->uid, e);
+        socket_owner_error(a->sockfd, t, a->s.name, res->uid, e);
         return fail(res, ATTACH_PERMISSION, r);
     }
     if (r < 0 && r != -EREMOTEIO)
@@ -736,53 +787,74 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         ipc_process_info_free(&pi);
     }
     err_clear(e);
+    return 0;
+}
 
-    __attribute__((cleanup(maps_once_free))) struct maps_once maps = {0};
-    struct rid rid;
-    if ((r = target_rid(o, t, &maps, res, &rid)) < 0)
+/* The build for the target's runtime identifier, placed in the first directory of its view that
+ * takes it. */
+static int choose_and_deliver(struct attempt *a, const struct profset *ps)
+{
+    struct attach_result *res = a->res;
+    int r;
+    if ((r = target_rid(a->o, a->t, &a->maps, res, &a->rid)) < 0)
         return r;
-    const struct profset_build *build;
-    if ((r = profset_choose(ps, &rid, &build, e)) < 0)
+    if ((r = profset_choose(ps, &a->rid, &a->build, &res->error)) < 0)
         return fail(res, ATTACH_USAGE, r);
-    memcpy(res->variant, build->variant, sizeof(res->variant));
+    memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
-    struct placed p;
-    if ((r = deliver_somewhere(o, t, build, mounts, n_mounts, &p, res)) < 0)
+    if ((r = deliver_somewhere(a->o, a->t, a->build, a->mounts, a->n_mounts, &a->p, res)) < 0)
         return r;
-    shown(p.path, res->delivered_path, sizeof(res->delivered_path));
-    if (p.is_dir)
-        shown(p.top, res->delivered_dir, sizeof(res->delivered_dir));
-    memcpy(res->sha256, p.sha256, sizeof(res->sha256));
-    res->reused = p.reused;
-    r = check_dependencies(o, t, build, &rid, &p, &maps, res);
-    maps_once_free(&maps);
-    if (r < 0)
-        return r;
+    shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
+    if (a->p.is_dir)
+        shown(a->p.top, res->delivered_dir, sizeof(res->delivered_dir));
+    memcpy(res->sha256, a->p.sha256, sizeof(res->sha256));
+    res->reused = a->p.reused;
+    return 0;
+}
 
+/* The AttachProfiler frame, encoded while unlink is still allowed: a frame that cannot be built
+ * undoes the delivery. */
+static int encode_request(struct attempt *a)
+{
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
     _cleanup_free_ uint8_t *cd = malloc(IPC_MAX_CLIENT_DATA);
-    int cd_len = cd ? expand_client_data(o, &p, cd, IPC_MAX_CLIENT_DATA, e) : -ENOMEM;
-    _cleanup_free_ uint8_t *req = malloc(IPC_MAX_MESSAGE);
-    int n = cd_len < 0 ? cd_len : req ? 0 : -ENOMEM;
+    int cd_len = cd ? expand_client_data(a->o, &a->p, cd, IPC_MAX_CLIENT_DATA, e) : -ENOMEM;
+    a->req = malloc(IPC_MAX_MESSAGE);
+    int n = cd_len < 0 ? cd_len : a->req ? 0 : -ENOMEM;
     if (n == 0)
-        n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, p.path, cd, (size_t)cd_len, req,
-                              IPC_MAX_MESSAGE, e);
+        n = ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, a->p.path, cd, (size_t)cd_len,
+                              a->req, IPC_MAX_MESSAGE, e);
     if (n < 0) {
-        undo_delivery(o, t, &p, res);
+        undo_delivery(a->o, a->t, &a->p, res);
         if (n == -ENOMEM)
             return fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
         err_hint(e, "client data and the profiler's path share one frame of %d bytes",
                  IPC_MAX_MESSAGE);
         return fail(res, ATTACH_USAGE, n);
     }
+    a->req_len = (size_t)n;
+    return 0;
+}
+
+/* Sends AttachProfiler (StartupProfiler and ResumeRuntime for a runtime paused at startup).
+ * Returns 0 with a->hr, the runtime's answer. */
+static int send_request(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    int r;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
         return fail(res, ATTACH_INTERNAL, r);
     /* The pid must still be the process we inspected: never attach to its successor. */
-    if ((r = target_check_alive(t, e)) < 0)
+    if ((r = target_check_alive(a->t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
-    int64_t sent_at = util_now_ms();
-    r = ipc_conn_status_command(sockfd, req, (size_t)n, sent_at + o->timeout_ms, &hr, e);
-    if (r == 0 && hr == HR_NOT_YET_AVAILABLE && o->startup) {
-        r = startup_load(o, sockfd, p.path, &hr, e);
+    a->sent_at = util_now_ms();
+    r = ipc_conn_status_command(a->sockfd, a->req, a->req_len, a->sent_at + o->timeout_ms, &a->hr,
+                                e);
+    if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
+        r = startup_load(o, a->sockfd, a->p.path, &a->hr, e);
         res->startup_load = true;
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a
@@ -790,16 +862,16 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
      * called a protocol error. */
     int64_t wait = o->settle_ms < 1000 ? o->settle_ms : 1000, unused;
     if (r < 0 && r != -ETIMEDOUT && r != -EACCES &&
-        (target_check_alive(t, NULL) < 0 || target_settle(t, wait, &unused) == 1)) {
+        (target_check_alive(a->t, NULL) < 0 || target_settle(a->t, wait, &unused) == 1)) {
         res->died = true;
-        res->died_after_ms = util_now_ms() - sent_at;
+        res->died_after_ms = util_now_ms() - a->sent_at;
         err_set(e, -ESRCH,
                 "the app died during the attach, before the runtime answered (within %lld ms of "
                 "the request): the profiler (or what it started) killed it",
                 (long long)res->died_after_ms);
         err_hint(e, "do not attach this profiler to this app again as it is; read the app's "
                     "logs and the profiler's own log for the cause");
-        undo_delivery(o, t, &p, res);
+        undo_delivery(o, a->t, &a->p, res);
         tighten_replied(o, res, r);
         return fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
@@ -812,26 +884,17 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         tighten_replied(o, res, r);
         return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }
-    res->have_hresult = true;
-    res->hresult = hr;
-    res->outcome = outcome_of_hresult(hr);
-    /* The answer is not the whole truth: a profiler that failed can leave threads behind that
-     * kill the app moments later. Watch the pinned process for the settle time. */
-    if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
-        res->died = true;
-    if (res->outcome == ATTACH_OK && !res->died) {
-        /* Evidence from outside that the runtime really mapped our file (for --startup, after
-         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
-        res->mapped = target_maps_has(t, strrchr(p.path, '/') + 1) == 1;
-    }
-    if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
-        find_holder(t, &p, res);
-    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
-        undo_delivery(o, t, &p, res);
-    if ((r = tighten_replied(o, res, 0)) < 0)
-        return r;
+    return 0;
+}
+
+/* An answer other than success, or an app that died after answering, in the operator's terms. */
+static int explain_answer(const struct attempt *a)
+{
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    uint32_t hr = a->hr;
+    const struct hresult_info *hi = hresult_lookup(hr);
     if (res->died) {
-        const struct hresult_info *hi = hresult_lookup(hr);
         err_set(e, -ESRCH,
                 "the runtime answered %s (0x%08X), then the app died %lld ms later: the "
                 "profiler (or what it left running) killed it",
@@ -841,24 +904,75 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         res->outcome = ATTACH_TARGET_DIED;
         return -ESRCH;
     }
-    if (res->outcome != ATTACH_OK) {
-        const struct hresult_info *hi = hresult_lookup(hr);
-        err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
-        if (hr == HR_NOT_YET_AVAILABLE && !o->startup && suspend_configured(t))
-            err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
-                        "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
-                        "load the profiler as a startup profiler and resume the runtime");
-        else if (hr == HR_NOT_YET_AVAILABLE && !o->startup)
-            err_hint(e, "the runtime is still starting (its socket is up before the runtime "
-                        "can take a profiler, and no suspend is configured); attach again in a "
-                        "moment");
-        else if (hr == 0x8013136Au)
-            already_active_hint(res, hi, e);
-        else
-            err_hint(e, "%s", hi->next_step);
-        return -EREMOTEIO;
+    err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
+    if (hr == HR_NOT_YET_AVAILABLE && !a->o->startup && suspend_configured(a->t))
+        err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
+                    "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
+                    "load the profiler as a startup profiler and resume the runtime");
+    else if (hr == HR_NOT_YET_AVAILABLE && !a->o->startup)
+        err_hint(e, "the runtime is still starting (its socket is up before the runtime "
+                    "can take a profiler, and no suspend is configured); attach again in a "
+                    "moment");
+    else if (hr == 0x8013136Au)
+        already_active_hint(res, hi, e);
+    else
+        err_hint(e, "%s", hi->next_step);
+    return -EREMOTEIO;
+}
+
+/* The answer decoded, then checked from outside: the evidence (maps, holder) is gathered and a
+ * refused delivery removed before the reply stage forbids reading and unlinking in the target. */
+static int settle_answer(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct target *t = a->t;
+    int r;
+    res->have_hresult = true;
+    res->hresult = a->hr;
+    res->outcome = outcome_of_hresult(a->hr);
+    /* The answer is not the whole truth: a profiler that failed can leave threads behind that
+     * kill the app moments later. Watch the pinned process for the settle time. */
+    if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
+        res->died = true;
+    if (res->outcome == ATTACH_OK && !res->died) {
+        /* Evidence from outside that the runtime really mapped our file (for --startup, after
+         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
+        res->mapped = target_maps_has(t, strrchr(a->p.path, '/') + 1) == 1;
     }
+    if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
+        find_holder(t, &a->p, res);
+    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
+        undo_delivery(o, t, &a->p, res);
+    if ((r = tighten_replied(o, res, 0)) < 0)
+        return r;
+    if (res->died || res->outcome != ATTACH_OK)
+        return explain_answer(a);
     return 0;
+}
+
+/*
+ * The attach, step by step. The order is the safety argument: the operator's inputs before the
+ * target is touched; the target read while we are still ourselves, its files and socket only
+ * as its user; ProcessInfo before anything is written (a stale socket stops us there); the
+ * dependency check before the runtime is asked to dlopen(); the pid re-checked just before the
+ * request goes out.
+ */
+static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
+               struct creds_saved *cs, struct profset *ps)
+{
+    __attribute__((cleanup(attempt_free))) struct attempt a = {
+        .o = o, .res = res, .t = t, .sockfd = -1};
+    int r;
+    if ((r = check_inputs(o, ps, res)) < 0 || (r = inspect_target(&a)) < 0 ||
+        (r = act_as_user(&a, cs)) < 0 || (r = ask_runtime(&a)) < 0 ||
+        (r = choose_and_deliver(&a, ps)) < 0)
+        return r;
+    r = check_dependencies(o, t, a.build, &a.rid, &a.p, &a.maps, res);
+    maps_once_free(&a.maps); /* not needed past here: freed before the runtime maps more */
+    if (r < 0 || (r = encode_request(&a)) < 0 || (r = send_request(&a)) < 0)
+        return r;
+    return settle_answer(&a);
 }
 
 int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target,
