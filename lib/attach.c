@@ -23,6 +23,7 @@
 #include "rootfs.h"
 #include "proc_parse.h"
 #include "render.h"
+#include "runtime_info.h"
 #include "target.h"
 #include "util.h"
 
@@ -231,19 +232,18 @@ static void socket_owner_error(int sockfd, const struct target *t, const char *n
         err_hint(e, "the socket's mode keeps its own user out; restart the app");
 }
 
-/* The runtime's own strings are the target's text: kept rendered only. A RID that needed
- * escaping is no RID rid_parse() accepts, so parsing the rendered one loses nothing. */
 static void fill_runtime(struct attach_result *res, const struct ipc_process_info *pi)
 {
+    struct runtime_info ri;
+    _Static_assert(sizeof(res->runtime_version) == sizeof(ri.version) &&
+                       sizeof(res->runtime_rid) == sizeof(ri.rid) &&
+                       sizeof(res->os_arch) == sizeof(ri.os) + sizeof(ri.arch),
+                   "attach_result keeps the runtime's strings as runtime_info renders them");
+    runtime_info_from(pi, &ri);
     res->have_runtime = true;
-    const char *v = pi->clr_product_version ? pi->clr_product_version : "";
-    const char *rid = pi->runtime_identifier ? pi->runtime_identifier : "";
-    char os[sizeof(res->os_arch) / 2], arch[sizeof(res->os_arch) / 2];
-    render_text(v, strlen(v), res->runtime_version, sizeof(res->runtime_version));
-    render_text(rid, strlen(rid), res->runtime_rid, sizeof(res->runtime_rid));
-    shown(pi->os ? pi->os : "", os, sizeof(os));
-    shown(pi->arch ? pi->arch : "", arch, sizeof(arch));
-    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", os, arch);
+    memcpy(res->runtime_version, ri.version, sizeof(res->runtime_version));
+    memcpy(res->runtime_rid, ri.rid, sizeof(res->runtime_rid));
+    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", ri.os, ri.arch);
 }
 
 static enum attach_outcome outcome_of_hresult(uint32_t hr)
