@@ -358,8 +358,7 @@ static void undo_delivery(const struct attach_opts *o, struct target *t, const s
 {
     if (o->keep || p->reused || !p->dev)
         return;
-    struct cla_error ue = {0};
-    res->removed = deliver_undo(t->rootfd, p->top, p->dev, p->ino, &ue) == 0;
+    res->removed = deliver_undo(t->rootfd, p->top, p->dev, p->ino, NULL) == 0;
 }
 
 /* The target's /proc/<pid>/maps before the attach, read at most once per attach: by the RID
@@ -373,9 +372,8 @@ struct maps_once {
 static const char *maps_of(const struct target *t, struct maps_once *m, size_t *ret_len)
 {
     if (!m->tried) {
-        struct cla_error me = {0};
         m->tried = true;
-        if (target_read_file(t, "maps", PROC_MAPS_MAX, &m->buf, &m->len, &me) < 0)
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &m->buf, &m->len, NULL) < 0)
             m->buf = NULL;
     }
     *ret_len = m->buf ? m->len : 0;
@@ -437,8 +435,7 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
 {
     _cleanup_free_ char *maps = NULL;
     size_t mlen;
-    struct cla_error ie = {0};
-    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &ie) < 0)
+    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, NULL) < 0)
         return;
     res->mapped = proc_maps_has(maps, mlen, strrchr(p->path, '/') + 1) == 1;
     _cleanup_free_ char *libs = malloc(65536);
@@ -456,14 +453,14 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
                 continue;
             /* maps shows resolved paths, so no link needs following; and after delivery the
              * filter answers openat2 with EPERM, where rootfs_open() walks with openat. */
-            _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, &ie);
+            _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
             if (fd < 0)
                 continue;
             _cleanup_free_ char *buf = NULL;
             size_t len;
             struct elf_info ei;
             if (util_read_all(fd, ELF_READ_MAX, &buf, &len) == 0 &&
-                elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) == 0 &&
+                elfinfo_parse((const uint8_t *)buf, len, &ei, NULL) == 0 &&
                 ei.exports_class_factory) {
                 shown(lib, res->holder, sizeof(res->holder));
                 return;
@@ -509,13 +506,12 @@ static enum rid_arch runtime_library_arch(const struct target *t, const char *ma
     char lib[TARGET_PATH_MAX];
     if (proc_maps_runtime_library(maps, mlen, lib, sizeof(lib)) != 1)
         return RID_ARCH_UNKNOWN;
-    struct cla_error ie = {0};
-    _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, &ie);
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
     _cleanup_free_ char *buf = NULL;
     size_t len;
     struct elf_info ei;
     if (fd < 0 || util_read_all(fd, ELF_READ_MAX, &buf, &len) < 0 ||
-        elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) < 0)
+        elfinfo_parse((const uint8_t *)buf, len, &ei, NULL) < 0)
         return RID_ARCH_UNKNOWN;
     return ei.arch;
 }
@@ -554,7 +550,6 @@ static int target_rid(const struct attach_opts *o, const struct target *t, struc
     } else {
         enum rid_libc libc = RID_LIBC_UNKNOWN;
         enum rid_arch arch = RID_ARCH_UNKNOWN;
-        struct cla_error ie = {0};
         size_t len, len_maps;
         const char *maps = maps_of(t, m, &len_maps);
         if (maps) {
@@ -565,8 +560,8 @@ static int target_rid(const struct attach_opts *o, const struct target *t, struc
         struct elf_info ei;
         /* "exe" is a magic link of our own procfs to the target's executable; its bytes are
          * the target's, parsed like any other untrusted input (bounded, checked). */
-        if (target_read_exe(t, ELF_READ_MAX, &exe, &len, &ie) == 0 &&
-            elfinfo_parse((const uint8_t *)exe, len, &ei, &ie) == 0) {
+        if (target_read_exe(t, ELF_READ_MAX, &exe, &len, NULL) == 0 &&
+            elfinfo_parse((const uint8_t *)exe, len, &ei, NULL) == 0) {
             arch = ei.arch;
             if (libc == RID_LIBC_UNKNOWN)
                 libc = ei.libc;

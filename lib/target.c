@@ -196,8 +196,7 @@ int target_check_alive(const struct target *t, struct cla_error *e)
             return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
     }
     struct proc_stat st;
-    struct cla_error ignore = {0};
-    if (read_stat(t->procfd, &st, &ignore) < 0)
+    if (read_stat(t->procfd, &st, NULL) < 0)
         return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
     if (st.starttime != t->stat.starttime)
         return err_set(e, -ESRCH, "pid %d now belongs to another process", (int)t->pid);
