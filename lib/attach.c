@@ -959,13 +959,23 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     __attribute__((cleanup(attempt_free))) struct attempt a = {
         .o = o, .res = res, .t = t, .sockfd = -1};
     int r;
-    if ((r = check_inputs(o, ps, res)) < 0 || (r = inspect_target(&a)) < 0 ||
-        (r = act_as_user(&a, cs)) < 0 || (r = ask_runtime(&a)) < 0 ||
-        (r = choose_and_deliver(&a, ps)) < 0)
+    if ((r = check_inputs(o, ps, res)) < 0)
+        return r;
+    if ((r = inspect_target(&a)) < 0)
+        return r;
+    if ((r = act_as_user(&a, cs)) < 0)
+        return r;
+    if ((r = ask_runtime(&a)) < 0)
+        return r;
+    if ((r = choose_and_deliver(&a, ps)) < 0)
         return r;
     r = check_dependencies(o, t, a.build, &a.rid, &a.p, &a.maps, res);
-    maps_once_free(&a.maps); /* not needed past here: freed before the runtime maps more */
-    if (r < 0 || (r = encode_request(&a)) < 0 || (r = send_request(&a)) < 0)
+    maps_once_free(&a.maps); /* its last reader */
+    if (r < 0)
+        return r;
+    if ((r = encode_request(&a)) < 0)
+        return r;
+    if ((r = send_request(&a)) < 0)
         return r;
     return settle_answer(&a);
 }
