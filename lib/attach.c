@@ -23,6 +23,7 @@
 #include "rootfs.h"
 #include "proc_parse.h"
 #include "render.h"
+#include "runtime_info.h"
 #include "target.h"
 #include "util.h"
 
@@ -231,19 +232,18 @@ static void socket_owner_error(int sockfd, const struct target *t, const char *n
         err_hint(e, "the socket's mode keeps its own user out; restart the app");
 }
 
-/* The runtime's own strings are the target's text: kept rendered only. A RID that needed
- * escaping is no RID rid_parse() accepts, so parsing the rendered one loses nothing. */
 static void fill_runtime(struct attach_result *res, const struct ipc_process_info *pi)
 {
+    struct runtime_info ri;
+    _Static_assert(sizeof(res->runtime_version) == sizeof(ri.version) &&
+                       sizeof(res->runtime_rid) == sizeof(ri.rid) &&
+                       sizeof(res->os_arch) == sizeof(ri.os) + sizeof(ri.arch),
+                   "attach_result keeps the runtime's strings as runtime_info renders them");
+    runtime_info_from(pi, &ri);
     res->have_runtime = true;
-    const char *v = pi->clr_product_version ? pi->clr_product_version : "";
-    const char *rid = pi->runtime_identifier ? pi->runtime_identifier : "";
-    char os[sizeof(res->os_arch) / 2], arch[sizeof(res->os_arch) / 2];
-    render_text(v, strlen(v), res->runtime_version, sizeof(res->runtime_version));
-    render_text(rid, strlen(rid), res->runtime_rid, sizeof(res->runtime_rid));
-    shown(pi->os ? pi->os : "", os, sizeof(os));
-    shown(pi->arch ? pi->arch : "", arch, sizeof(arch));
-    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", os, arch);
+    memcpy(res->runtime_version, ri.version, sizeof(res->runtime_version));
+    memcpy(res->runtime_rid, ri.rid, sizeof(res->runtime_rid));
+    snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", ri.os, ri.arch);
 }
 
 static enum attach_outcome outcome_of_hresult(uint32_t hr)
@@ -358,8 +358,7 @@ static void undo_delivery(const struct attach_opts *o, struct target *t, const s
 {
     if (o->keep || p->reused || !p->dev)
         return;
-    struct cla_error ue = {0};
-    res->removed = deliver_undo(t->rootfd, p->top, p->dev, p->ino, &ue) == 0;
+    res->removed = deliver_undo(t->rootfd, p->top, p->dev, p->ino, NULL) == 0;
 }
 
 /* The target's /proc/<pid>/maps before the attach, read at most once per attach: by the RID
@@ -373,9 +372,8 @@ struct maps_once {
 static const char *maps_of(const struct target *t, struct maps_once *m, size_t *ret_len)
 {
     if (!m->tried) {
-        struct cla_error me = {0};
         m->tried = true;
-        if (target_read_file(t, "maps", PROC_MAPS_MAX, &m->buf, &m->len, &me) < 0)
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &m->buf, &m->len, NULL) < 0)
             m->buf = NULL;
     }
     *ret_len = m->buf ? m->len : 0;
@@ -437,8 +435,7 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
 {
     _cleanup_free_ char *maps = NULL;
     size_t mlen;
-    struct cla_error ie = {0};
-    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, &ie) < 0)
+    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, NULL) < 0)
         return;
     res->mapped = proc_maps_has(maps, mlen, strrchr(p->path, '/') + 1) == 1;
     _cleanup_free_ char *libs = malloc(65536);
@@ -456,14 +453,14 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
                 continue;
             /* maps shows resolved paths, so no link needs following; and after delivery the
              * filter answers openat2 with EPERM, where rootfs_open() walks with openat. */
-            _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, &ie);
+            _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
             if (fd < 0)
                 continue;
             _cleanup_free_ char *buf = NULL;
             size_t len;
             struct elf_info ei;
             if (util_read_all(fd, ELF_READ_MAX, &buf, &len) == 0 &&
-                elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) == 0 &&
+                elfinfo_parse((const uint8_t *)buf, len, &ei, NULL) == 0 &&
                 ei.exports_class_factory) {
                 shown(lib, res->holder, sizeof(res->holder));
                 return;
@@ -509,13 +506,12 @@ static enum rid_arch runtime_library_arch(const struct target *t, const char *ma
     char lib[TARGET_PATH_MAX];
     if (proc_maps_runtime_library(maps, mlen, lib, sizeof(lib)) != 1)
         return RID_ARCH_UNKNOWN;
-    struct cla_error ie = {0};
-    _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, &ie);
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
     _cleanup_free_ char *buf = NULL;
     size_t len;
     struct elf_info ei;
     if (fd < 0 || util_read_all(fd, ELF_READ_MAX, &buf, &len) < 0 ||
-        elfinfo_parse((const uint8_t *)buf, len, &ei, &ie) < 0)
+        elfinfo_parse((const uint8_t *)buf, len, &ei, NULL) < 0)
         return RID_ARCH_UNKNOWN;
     return ei.arch;
 }
@@ -554,7 +550,6 @@ static int target_rid(const struct attach_opts *o, const struct target *t, struc
     } else {
         enum rid_libc libc = RID_LIBC_UNKNOWN;
         enum rid_arch arch = RID_ARCH_UNKNOWN;
-        struct cla_error ie = {0};
         size_t len, len_maps;
         const char *maps = maps_of(t, m, &len_maps);
         if (maps) {
@@ -565,8 +560,8 @@ static int target_rid(const struct attach_opts *o, const struct target *t, struc
         struct elf_info ei;
         /* "exe" is a magic link of our own procfs to the target's executable; its bytes are
          * the target's, parsed like any other untrusted input (bounded, checked). */
-        if (target_read_exe(t, ELF_READ_MAX, &exe, &len, &ie) == 0 &&
-            elfinfo_parse((const uint8_t *)exe, len, &ei, &ie) == 0) {
+        if (target_read_exe(t, ELF_READ_MAX, &exe, &len, NULL) == 0 &&
+            elfinfo_parse((const uint8_t *)exe, len, &ei, NULL) == 0) {
             arch = ei.arch;
             if (libc == RID_LIBC_UNKNOWN)
                 libc = ei.libc;
@@ -619,14 +614,41 @@ static void already_active_hint(const struct attach_result *res, const struct hr
              hi->next_step);
 }
 
-static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
-               struct creds_saved *cs, struct profset *ps)
+/* What the steps of one attach share. Everything here is released when run() returns, before
+ * attach_run() gives our own credentials back. */
+struct attempt {
+    const struct attach_opts *o;
+    struct attach_result *res;
+    struct target *t;
+    struct proc_mount *mounts; /* the target's mount table, NULL when unreadable */
+    size_t n_mounts;
+    int sockfd;
+    struct diag_socket s;
+    struct maps_once maps;
+    struct rid rid;
+    const struct profset_build *build;
+    struct placed p;
+    uint8_t *req; /* the AttachProfiler frame */
+    size_t req_len;
+    uint32_t hr;
+    int64_t sent_at;
+};
+
+static void attempt_free(struct attempt *a)
+{
+    free(a->mounts);
+    maps_once_free(&a->maps);
+    free(a->req);
+    if (a->sockfd >= 0)
+        close(a->sockfd);
+}
+
+/* The operator's inputs and our own files, all checked before anything touches the target, and
+ * read before we act as the target's user (who may not be able to read them). */
+static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res)
 {
     struct cla_error *e = &res->error;
-    _cleanup_free_ struct proc_mount *mounts = NULL;
-    size_t n_mounts = 0;
     int r;
-
     if (o->startup && o->client_data_len) {
         err_set(e, -EINVAL,
                 "--startup cannot carry --client-data: a runtime paused at startup "
@@ -636,7 +658,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                     "or attach without --startup once the runtime has started");
         return fail(res, ATTACH_USAGE, -EINVAL);
     }
-    /* A typo in a placeholder is the operator's, found before anything touches the target. */
+    /* A typo in a placeholder is the operator's. */
     if (o->client_data_len) {
         _cleanup_free_ uint8_t *probe = malloc(IPC_MAX_CLIENT_DATA);
         size_t n;
@@ -646,11 +668,39 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                                      IPC_MAX_CLIENT_DATA, &n, e)) == -EINVAL)
             return fail(res, ATTACH_USAGE, r);
     }
-    /* Our own files, read before we act as the target's user (who may not be able to read
-     * them), and checked to be shared objects. */
+    /* Checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
+    return 0;
+}
 
+/* An unreadable environ in the operator's terms: which right is missing depends on who we are. */
+static int environ_error(const struct target *t, struct attach_result *res)
+{
+    struct cla_error *e = &res->error;
+    err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)t->pid,
+            strerror(t->environ_errno));
+    if (geteuid() == 0)
+        err_hint(e, "even root may not inspect this process: it holds capabilities "
+                    "clrattach lacks, or a security module (Yama ptrace_scope, AppArmor, "
+                    "SELinux) forbids it; give clrattach CAP_SYS_PTRACE in the target's user "
+                    "namespace");
+    else if (geteuid() == res->uid)
+        /* Its own user may read a process's environ unless the process is not dumpable:
+         * then the kernel wants CAP_SYS_PTRACE whatever the uid. */
+        err_hint(e, "the process is not dumpable (prctl PR_SET_DUMPABLE 0, or a "
+                    "setuid/file-capability program); root with CAP_SYS_PTRACE can read it");
+    else
+        err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
+    return fail(res, ATTACH_PERMISSION, -t->environ_errno);
+}
+
+/* What the pinned target is, from the /proc files target_open() read. */
+static int inspect_target(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    int r;
     res->nspid = t->status.nspid;
     res->uid = t->status.uid[1];
     res->gid = t->status.gid[1];
@@ -659,74 +709,70 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
     shown(t->tmpdir, res->tmpdir, sizeof(res->tmpdir));
     /* The process selected is the one pinned: if it has exited, or its pid belongs to another
      * process now (start time), nothing more is read from it and nothing is sent. */
-    if ((r = target_check_alive(t, e)) < 0)
+    if ((r = target_check_alive(t, &res->error)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
-    if (!t->environ) {
-        err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)t->pid,
-                strerror(t->environ_errno));
-        if (geteuid() == 0)
-            err_hint(e, "even root may not inspect this process: it holds capabilities "
-                        "clrattach lacks, or a security module (Yama ptrace_scope, AppArmor, "
-                        "SELinux) forbids it; give clrattach CAP_SYS_PTRACE in the target's user "
-                        "namespace");
-        else if (geteuid() == res->uid)
-            /* Its own user may read a process's environ unless the process is not dumpable:
-             * then the kernel wants CAP_SYS_PTRACE whatever the uid. */
-            err_hint(e, "the process is not dumpable (prctl PR_SET_DUMPABLE 0, or a "
-                        "setuid/file-capability program); root with CAP_SYS_PTRACE can read it");
-        else
-            err_hint(e, "run clrattach as the app's uid %u, or as root", (unsigned)res->uid);
-        return fail(res, ATTACH_PERMISSION, -t->environ_errno);
-    }
+    if (!t->environ)
+        return environ_error(t, res);
     note_profiler_env(t, res);
     /* The target's own mount table decides where a .so can be mapped; a failure to read it is
      * not fatal (placement then learns by trying). */
-    {
-        _cleanup_free_ char *mi = NULL;
-        size_t mlen;
-        struct cla_error me = {0};
-        if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, &me) == 0)
-            (void)proc_parse_mountinfo(mi, mlen, &mounts, &n_mounts, &me);
-    }
+    _cleanup_free_ char *mi = NULL;
+    size_t mlen;
+    if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, NULL) == 0)
+        (void)proc_parse_mountinfo(mi, mlen, &a->mounts, &a->n_mounts, NULL);
+    return 0;
+}
 
-    /* Every access to the target's files and socket is made as its user, with its groups and
-     * only its own filesystem capabilities (creds.h). */
+/* Every access to the target's files and socket is made as its user, with its groups and only
+ * its own filesystem capabilities (creds.h); its root is opened as that user too. */
+static int act_as_user(struct attempt *a, struct creds_saved *cs)
+{
+    struct target *t = a->t;
+    struct cla_error *e = &a->res->error;
     struct creds_target ct;
+    int r;
     creds_target_of(t->procfd, &t->status, &ct);
     if ((r = creds_check(&ct, e)) < 0)
-        return fail(res, ATTACH_PERMISSION, r);
+        return fail(a->res, ATTACH_PERMISSION, r);
     if ((r = creds_become(&ct, cs, e)) < 0)
-        return fail(res, ATTACH_PERMISSION, r);
+        return fail(a->res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
             err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)t->pid);
-        return fail(res, outcome_of_errno(r), r);
+        return fail(a->res, outcome_of_errno(r), r);
     }
+    return 0;
+}
 
-    struct diag_socket s;
-    if ((r = diag_socket_find(t, NULL, &s, e)) < 0)
+/* Finds the target's socket and asks who answers (ProcessInfo). This also proves the socket is
+ * live before anything is written into the target: a stale socket (crashed process) refuses the
+ * connection. A runtime too old for ProcessInfo (-EREMOTEIO) is no reason to stop. */
+static int ask_runtime(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    int r;
+    if ((r = diag_socket_find(t, NULL, &a->s, e)) < 0)
         return fail(res, outcome_of_errno(r), r);
-    if ((r = socket_error(t, &s, res)) < 0)
+    if ((r = socket_error(t, &a->s, res)) < 0)
         return r;
-    shown(s.name, res->socket_name, sizeof(res->socket_name));
-    _cleanup_close_ int sockfd = diag_socket_open(t, &s, e);
-    if (sockfd < 0)
-        return fail(res, outcome_of_errno(sockfd), sockfd);
+    shown(a->s.name, res->socket_name, sizeof(res->socket_name));
+    a->sockfd = diag_socket_open(t, &a->s, e);
+    if (a->sockfd < 0)
+        return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
 
-    /* Who answers? This also proves the socket is live before anything is written into the
-     * target: a stale socket (crashed process) refuses the connection. */
     struct ipc_process_info pi = {0};
-    uint32_t hr = 0;
-    r = ipc_conn_process_info(sockfd, util_now_ms() + o->timeout_ms, &pi, &hr, e);
+    r = ipc_conn_process_info(a->sockfd, util_now_ms() + a->o->timeout_ms, &pi, &a->hr, e);
     if (r == -ECONNREFUSED) {
         char tmpdir[256];
         err_set(e, r, "the socket '%s%s' is stale: nothing listens on it",
-                shown(t->tmpdir, tmpdir, sizeof(tmpdir)), s.name);
+                shown(t->tmpdir, tmpdir, sizeof(tmpdir)), a->s.name);
         err_hint(e, "the process that created it is gone; check the pid with 'clrattach ps'");
         return fail(res, ATTACH_PROTOCOL, r);
     }
     if (r == -EACCES) {
-        socket_owner_error(sockfd, t, s.name, res->uid, e);
+        socket_owner_error(a->sockfd, t, a->s.name, res->uid, e);
         return fail(res, ATTACH_PERMISSION, r);
     }
     if (r < 0 && r != -EREMOTEIO)
@@ -736,53 +782,74 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         ipc_process_info_free(&pi);
     }
     err_clear(e);
+    return 0;
+}
 
-    __attribute__((cleanup(maps_once_free))) struct maps_once maps = {0};
-    struct rid rid;
-    if ((r = target_rid(o, t, &maps, res, &rid)) < 0)
+/* The build for the target's runtime identifier, placed in the first directory of its view that
+ * takes it. */
+static int choose_and_deliver(struct attempt *a, const struct profset *ps)
+{
+    struct attach_result *res = a->res;
+    int r;
+    if ((r = target_rid(a->o, a->t, &a->maps, res, &a->rid)) < 0)
         return r;
-    const struct profset_build *build;
-    if ((r = profset_choose(ps, &rid, &build, e)) < 0)
+    if ((r = profset_choose(ps, &a->rid, &a->build, &res->error)) < 0)
         return fail(res, ATTACH_USAGE, r);
-    memcpy(res->variant, build->variant, sizeof(res->variant));
+    memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
-    struct placed p;
-    if ((r = deliver_somewhere(o, t, build, mounts, n_mounts, &p, res)) < 0)
+    if ((r = deliver_somewhere(a->o, a->t, a->build, a->mounts, a->n_mounts, &a->p, res)) < 0)
         return r;
-    shown(p.path, res->delivered_path, sizeof(res->delivered_path));
-    if (p.is_dir)
-        shown(p.top, res->delivered_dir, sizeof(res->delivered_dir));
-    memcpy(res->sha256, p.sha256, sizeof(res->sha256));
-    res->reused = p.reused;
-    r = check_dependencies(o, t, build, &rid, &p, &maps, res);
-    maps_once_free(&maps);
-    if (r < 0)
-        return r;
+    shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
+    if (a->p.is_dir)
+        shown(a->p.top, res->delivered_dir, sizeof(res->delivered_dir));
+    memcpy(res->sha256, a->p.sha256, sizeof(res->sha256));
+    res->reused = a->p.reused;
+    return 0;
+}
 
+/* The AttachProfiler frame, encoded while unlink is still allowed: a frame that cannot be built
+ * undoes the delivery. */
+static int encode_request(struct attempt *a)
+{
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
     _cleanup_free_ uint8_t *cd = malloc(IPC_MAX_CLIENT_DATA);
-    int cd_len = cd ? expand_client_data(o, &p, cd, IPC_MAX_CLIENT_DATA, e) : -ENOMEM;
-    _cleanup_free_ uint8_t *req = malloc(IPC_MAX_MESSAGE);
-    int n = cd_len < 0 ? cd_len : req ? 0 : -ENOMEM;
+    int cd_len = cd ? expand_client_data(a->o, &a->p, cd, IPC_MAX_CLIENT_DATA, e) : -ENOMEM;
+    a->req = malloc(IPC_MAX_MESSAGE);
+    int n = cd_len < 0 ? cd_len : a->req ? 0 : -ENOMEM;
     if (n == 0)
-        n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, p.path, cd, (size_t)cd_len, req,
-                              IPC_MAX_MESSAGE, e);
+        n = ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, a->p.path, cd, (size_t)cd_len,
+                              a->req, IPC_MAX_MESSAGE, e);
     if (n < 0) {
-        undo_delivery(o, t, &p, res);
+        undo_delivery(a->o, a->t, &a->p, res);
         if (n == -ENOMEM)
             return fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
         err_hint(e, "client data and the profiler's path share one frame of %d bytes",
                  IPC_MAX_MESSAGE);
         return fail(res, ATTACH_USAGE, n);
     }
+    a->req_len = (size_t)n;
+    return 0;
+}
+
+/* Sends AttachProfiler (StartupProfiler and ResumeRuntime for a runtime paused at startup).
+ * Returns 0 with a->hr, the runtime's answer. */
+static int send_request(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    int r;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
         return fail(res, ATTACH_INTERNAL, r);
     /* The pid must still be the process we inspected: never attach to its successor. */
-    if ((r = target_check_alive(t, e)) < 0)
+    if ((r = target_check_alive(a->t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
-    int64_t sent_at = util_now_ms();
-    r = ipc_conn_status_command(sockfd, req, (size_t)n, sent_at + o->timeout_ms, &hr, e);
-    if (r == 0 && hr == HR_NOT_YET_AVAILABLE && o->startup) {
-        r = startup_load(o, sockfd, p.path, &hr, e);
+    a->sent_at = util_now_ms();
+    r = ipc_conn_status_command(a->sockfd, a->req, a->req_len, a->sent_at + o->timeout_ms, &a->hr,
+                                e);
+    if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
+        r = startup_load(o, a->sockfd, a->p.path, &a->hr, e);
         res->startup_load = true;
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a
@@ -790,16 +857,16 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
      * called a protocol error. */
     int64_t wait = o->settle_ms < 1000 ? o->settle_ms : 1000, unused;
     if (r < 0 && r != -ETIMEDOUT && r != -EACCES &&
-        (target_check_alive(t, NULL) < 0 || target_settle(t, wait, &unused) == 1)) {
+        (target_check_alive(a->t, NULL) < 0 || target_settle(a->t, wait, &unused) == 1)) {
         res->died = true;
-        res->died_after_ms = util_now_ms() - sent_at;
+        res->died_after_ms = util_now_ms() - a->sent_at;
         err_set(e, -ESRCH,
                 "the app died during the attach, before the runtime answered (within %lld ms of "
                 "the request): the profiler (or what it started) killed it",
                 (long long)res->died_after_ms);
         err_hint(e, "do not attach this profiler to this app again as it is; read the app's "
                     "logs and the profiler's own log for the cause");
-        undo_delivery(o, t, &p, res);
+        undo_delivery(o, a->t, &a->p, res);
         tighten_replied(o, res, r);
         return fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
@@ -812,26 +879,17 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         tighten_replied(o, res, r);
         return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }
-    res->have_hresult = true;
-    res->hresult = hr;
-    res->outcome = outcome_of_hresult(hr);
-    /* The answer is not the whole truth: a profiler that failed can leave threads behind that
-     * kill the app moments later. Watch the pinned process for the settle time. */
-    if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
-        res->died = true;
-    if (res->outcome == ATTACH_OK && !res->died) {
-        /* Evidence from outside that the runtime really mapped our file (for --startup, after
-         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
-        res->mapped = target_maps_has(t, strrchr(p.path, '/') + 1) == 1;
-    }
-    if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
-        find_holder(t, &p, res);
-    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
-        undo_delivery(o, t, &p, res);
-    if ((r = tighten_replied(o, res, 0)) < 0)
-        return r;
+    return 0;
+}
+
+/* An answer other than success, or an app that died after answering, in the operator's terms. */
+static int explain_answer(const struct attempt *a)
+{
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    uint32_t hr = a->hr;
+    const struct hresult_info *hi = hresult_lookup(hr);
     if (res->died) {
-        const struct hresult_info *hi = hresult_lookup(hr);
         err_set(e, -ESRCH,
                 "the runtime answered %s (0x%08X), then the app died %lld ms later: the "
                 "profiler (or what it left running) killed it",
@@ -841,24 +899,85 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
         res->outcome = ATTACH_TARGET_DIED;
         return -ESRCH;
     }
-    if (res->outcome != ATTACH_OK) {
-        const struct hresult_info *hi = hresult_lookup(hr);
-        err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
-        if (hr == HR_NOT_YET_AVAILABLE && !o->startup && suspend_configured(t))
-            err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
-                        "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
-                        "load the profiler as a startup profiler and resume the runtime");
-        else if (hr == HR_NOT_YET_AVAILABLE && !o->startup)
-            err_hint(e, "the runtime is still starting (its socket is up before the runtime "
-                        "can take a profiler, and no suspend is configured); attach again in a "
-                        "moment");
-        else if (hr == 0x8013136Au)
-            already_active_hint(res, hi, e);
-        else
-            err_hint(e, "%s", hi->next_step);
-        return -EREMOTEIO;
+    err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
+    if (hr == HR_NOT_YET_AVAILABLE && !a->o->startup && suspend_configured(a->t))
+        err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
+                    "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
+                    "load the profiler as a startup profiler and resume the runtime");
+    else if (hr == HR_NOT_YET_AVAILABLE && !a->o->startup)
+        err_hint(e, "the runtime is still starting (its socket is up before the runtime "
+                    "can take a profiler, and no suspend is configured); attach again in a "
+                    "moment");
+    else if (hr == 0x8013136Au)
+        already_active_hint(res, hi, e);
+    else
+        err_hint(e, "%s", hi->next_step);
+    return -EREMOTEIO;
+}
+
+/* The answer decoded, then checked from outside: the evidence (maps, holder) is gathered and a
+ * refused delivery removed before the reply stage forbids reading and unlinking in the target. */
+static int settle_answer(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct target *t = a->t;
+    int r;
+    res->have_hresult = true;
+    res->hresult = a->hr;
+    res->outcome = outcome_of_hresult(a->hr);
+    /* The answer is not the whole truth: a profiler that failed can leave threads behind that
+     * kill the app moments later. Watch the pinned process for the settle time. */
+    if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
+        res->died = true;
+    if (res->outcome == ATTACH_OK && !res->died) {
+        /* Evidence from outside that the runtime really mapped our file (for --startup, after
+         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
+        res->mapped = target_maps_has(t, strrchr(a->p.path, '/') + 1) == 1;
     }
+    if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
+        find_holder(t, &a->p, res);
+    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
+        undo_delivery(o, t, &a->p, res);
+    if ((r = tighten_replied(o, res, 0)) < 0)
+        return r;
+    if (res->died || res->outcome != ATTACH_OK)
+        return explain_answer(a);
     return 0;
+}
+
+/*
+ * The attach, step by step. The order is the safety argument: the operator's inputs before the
+ * target is touched; the target read while we are still ourselves, its files and socket only
+ * as its user; ProcessInfo before anything is written (a stale socket stops us there); the
+ * dependency check before the runtime is asked to dlopen(); the pid re-checked just before the
+ * request goes out.
+ */
+static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
+               struct creds_saved *cs, struct profset *ps)
+{
+    __attribute__((cleanup(attempt_free))) struct attempt a = {
+        .o = o, .res = res, .t = t, .sockfd = -1};
+    int r;
+    if ((r = check_inputs(o, ps, res)) < 0)
+        return r;
+    if ((r = inspect_target(&a)) < 0)
+        return r;
+    if ((r = act_as_user(&a, cs)) < 0)
+        return r;
+    if ((r = ask_runtime(&a)) < 0)
+        return r;
+    if ((r = choose_and_deliver(&a, ps)) < 0)
+        return r;
+    r = check_dependencies(o, t, a.build, &a.rid, &a.p, &a.maps, res);
+    maps_once_free(&a.maps); /* its last reader */
+    if (r < 0)
+        return r;
+    if ((r = encode_request(&a)) < 0)
+        return r;
+    if ((r = send_request(&a)) < 0)
+        return r;
+    return settle_answer(&a);
 }
 
 int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target,

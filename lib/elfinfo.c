@@ -313,8 +313,65 @@ static int lookup_sysv(const struct symtab *st, uint64_t table, const char *name
     return 0;
 }
 
+/* Copies the DT_NEEDED names (each voting on the libc) and the run path out of the string
+ * table at file offset str_off. */
+static int take_names(const struct elf_buf *b, const struct dyn_tags *t, uint64_t str_off,
+                      struct elf_info *info, enum rid_libc *libc, bool *conflict,
+                      struct cla_error *e)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < t->n_needed; i++) {
+        const char *s = dyn_string(b, str_off, t->strsz, t->needed[i]);
+        if (!s)
+            return err_set(e, -EPROTO, "elf: DT_NEEDED name outside DT_STRSZ or unterminated");
+        vote(libc_of_name(s), libc, conflict);
+        size_t n = strlen(s) + 1;
+        if (n > sizeof(info->needed) - used)
+            return err_set(e, -EPROTO, "elf: DT_NEEDED names exceed %d bytes", ELF_NEEDED_BYTES);
+        memcpy(info->needed + used, s, n);
+        used += n;
+        info->n_needed++;
+    }
+    /* The loader ignores DT_RPATH when DT_RUNPATH is present. */
+    if (t->have_runpath || t->have_rpath) {
+        const char *s = dyn_string(b, str_off, t->strsz, t->have_runpath ? t->runpath : t->rpath);
+        if (!s || strlen(s) > ELF_RUNPATH_MAX)
+            return err_set(e, -EPROTO, "elf: %s outside DT_STRSZ or over %d bytes",
+                           t->have_runpath ? "DT_RUNPATH" : "DT_RPATH", ELF_RUNPATH_MAX);
+        memcpy(info->runpath, s, strlen(s) + 1);
+        info->runpath_is_rpath = !t->have_runpath;
+    }
+    return 0;
+}
+
+/* Does the file export DllGetClassObject as dlsym() would find it? 1 yes, 0 no (or no symbol
+ * hash table to look in), -EPROTO for a malformed table. */
+static int find_class_factory(const struct elf_buf *b, const struct dyn_tags *t, uint64_t str_off,
+                              const struct phdr *loads, size_t n_loads, struct cla_error *e)
+{
+    if (!t->have_symtab || (!t->have_gnu_hash && !t->have_hash))
+        return 0;
+    struct symtab st = {.b = b,
+                        .loads = loads,
+                        .n_loads = n_loads,
+                        .symtab = t->symtab,
+                        .syment = t->syment ? t->syment : (b->is_64 ? 24 : 16),
+                        .str_off = str_off,
+                        .strsz = t->strsz};
+    if (st.syment != (b->is_64 ? 24u : 16u))
+        return err_set(e, -EPROTO, "elf: DT_SYMENT %llu", (unsigned long long)st.syment);
+    /* glibc prefers DT_GNU_HASH when both are present; so do we. */
+    int r = t->have_gnu_hash ? lookup_gnu(&st, t->gnu_hash, "DllGetClassObject")
+                             : lookup_sysv(&st, t->hash, "DllGetClassObject");
+    if (r < 0)
+        return err_set(e, -EPROTO, "elf: malformed %s symbol hash table",
+                       t->have_gnu_hash ? "DT_GNU_HASH" : "DT_HASH");
+    return r;
+}
+
 /* Walks the dynamic section: DT_NEEDED names vote on the libc and are kept with the run path,
- * DT_FLAGS_1 tells a PIE, the symbol hash tables tell whether DllGetClassObject is exported. */
+ * DT_FLAGS_1 tells a PIE, the symbol hash tables tell whether DllGetClassObject is exported.
+ * Every address in it is a virtual one, read only through the PT_LOAD segments. */
 static int parse_dynamic(const struct elf_buf *b, const struct phdr *dyn, const struct phdr *loads,
                          size_t n_loads, struct elf_info *info, enum rid_libc *libc, bool *conflict,
                          bool *is_pie, struct cla_error *e)
@@ -335,46 +392,10 @@ static int parse_dynamic(const struct elf_buf *b, const struct phdr *dyn, const 
     if (vaddr_to_off(b, loads, n_loads, t.strtab, t.strsz, &str_off) < 0)
         return err_set(e, -EPROTO, "elf: DT_STRTAB 0x%llx+%llu not in a loaded file range",
                        (unsigned long long)t.strtab, (unsigned long long)t.strsz);
-
-    size_t used = 0;
-    for (size_t i = 0; i < t.n_needed; i++) {
-        const char *s = dyn_string(b, str_off, t.strsz, t.needed[i]);
-        if (!s)
-            return err_set(e, -EPROTO, "elf: DT_NEEDED name outside DT_STRSZ or unterminated");
-        vote(libc_of_name(s), libc, conflict);
-        size_t n = strlen(s) + 1;
-        if (n > sizeof(info->needed) - used)
-            return err_set(e, -EPROTO, "elf: DT_NEEDED names exceed %d bytes", ELF_NEEDED_BYTES);
-        memcpy(info->needed + used, s, n);
-        used += n;
-        info->n_needed++;
-    }
-    /* The loader ignores DT_RPATH when DT_RUNPATH is present. */
-    if (t.have_runpath || t.have_rpath) {
-        const char *s = dyn_string(b, str_off, t.strsz, t.have_runpath ? t.runpath : t.rpath);
-        if (!s || strlen(s) > ELF_RUNPATH_MAX)
-            return err_set(e, -EPROTO, "elf: %s outside DT_STRSZ or over %d bytes",
-                           t.have_runpath ? "DT_RUNPATH" : "DT_RPATH", ELF_RUNPATH_MAX);
-        memcpy(info->runpath, s, strlen(s) + 1);
-        info->runpath_is_rpath = !t.have_runpath;
-    }
-    if (!t.have_symtab || (!t.have_gnu_hash && !t.have_hash))
-        return 0;
-    struct symtab st = {.b = b,
-                        .loads = loads,
-                        .n_loads = n_loads,
-                        .symtab = t.symtab,
-                        .syment = t.syment ? t.syment : (b->is_64 ? 24 : 16),
-                        .str_off = str_off,
-                        .strsz = t.strsz};
-    if (st.syment != (b->is_64 ? 24u : 16u))
-        return err_set(e, -EPROTO, "elf: DT_SYMENT %llu", (unsigned long long)st.syment);
-    /* glibc prefers DT_GNU_HASH when both are present; so do we. */
-    r = t.have_gnu_hash ? lookup_gnu(&st, t.gnu_hash, "DllGetClassObject")
-                        : lookup_sysv(&st, t.hash, "DllGetClassObject");
-    if (r < 0)
-        return err_set(e, -EPROTO, "elf: malformed %s symbol hash table",
-                       t.have_gnu_hash ? "DT_GNU_HASH" : "DT_HASH");
+    if ((r = take_names(b, &t, str_off, info, libc, conflict, e)) < 0)
+        return r;
+    if ((r = find_class_factory(b, &t, str_off, loads, n_loads, e)) < 0)
+        return r;
     info->exports_class_factory = r == 1;
     return 0;
 }
@@ -389,19 +410,19 @@ const char *elfinfo_needed(const struct elf_info *info, unsigned i)
     return p;
 }
 
-int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e)
-{
-    struct elf_buf b = {.p = buf, .len = len};
-    struct elf_info info = {0};
-    struct phdr loads[ELF_MAX_PHDRS], dyn = {0}, interp = {0};
-    size_t n_loads = 0;
-    bool have_dyn = false, have_interp = false, is_pie = false, conflict = false;
-    uint64_t phoff, ehsize;
-    unsigned phentsize, phnum, type;
-    enum rid_libc libc = RID_LIBC_UNKNOWN;
-    int r;
+/* Where the program headers are, and what kind of file this is, from the ELF header. */
+struct ehdr {
+    unsigned type, phentsize, phnum;
+    uint64_t phoff;
+};
 
-    if (!buf || len < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0)
+/* Checks the identification bytes and the header; sets the class and byte order in *b that
+ * every later read depends on. */
+static int parse_header(struct elf_buf *b, struct ehdr *h, struct elf_info *info,
+                        struct cla_error *e)
+{
+    const uint8_t *buf = b->p;
+    if (!buf || b->len < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0)
         return err_set(e, -ENOEXEC, "elf: not an ELF file");
     if (buf[EI_CLASS] != ELFCLASS32 && buf[EI_CLASS] != ELFCLASS64)
         return err_set(e, -EPROTO, "elf: bad class %u", buf[EI_CLASS]);
@@ -409,77 +430,110 @@ int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct c
         return err_set(e, -EPROTO, "elf: bad byte order %u", buf[EI_DATA]);
     if (buf[EI_VERSION] != EV_CURRENT)
         return err_set(e, -EPROTO, "elf: bad version %u", buf[EI_VERSION]);
-    b.is_64 = buf[EI_CLASS] == ELFCLASS64;
-    b.big_endian = buf[EI_DATA] == ELFDATA2MSB;
-    ehsize = b.is_64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
-    if (len < ehsize)
-        return err_set(e, -EPROTO, "elf: truncated header (%zu bytes)", len);
+    b->is_64 = buf[EI_CLASS] == ELFCLASS64;
+    b->big_endian = buf[EI_DATA] == ELFDATA2MSB;
+    uint64_t ehsize = b->is_64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+    if (b->len < ehsize)
+        return err_set(e, -EPROTO, "elf: truncated header (%zu bytes)", b->len);
 
-    type = (unsigned)rd(&b, 16, 2);
-    info.is_64 = b.is_64;
-    info.arch = arch_of((uint16_t)rd(&b, 18, 2), b.is_64);
-    if (type != ET_EXEC && type != ET_DYN)
+    h->type = (unsigned)rd(b, 16, 2);
+    info->is_64 = b->is_64;
+    info->arch = arch_of((uint16_t)rd(b, 18, 2), b->is_64);
+    if (h->type != ET_EXEC && h->type != ET_DYN)
         return err_set(e, -EPROTO, "elf: type %u is neither an executable nor a shared object",
-                       type);
-    phoff = b.is_64 ? rd(&b, 32, 8) : rd(&b, 28, 4);
-    phentsize = (unsigned)rd(&b, b.is_64 ? 54 : 42, 2);
-    phnum = (unsigned)rd(&b, b.is_64 ? 56 : 44, 2);
+                       h->type);
+    h->phoff = b->is_64 ? rd(b, 32, 8) : rd(b, 28, 4);
+    h->phentsize = (unsigned)rd(b, b->is_64 ? 54 : 42, 2);
+    h->phnum = (unsigned)rd(b, b->is_64 ? 56 : 44, 2);
+    return 0;
+}
 
+/* The segments the reader uses: PT_LOAD (to map addresses to offsets), PT_DYNAMIC, PT_INTERP. */
+struct segments {
+    struct phdr loads[ELF_MAX_PHDRS];
+    size_t n_loads;
+    struct phdr dyn, interp;
+    bool have_dyn, have_interp;
+};
+
+static int read_segments(const struct elf_buf *b, const struct ehdr *h, struct segments *sg,
+                         struct cla_error *e)
+{
     /* PN_XNUM (0xffff) moves the real count into section 0; no loadable file needs it, and the
      * kernel refuses program headers above 64 KiB anyway. */
-    if (phnum == 0 || phnum > ELF_MAX_PHDRS)
-        return err_set(e, -EPROTO, "elf: %u program headers (1..%d allowed)", phnum, ELF_MAX_PHDRS);
-    if (phentsize != (b.is_64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
-        return err_set(e, -EPROTO, "elf: program header size %u", phentsize);
-    if (!in_bounds(&b, phoff, (uint64_t)phnum * phentsize))
+    if (h->phnum == 0 || h->phnum > ELF_MAX_PHDRS)
+        return err_set(e, -EPROTO, "elf: %u program headers (1..%d allowed)", h->phnum,
+                       ELF_MAX_PHDRS);
+    if (h->phentsize != (b->is_64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
+        return err_set(e, -EPROTO, "elf: program header size %u", h->phentsize);
+    if (!in_bounds(b, h->phoff, (uint64_t)h->phnum * h->phentsize))
         return err_set(e, -EPROTO, "elf: program headers outside the file");
 
-    for (unsigned i = 0; i < phnum; i++) {
+    for (unsigned i = 0; i < h->phnum; i++) {
         struct phdr ph;
 
-        read_phdr(&b, phoff + (uint64_t)i * phentsize, &ph);
+        read_phdr(b, h->phoff + (uint64_t)i * h->phentsize, &ph);
         if (ph.type == PT_LOAD) {
-            loads[n_loads++] = ph;
+            sg->loads[sg->n_loads++] = ph;
         } else if (ph.type == PT_DYNAMIC || ph.type == PT_INTERP) {
             /* Two of either is ambiguous (which one does the loader use?): refuse. */
-            if (ph.type == PT_DYNAMIC ? have_dyn : have_interp)
+            if (ph.type == PT_DYNAMIC ? sg->have_dyn : sg->have_interp)
                 return err_set(e, -EPROTO, "elf: repeated %s",
                                ph.type == PT_DYNAMIC ? "PT_DYNAMIC" : "PT_INTERP");
             if (ph.type == PT_DYNAMIC) {
-                dyn = ph;
-                have_dyn = true;
+                sg->dyn = ph;
+                sg->have_dyn = true;
             } else {
-                interp = ph;
-                have_interp = true;
+                sg->interp = ph;
+                sg->have_interp = true;
             }
         }
     }
+    return 0;
+}
 
-    if (have_interp) {
-        const char *s, *nul;
+/* The interpreter's path, which votes on the libc like a DT_NEEDED name. */
+static int take_interp(const struct elf_buf *b, const struct phdr *interp, struct elf_info *info,
+                       enum rid_libc *libc, bool *conflict, struct cla_error *e)
+{
+    if (!in_bounds(b, interp->offset, interp->filesz) || interp->filesz == 0)
+        return err_set(e, -EPROTO, "elf: PT_INTERP outside the file");
+    const char *s = (const char *)b->p + interp->offset; /* formed once known to be in bounds */
+    const char *nul = memchr(s, '\0', (size_t)interp->filesz);
+    if (!nul)
+        return err_set(e, -EPROTO, "elf: unterminated PT_INTERP");
+    if (nul == s || (size_t)(nul - s) > ELF_INTERP_MAX)
+        return err_set(e, -EPROTO, "elf: PT_INTERP of %zu bytes (1..%d allowed)", (size_t)(nul - s),
+                       ELF_INTERP_MAX);
+    memcpy(info->interp, s, (size_t)(nul - s));
+    vote(libc_of_name(info->interp), libc, conflict);
+    return 0;
+}
 
-        if (!in_bounds(&b, interp.offset, interp.filesz) || interp.filesz == 0)
-            return err_set(e, -EPROTO, "elf: PT_INTERP outside the file");
-        s = (const char *)buf + interp.offset; /* only formed once known to be in bounds */
-        nul = memchr(s, '\0', (size_t)interp.filesz);
-        if (!nul)
-            return err_set(e, -EPROTO, "elf: unterminated PT_INTERP");
-        if (nul == s || (size_t)(nul - s) > ELF_INTERP_MAX)
-            return err_set(e, -EPROTO, "elf: PT_INTERP of %zu bytes (1..%d allowed)",
-                           (size_t)(nul - s), ELF_INTERP_MAX);
-        memcpy(info.interp, s, (size_t)(nul - s));
-        vote(libc_of_name(info.interp), &libc, &conflict);
-    }
-    if (have_dyn) {
-        r = parse_dynamic(&b, &dyn, loads, n_loads, &info, &libc, &conflict, &is_pie, e);
-        if (r < 0)
-            return r;
-    }
+int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e)
+{
+    struct elf_buf b = {.p = buf, .len = len};
+    struct elf_info info = {0};
+    struct ehdr h = {0};
+    struct segments sg = {0};
+    bool is_pie = false, conflict = false;
+    enum rid_libc libc = RID_LIBC_UNKNOWN;
+    int r;
+
+    /* The header fixes the class and byte order every later read uses; the program headers
+     * locate the rest, and the dynamic section is reached only through the PT_LOAD segments. */
+    if ((r = parse_header(&b, &h, &info, e)) < 0 || (r = read_segments(&b, &h, &sg, e)) < 0)
+        return r;
+    if (sg.have_interp && (r = take_interp(&b, &sg.interp, &info, &libc, &conflict, e)) < 0)
+        return r;
+    if (sg.have_dyn && (r = parse_dynamic(&b, &sg.dyn, sg.loads, sg.n_loads, &info, &libc,
+                                          &conflict, &is_pie, e)) < 0)
+        return r;
 
     /* A file asking for both C libraries cannot load under either as built; say "unknown"
      * rather than pick one, so the caller falls back to another source. */
     info.libc = conflict ? RID_LIBC_UNKNOWN : libc;
-    info.is_shared_object = type == ET_DYN && !have_interp && !is_pie;
+    info.is_shared_object = h.type == ET_DYN && !sg.have_interp && !is_pie;
     *ret = info;
     return 0;
 }

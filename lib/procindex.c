@@ -27,8 +27,7 @@ void procindex_probe_parse(const char *environ, size_t environ_len, struct proci
     } else if (environ_len > PROC_ENVIRON_MAX) {
         p.flags |= PROCINDEX_REFUSED; /* target_open refuses an environment this large */
     } else {
-        struct cla_error sub = {0};
-        if (proc_tmpdir_from_environ(environ, environ_len, p.tmpdir, sizeof(p.tmpdir), &sub) < 0) {
+        if (proc_tmpdir_from_environ(environ, environ_len, p.tmpdir, sizeof(p.tmpdir), NULL) < 0) {
             p.flags |= PROCINDEX_REFUSED;
             p.tmpdir[0] = '\0';
         }
@@ -513,9 +512,8 @@ static int list_proc(const struct procindex *x, pid_t **ret, size_t *ret_n, stru
 static void group_open(struct procindex *x, struct group *g, int64_t now)
 {
     struct target t;
-    struct cla_error e = {0};
     g->retry_ms = now + PROCINDEX_RETRY_MS;
-    int r = target_open(x->proc_dirfd, g->rep, &t, &e);
+    int r = target_open(x->proc_dirfd, g->rep, &t, NULL);
     if (r < 0) {
         g->dir_errno = gone(r) ? EAGAIN : -r;
         if (gone(r))
@@ -525,8 +523,9 @@ static void group_open(struct procindex *x, struct group *g, int64_t now)
     struct stat rst;
     /* The pinned process must still see this directory (an execve may have moved it); its own
      * ids, from its status, are who the directory is listed as. */
-    if (strcmp(t.tmpdir, g->tmpdir) != 0 || t.mntns != g->mnt_ino || target_open_root(&t, &e) < 0 ||
-        fstat(t.rootfd, &rst) < 0 || rst.st_dev != g->root_dev || rst.st_ino != g->root_ino) {
+    if (strcmp(t.tmpdir, g->tmpdir) != 0 || t.mntns != g->mnt_ino ||
+        target_open_root(&t, NULL) < 0 || fstat(t.rootfd, &rst) < 0 || rst.st_dev != g->root_dev ||
+        rst.st_ino != g->root_ino) {
         g->dir_errno = EAGAIN;
         goto out;
     }
@@ -534,8 +533,8 @@ static void group_open(struct procindex *x, struct group *g, int64_t now)
     struct creds_saved cs = {0};
     creds_target_of(t.procfd, &t.status, &ct);
     int fd = -EPERM;
-    if (creds_check(&ct, &e) == 0 && creds_become(&ct, &cs, &e) == 0)
-        fd = rootfs_open(t.rootfd, g->tmpdir, ROOTFS_DIR, O_RDONLY, 0, &e);
+    if (creds_check(&ct, NULL) == 0 && creds_become(&ct, &cs, NULL) == 0)
+        fd = rootfs_open(t.rootfd, g->tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
     creds_restore(&cs);
     struct stat dst;
     if (fd >= 0 && fstat(fd, &dst) < 0) {
@@ -566,8 +565,7 @@ out:
  * through rootfs (O_PATH: nothing is read), only to compare identities. */
 static bool group_current(struct group *g)
 {
-    struct cla_error e = {0};
-    _cleanup_close_ int fd = rootfs_open(g->rootfd, g->tmpdir, ROOTFS_DIR, O_PATH, 0, &e);
+    _cleanup_close_ int fd = rootfs_open(g->rootfd, g->tmpdir, ROOTFS_DIR, O_PATH, 0, NULL);
     struct stat st;
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g->dir_dev && st.st_ino == g->dir_ino;
 }

@@ -16,6 +16,7 @@
 #include "proc_parse.h"
 #include "procindex.h"
 #include "render.h"
+#include "runtime_info.h"
 #include "target.h"
 #include "util.h"
 
@@ -45,13 +46,15 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
     uint32_t hr = 0;
     int r = ipc_conn_process_info(sfd, util_now_ms() + timeout_ms, &pi, &hr, &e);
     if (r == 0) {
-        /* The runtime's strings are the target's text: rendered (render.h). */
-        const char *v = pi.clr_product_version ? pi.clr_product_version : "";
-        const char *rid = pi.runtime_identifier ? pi.runtime_identifier : "";
-        const char *arch = pi.arch ? pi.arch : "";
-        render_text(v, strlen(v), en->runtime_version, sizeof(en->runtime_version));
-        render_text(rid, strlen(rid), en->runtime_rid, sizeof(en->runtime_rid));
-        render_text(arch, strlen(arch), en->arch, sizeof(en->arch));
+        struct runtime_info ri;
+        _Static_assert(sizeof(en->runtime_version) == sizeof(ri.version) &&
+                           sizeof(en->runtime_rid) == sizeof(ri.rid) &&
+                           sizeof(en->arch) == sizeof(ri.arch),
+                       "ps_entry keeps the runtime's strings as runtime_info renders them");
+        runtime_info_from(&pi, &ri);
+        memcpy(en->runtime_version, ri.version, sizeof(en->runtime_version));
+        memcpy(en->runtime_rid, ri.rid, sizeof(en->runtime_rid));
+        memcpy(en->arch, ri.arch, sizeof(en->arch));
         ipc_process_info_free(&pi);
     } else if (r == -ECONNREFUSED) {
         en->state = "stale";

@@ -73,95 +73,116 @@ static int read_stat(int procfd, struct proc_stat *ret, struct cla_error *e)
     return proc_parse_stat(buf, len, ret, e);
 }
 
-int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error *e)
+/* Pins `pid`: its pidfd, then its /proc directory. While the pidfd's process lives its pid
+ * cannot be reused, so the /proc dir opened after it is its own. */
+static int pin(int proc_dirfd, pid_t pid, struct target *t, struct cla_error *e)
 {
-    struct target t = {.pid = pid, .pidfd = -1, .procfd = -1, .rootfd = -1};
     char name[16];
     int r;
-
-    if (pid <= 0)
-        return err_set(e, -EINVAL, "pid %d is not a process id", (int)pid);
-    /* Pin first: while the pidfd's process lives its pid cannot be reused, so the /proc dir we
-     * open next is its own. */
-    t.pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (t.pidfd < 0 && errno != ENOSYS && errno != EPERM) {
+    t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (t->pidfd < 0 && errno != ENOSYS && errno != EPERM) {
         r = -errno;
         if (r == -ESRCH)
             return err_set(e, r, "no process with pid %d", (int)pid);
         return err_setsys(e, r, "pidfd_open %d", (int)pid);
     }
     snprintf(name, sizeof(name), "%d", (int)pid);
-    t.procfd = openat(proc_dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (t.procfd < 0) {
+    t->procfd = openat(proc_dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (t->procfd < 0) {
         r = errno == ENOENT ? -ESRCH : -errno;
-        err_setsys(e, r, "open /proc/%d", (int)pid);
-        goto fail;
+        return err_setsys(e, r, "open /proc/%d", (int)pid);
     }
-    if ((r = read_stat(t.procfd, &t.stat, e)) < 0)
-        goto fail;
-    {
-        char buf[PROC_STATUS_MAX + 1];
-        size_t len;
-        r = read_procfile_buf(t.procfd, "status", buf, sizeof(buf), &len);
-        if (r < 0) {
-            err_setsys(e, r == -ENOENT ? -ESRCH : r, "read status");
-            goto fail;
-        }
-        if ((r = proc_parse_status(buf, len, &t.status, e)) < 0)
-            goto fail;
-        if (!t.status.have_nspid) {
-            /* Before Linux 4.1: no NSpid; then only same-namespace targets are supported. */
-            t.status.nspid = pid;
-            t.status.nspid_levels = 1;
-        }
+    return 0;
+}
+
+/* Who the process is: stat (its start time, the pin's second half) and status (its ids). */
+static int read_identity(struct target *t, struct cla_error *e)
+{
+    char buf[PROC_STATUS_MAX + 1];
+    size_t len;
+    int r;
+    if ((r = read_stat(t->procfd, &t->stat, e)) < 0)
+        return r;
+    r = read_procfile_buf(t->procfd, "status", buf, sizeof(buf), &len);
+    if (r < 0)
+        return err_setsys(e, r == -ENOENT ? -ESRCH : r, "read status");
+    if ((r = proc_parse_status(buf, len, &t->status, e)) < 0)
+        return r;
+    if (!t->status.have_nspid) {
+        /* Before Linux 4.1: no NSpid; then only same-namespace targets are supported. */
+        t->status.nspid = t->pid;
+        t->status.nspid_levels = 1;
     }
-    render_text(t.stat.comm, strlen(t.stat.comm), t.comm, sizeof(t.comm));
-    {
-        /* Most command lines fit the stack buffer; a longer one is read whole as before. */
-        char small[4096];
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-        r = read_procfile_buf(t.procfd, "cmdline", small, sizeof(small), &len);
-        if (r == -E2BIG)
-            r = read_procfile(t.procfd, "cmdline", PROC_CMDLINE_MAX, &buf, &len);
-        if (r == 0)
-            render_cmdline(buf ? buf : small, len, t.cmdline, sizeof(t.cmdline));
-        else
-            snprintf(t.cmdline, sizeof(t.cmdline), "[%s]", t.comm);
-    }
-    /* environ needs ptrace-read access to the target; without it TMPDIR stays unknown and the
-     * caller reports that, rather than guessing /tmp. */
-    r = read_procfile(t.procfd, "environ", PROC_ENVIRON_MAX, &t.environ, &t.environ_len);
+    render_text(t->stat.comm, strlen(t->stat.comm), t->comm, sizeof(t->comm));
+    return 0;
+}
+
+/* The command line as shown; one that cannot be read is shown as "[comm]", like ps does. */
+static void read_cmdline(struct target *t)
+{
+    /* Most command lines fit the stack buffer; a longer one is read whole. */
+    char small[4096];
+    _cleanup_free_ char *buf = NULL;
+    size_t len;
+    int r = read_procfile_buf(t->procfd, "cmdline", small, sizeof(small), &len);
+    if (r == -E2BIG)
+        r = read_procfile(t->procfd, "cmdline", PROC_CMDLINE_MAX, &buf, &len);
+    if (r == 0)
+        render_cmdline(buf ? buf : small, len, t->cmdline, sizeof(t->cmdline));
+    else
+        snprintf(t->cmdline, sizeof(t->cmdline), "[%s]", t->comm);
+}
+
+/* The environment, and the TMPDIR in it where the runtime puts its socket. */
+static int read_environ(struct target *t, struct cla_error *e)
+{
+    /* environ needs ptrace-read access to the target. Without it t->environ stays NULL (attach
+     * reports that as a permission problem) and TMPDIR is taken to be the default /tmp/, the
+     * runtime's own choice when TMPDIR is unset, so that ps can still look there. */
+    int r = read_procfile(t->procfd, "environ", PROC_ENVIRON_MAX, &t->environ, &t->environ_len);
     if (r < 0) {
-        t.environ = NULL;
-        t.environ_errno = -r;
-        if (r == -E2BIG) {
-            err_set(e, -EPROTO, "environment of pid %d exceeds %d bytes", (int)pid,
-                    PROC_ENVIRON_MAX);
-            r = -EPROTO;
-            goto fail;
-        }
-        snprintf(t.tmpdir, sizeof(t.tmpdir), "/tmp/");
-    } else if ((r = proc_tmpdir_from_environ(t.environ, t.environ_len, t.tmpdir, sizeof(t.tmpdir),
-                                             e)) < 0) {
-        /* The target's own environment is unusable: its data, not our usage, is at fault. The
-         * runtime's socket lives in that TMPDIR, so no --target-dir can stand in for it. */
-        r = -EPROTO;
-        if (e) {
-            e->code = r;
-            err_prefix(e, "pid %d (%s)", (int)pid, t.comm);
-            err_hint(e, "the app's environment sets TMPDIR to a value clrattach refuses (its "
-                        "diagnostic socket is there); restart the app with a plain absolute TMPDIR "
-                        "such as /tmp (valid UTF-8, no '.' or '..' component, no control, bidi or "
-                        "invisible character)");
-        }
+        t->environ = NULL;
+        t->environ_errno = -r;
+        if (r == -E2BIG)
+            return err_set(e, -EPROTO, "environment of pid %d exceeds %d bytes", (int)t->pid,
+                           PROC_ENVIRON_MAX);
+        snprintf(t->tmpdir, sizeof(t->tmpdir), "/tmp/");
+        return 0;
+    }
+    if (proc_tmpdir_from_environ(t->environ, t->environ_len, t->tmpdir, sizeof(t->tmpdir), e) >= 0)
+        return 0;
+    /* The target's own environment is unusable: its data, not our usage, is at fault. The
+     * runtime's socket lives in that TMPDIR, so no --target-dir can stand in for it. */
+    if (e) {
+        e->code = -EPROTO;
+        err_prefix(e, "pid %d (%s)", (int)t->pid, t->comm);
+        err_hint(e, "the app's environment sets TMPDIR to a value clrattach refuses (its "
+                    "diagnostic socket is there); restart the app with a plain absolute TMPDIR "
+                    "such as /tmp (valid UTF-8, no '.' or '..' component, no control, bidi or "
+                    "invisible character)");
+    }
+    return -EPROTO;
+}
+
+int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error *e)
+{
+    struct target t = {.pid = pid, .pidfd = -1, .procfd = -1, .rootfd = -1};
+    struct stat st;
+    int r;
+
+    if (pid <= 0)
+        return err_set(e, -EINVAL, "pid %d is not a process id", (int)pid);
+    /* Pin before reading anything, and re-check the start time after the last read: what was
+     * read then belongs to the pinned process, not to a successor that took its pid. */
+    if ((r = pin(proc_dirfd, pid, &t, e)) < 0 || (r = read_identity(&t, e)) < 0)
         goto fail;
-    }
-    {
-        struct stat st;
-        if (fstatat(t.procfd, "ns/mnt", &st, 0) == 0)
-            t.mntns = st.st_ino;
-    }
+    read_cmdline(&t);
+    if ((r = read_environ(&t, e)) < 0)
+        goto fail;
+    /* Processes that share a mount namespace share a filesystem view: caches of their socket
+     * directories key on it (diag_socket, procindex). */
+    if (fstatat(t.procfd, "ns/mnt", &st, 0) == 0)
+        t.mntns = st.st_ino;
     if ((r = target_check_alive(&t, e)) < 0)
         goto fail;
     *ret = t;
@@ -196,8 +217,7 @@ int target_check_alive(const struct target *t, struct cla_error *e)
             return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
     }
     struct proc_stat st;
-    struct cla_error ignore = {0};
-    if (read_stat(t->procfd, &st, &ignore) < 0)
+    if (read_stat(t->procfd, &st, NULL) < 0)
         return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
     if (st.starttime != t->stat.starttime)
         return err_set(e, -ESRCH, "pid %d now belongs to another process", (int)t->pid);

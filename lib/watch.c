@@ -877,8 +877,7 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
          * dirfd, start time) is what the attach uses: a process that takes the pid afterwards
          * is never attached in its place. */
         struct target tg;
-        struct cla_error te = {0};
-        if (target_open(o->proc_dirfd, pid, &tg, &te) < 0) {
+        if (target_open(o->proc_dirfd, pid, &tg, NULL) < 0) {
             watch_table_idle(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
             continue;
         }
@@ -890,8 +889,8 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
             struct creds_target ct;
             struct creds_saved cs = {0};
             creds_target_of(tg.procfd, &tg.status, &ct);
-            if (creds_check(&ct, &te) < 0 || creds_become(&ct, &cs, &te) < 0 ||
-                diag_socket_find(&tg, cache, &s, &te) < 0)
+            if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0 ||
+                diag_socket_find(&tg, cache, &s, NULL) < 0)
                 s.state = SOCKET_ABSENT;
             creds_restore(&cs);
         }
