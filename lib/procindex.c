@@ -827,17 +827,10 @@ static int relist(struct procindex *x, int64_t now_ms, struct cla_error *e)
     return 0;
 }
 
-int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
+/* Each group's representative (its first member in pid order), its directory opened or
+ * kept, listed when it changed; groups nobody is left in let go. */
+static void scan_groups(struct procindex *x, int64_t now_ms)
 {
-    bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
-    if (x->with_stat && !fresh && now_ms < x->relist_ms) {
-        refresh_known(x, now_ms);
-    } else {
-        int r = relist(x, now_ms, e);
-        if (r < 0)
-            return r;
-    }
-
     for (size_t i = 0; i < x->ngroups; i++)
         x->groups[i]->members = 0;
     for (size_t i = 0; i < x->n; i++) {
@@ -873,7 +866,12 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
         held += g->dir != NULL;
     }
     x->ngroups = kept;
+}
 
+/* Each process's flags from its group's listing: a socket name for its namespace pid, and
+ * whether that changed since the last scan. */
+static void flag_processes(struct procindex *x, int64_t now_ms)
+{
     for (size_t i = 0; i < x->n; i++) {
         struct rec *rc = &x->v[i];
         rc->pub.flags |= rc->base;
@@ -909,5 +907,19 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
             }
         }
     }
+}
+
+int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
+{
+    bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
+    if (x->with_stat && !fresh && now_ms < x->relist_ms) {
+        refresh_known(x, now_ms);
+    } else {
+        int r = relist(x, now_ms, e);
+        if (r < 0)
+            return r;
+    }
+    scan_groups(x, now_ms);
+    flag_processes(x, now_ms);
     return 0;
 }
