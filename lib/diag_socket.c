@@ -175,8 +175,8 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         en->is_socket = S_ISSOCK(st.st_mode);
         en->file_type = st.st_mode & S_IFMT;
     }
-    /* readdir() returns NULL both at the end and on error; only errno tells them apart. Nothing
-     * in the loop that `continue`s sets errno on success, so a leftover value is readdir's. */
+    /* readdir() returns NULL both at the end and on error; only errno tells them apart, hence
+     * the errno = 0 before the loop. */
     if (errno)
         r = err_setsys(e, -errno, "readdir '%s'", shown(tmpdir, sh, sizeof(sh)));
 out:
