@@ -42,8 +42,8 @@ enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, si
         memcpy(s.name, best->name, sizeof(s.name));
         s.key = best->key;
         s.file_type = best->file_type;
-        /* A non-socket under the chosen name is reported as such, never connected to: only the
-         * target could have put it there. */
+        /* A non-socket under the chosen name is reported as such, never connected to: the
+         * runtime only ever binds a socket there. */
         s.stale = s.candidates - 1;
         s.state = !best->is_socket ? SOCKET_NOT_SOCKET
                   : best_keyed     ? SOCKET_FOUND

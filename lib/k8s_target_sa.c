@@ -33,8 +33,8 @@ static int open_file(int rootfd, const char *name, struct cla_error *e)
 
 int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct cla_error *e)
 {
-    /* The pin is checked first: once the pid is reused, its /proc/<pid>/root would be another
-     * process's filesystem and we would send that process's token. */
+    /* Checked first: the pinned /proc dirfd never leads to another process, but once ours has
+     * exited its root is gone, and the error would blame a missing token instead of the exit. */
     int r = target_check_alive(t, e);
     if (r < 0)
         return err_prefix(e, "the target's service account");
