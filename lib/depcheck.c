@@ -14,6 +14,9 @@
 #include "rootfs.h"
 #include "util.h"
 
+/* Caps on what the target's text can make us hold: its maps list every mapped file and its
+ * musl path file is its own. A process with more than MAPPED_MAX libraries is checked against
+ * the first ones only; a miss then still names the library, and can be skipped. */
 #define MAPPED_MAX    256
 #define MAPPED_BUF    (64 * 1024)
 #define MUSL_PATH_MAX 4096
@@ -28,6 +31,8 @@ static const char *base_of(const char *path)
  * (system libraries are links to versioned files), with or without openat2. */
 static bool exists_in_root(int rootfd, const char *path)
 {
+    /* O_PATH: the file is never read or opened for I/O, so a FIFO or device planted in a
+     * library directory cannot block us; the type is still checked on what the path reaches. */
     int fd = rootfs_open_contained(rootfd, path, ROOTFS_REG, O_PATH, NULL);
     if (fd < 0)
         return false;
@@ -51,6 +56,8 @@ struct ctx {
     size_t musl_path_len;
 };
 
+/* A library already loaded is not looked for again: the loader matches a DT_NEEDED name against
+ * the objects it has loaded. Matched here on the mapped file's base name. */
 static bool mapped_by_name(const struct ctx *c, const char *name)
 {
     const char *p = c->mapped;
@@ -76,6 +83,8 @@ static int resolve(const struct ctx *c, const struct elf_info *elf, const char *
     const struct depcheck_input *in = c->in;
     if (loader_builtin(in->libc, name) || mapped_by_name(c, name))
         return 0;
+    /* A name with a '/' is a path, used as it is with no search. A relative one is relative to
+     * the target's working directory at load time, which we cannot know: it is let through. */
     if (strchr(name, '/'))
         return name[0] != '/' || exists_in_root(in->rootfd, name) ? 0 : -ENOENT;
     struct ld_request rq = {
@@ -89,15 +98,18 @@ static int resolve(const struct ctx *c, const struct elf_info *elf, const char *
         .musl_path = c->musl_path,
         .musl_path_len = c->musl_path_len,
     };
+    /* On the heap: with every directory's text (LDSEARCH_BUF) it is over 8 KiB. */
     struct ld_search *s = malloc(sizeof(*s));
     if (!s)
         return err_set(e, -ENOMEM, "out of memory");
     int r = ldsearch_dirs(&rq, s, e);
+    /* Only for the message; a long search list is cut and marked with "...". */
     char looked[300];
     size_t used = 0;
     looked[0] = '\0';
     char path[TARGET_PATH_MAX];
     for (size_t i = 0; r == 0 && i < s->n; i++) {
+        /* A path longer than TARGET_PATH_MAX is one we never open: skipped, not cut. */
         if (snprintf(path, sizeof(path), "%s/%s", s->dir[i], name) >= (int)sizeof(path))
             continue;
         if (exists_in_root(in->rootfd, path))
@@ -117,6 +129,8 @@ static int resolve(const struct ctx *c, const struct elf_info *elf, const char *
     free(s);
     if (r < 0)
         return r;
+    /* The directories come from the target (LD_LIBRARY_PATH, its path file, its maps): they are
+     * rendered (render.h) before they reach a message. */
     char who_shown[160], name_shown[160], looked_shown[400];
     render_text(who, strlen(who), who_shown, sizeof(who_shown));
     render_text(name, strlen(name), name_shown, sizeof(name_shown));
@@ -136,6 +150,7 @@ found:
     return 0;
 }
 
+/* Stops at the first miss: one library named per message, the one to ship first. */
 static int check_object(const struct ctx *c, const struct elf_info *elf, const char *origin,
                         const char *who, struct cla_error *e)
 {
@@ -147,6 +162,8 @@ static int check_object(const struct ctx *c, const struct elf_info *elf, const c
     return 0;
 }
 
+/* musl's loader reads /etc/ld-musl-<arch>.path in place of its default directories when it
+ * exists. Read inside the target's root; absent or unreadable means the default, as for musl. */
 static void read_musl_path(struct ctx *c)
 {
     const char *arch = ldsearch_musl_arch(c->in->arch);
@@ -172,6 +189,8 @@ int depcheck_run(const struct depcheck_input *in, struct cla_error *e)
     int r = 0;
     const struct profset_build *b = in->build;
     char origin[TARGET_PATH_MAX];
+    /* $ORIGIN is the directory of the object that has the RUNPATH, as the target sees it: the
+     * delivered file's directory, or each library's own directory inside the delivered one. */
     if (!b->dir) {
         const char *base = base_of(in->delivered);
         snprintf(origin, sizeof(origin), "%.*s", (int)(base - in->delivered - 1), in->delivered);

@@ -22,9 +22,14 @@ enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, si
     bool best_keyed = false;
     for (size_t i = 0; i < n; i++) {
         const struct diag_socket_entry *en = &entries[i];
+        /* The runtime names its socket for its namespace pid (its own getpid()), not the pid we
+         * see from outside its pid namespace. */
         if (en->pid != nspid)
             continue;
         s.candidates++;
+        /* The key is the runtime's own start time (field 22 of its /proc/self/stat, in clock
+         * ticks): the same kernel gives us the same value, so an equal key proves the socket is
+         * this process's and not a stale one left by an earlier process with the same pid. */
         bool keyed = en->key == starttime;
         /* The matching key wins outright; among the rest, the newest, as the runtime's client. */
         if (!best || (keyed && !best_keyed) ||
@@ -37,6 +42,8 @@ enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, si
         memcpy(s.name, best->name, sizeof(s.name));
         s.key = best->key;
         s.file_type = best->file_type;
+        /* A non-socket under the chosen name is reported as such, never connected to: the
+         * runtime only ever binds a socket there. */
         s.stale = s.candidates - 1;
         s.state = !best->is_socket ? SOCKET_NOT_SOCKET
                   : best_keyed     ? SOCKET_FOUND
@@ -111,6 +118,9 @@ static const char *shown(const char *raw, char *buf, size_t size)
  * is an answer (dir_errno), not a failure. */
 static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
 {
+    /* TMPDIR is the target's own value (already refused with "." or ".." components): resolved
+     * inside its root, so a TMPDIR that is a link to "/" lists the target's /, never ours. An
+     * unreachable TMPDIR is what `ps` reports for this process, hence no error (NULL). */
     int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
     if (fd < 0) {
         d->dir_errno = -fd;
@@ -134,6 +144,8 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
                         shown(tmpdir, sh, sizeof(sh)), TARGET_DIR_ENTRIES_MAX);
             goto out;
         }
+        /* Names are filtered before any stat: the entries cost nothing until one parses as
+         * dotnet-diagnostic-<pid>-<key>-socket. */
         size_t len = strlen(de->d_name);
         pid_t pid;
         uint64_t key;
@@ -141,6 +153,8 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
             !proc_socket_name_parse(de->d_name, len, &pid, &key))
             continue;
         struct stat st;
+        /* NOFOLLOW: a link named like a socket is listed as a link (then refused as not a
+         * socket), never followed to whatever it names. */
         if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             continue; /* gone meanwhile */
         if (d->n == alloc) {
@@ -156,10 +170,13 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         memcpy(en->name, de->d_name, len + 1);
         en->pid = pid;
         en->key = key;
+        /* mtime breaks ties between unkeyed candidates, as the runtime's own client does. */
         en->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         en->is_socket = S_ISSOCK(st.st_mode);
         en->file_type = st.st_mode & S_IFMT;
     }
+    /* readdir() returns NULL both at the end and on error; only errno tells them apart, hence
+     * the errno = 0 before the loop. */
     if (errno)
         r = err_setsys(e, -errno, "readdir '%s'", shown(tmpdir, sh, sizeof(sh)));
 out:
@@ -167,6 +184,7 @@ out:
     return r;
 }
 
+/* Effective ids ([1] of the Uid:/Gid: lines) are what the listing was done as. */
 static bool same_creds(const struct cache_dir *c, const struct proc_status *st)
 {
     return c->uid == st->uid[1] && c->gid == st->gid[1] && c->cap_eff == st->cap_eff &&
@@ -180,6 +198,8 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
     int r = target_open_root(t, e);
     if (r < 0)
         return r;
+    /* The root's device and inode, with the mount namespace, say which filesystem view a
+     * listing belongs to: two containers may both have a /tmp/ that are different directories. */
     struct stat rst;
     if (fstat(t->rootfd, &rst) < 0)
         return err_setsys(e, -errno, "stat root of %d", (int)t->pid);
@@ -190,6 +210,8 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
             struct cache_dir *c = &cache->dirs[i];
             if (c->root_dev == rst.st_dev && c->root_ino == rst.st_ino && c->mntns == t->mntns &&
                 t->mntns != 0 && same_creds(c, &t->status) && strcmp(c->tmpdir, t->tmpdir) == 0) {
+                /* mntns 0 (unknown) never matches: a wrong cache hit would show one container
+                 * another's sockets. */
                 d = c;
                 break;
             }
@@ -227,6 +249,8 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
         }
     }
 
+    /* With a cache, `d` points into cache->dirs and stays owned by it; without one, the listing
+     * is ours and freed below. */
     if (d->dir_errno) {
         struct diag_socket s = {.state = SOCKET_DIR_ERROR, .dir_errno = d->dir_errno};
         *ret = s;
@@ -240,6 +264,8 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
 
 int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_error *e)
 {
+    /* t->tmpdir ends in '/' (the runtime appends one to TMPDIR, and so does the environment
+     * parser). Not bound by sun_path's 108 bytes: the socket is connected through an fd. */
     char path[TARGET_PATH_MAX + sizeof(s->name)];
     int n = snprintf(path, sizeof(path), "%s%s", t->tmpdir, s->name);
     if (n < 0 || (size_t)n >= sizeof(path))

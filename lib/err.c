@@ -10,6 +10,8 @@
  * 0, which would read as success. The message is not kept: nobody asked for it. */
 static __thread int unreported_code;
 
+/* vsnprintf truncates to `size` (a long path in a message is cut, never overflows); on an
+ * encoding error it returns < 0 and leaves the buffer unspecified, so it is emptied. */
 static void vfill(char *buf, size_t size, const char *fmt, va_list ap)
 {
     int n = vsnprintf(buf, size, fmt, ap);
@@ -17,6 +19,8 @@ static void vfill(char *buf, size_t size, const char *fmt, va_list ap)
         buf[0] = '\0';
 }
 
+/* errno is saved and restored in every setter: callers set an error and then clean up, and
+ * cleanup code (and callers' own checks) may still read the errno of the failed call. */
 int err_set(struct cla_error *e, int code, const char *fmt, ...)
 {
     if (!e)
@@ -26,6 +30,7 @@ int err_set(struct cla_error *e, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vfill(e->msg, sizeof(e->msg), fmt, ap);
     va_end(ap);
+    /* A hint belongs to the error it was given for; a new error starts without one. */
     e->code = code;
     e->hint[0] = '\0';
     errno = saved;
@@ -42,6 +47,8 @@ int err_setsys(struct cla_error *e, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vfill(head, sizeof(head), fmt, ap);
     va_end(ap);
+    /* `code` is a negative errno; strerror's text is for reading, the name (ELOOP) is what
+     * people search for. A head that fills the buffer cuts this suffix, not the head. */
     const char *name = err_errno_name(-code);
     if (name)
         snprintf(e->msg, sizeof(e->msg), "%s: %s (%s)", head, strerror(-code), name);
@@ -64,6 +71,7 @@ int err_prefix(struct cla_error *e, const char *fmt, ...)
     va_start(ap, fmt);
     vfill(head, sizeof(head), fmt, ap);
     va_end(ap);
+    /* The old message is copied out first: the new text is written over the same buffer. */
     memcpy(old, e->msg, sizeof(old));
     old[sizeof(old) - 1] = '\0';
     /* Concatenate by hand: truncating a long chain of context is intended, and the end of the
@@ -82,6 +90,8 @@ int err_prefix(struct cla_error *e, const char *fmt, ...)
     return e->code;
 }
 
+/* The hint is what the operator can do about the error; cmd/ prints it after the message. It
+ * keeps the code of the error already set and never changes it. */
 int err_hint(struct cla_error *e, const char *fmt, ...)
 {
     if (!e)

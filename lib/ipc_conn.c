@@ -23,6 +23,8 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
         if (left <= 0)
             return -ETIMEDOUT;
         struct pollfd p = {.fd = fd, .events = events};
+        /* Capped so the int argument cannot overflow for a far deadline; the loop re-polls.
+         * Any revent ends the wait (POLLHUP, POLLERR too): the next send/recv reports it. */
         int n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
         if (n < 0) {
             if (errno == EINTR)
@@ -36,11 +38,16 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
 
 int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
 {
+    /* Connecting through the O_PATH fd's magic link: the socket's real path (the target's TMPDIR
+     * seen through /proc/<pid>/root) can exceed sun_path's 108 bytes, and a path would be
+     * resolved again, through directories the target controls, at connect time. */
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", sock_pathfd);
     if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
         return err_set(e, -ENAMETOOLONG, "ipc: socket fd path");
 
+    /* Non-blocking from the start: a hostile or stopped target must not hold us in connect(),
+     * send() or recv() past the deadline. */
     _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return err_setsys(e, -errno, "ipc: socket");
@@ -57,6 +64,8 @@ int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
             usleep(10000);
             continue;
         }
+        /* Not expected on Linux Unix sockets, which connect at once or fail; kept for the
+         * generic non-blocking contract, with the result read from SO_ERROR. */
         if (errno == EINPROGRESS) {
             int r = wait_fd(fd, POLLOUT, deadline_ms);
             if (r < 0)
@@ -79,6 +88,8 @@ int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
 static int transfer(int fd, uint8_t *buf, size_t len, bool send_dir, int64_t deadline_ms)
 {
     while (len > 0) {
+        /* MSG_NOSIGNAL: a target that closes its end gives EPIPE here instead of a SIGPIPE
+         * that would kill us. */
         ssize_t n = send_dir ? send(fd, buf, len, MSG_NOSIGNAL) : recv(fd, buf, len, 0);
         if (n < 0) {
             if (errno == EINTR)
@@ -118,6 +129,8 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
         return err_set(e, r, "ipc: the target closed the connection without a reply");
     if (r < 0)
         return err_setsys(e, r, "ipc: receive");
+    /* The header is checked (magic, size >= its own length) before its size is used to
+     * allocate or read: the reply is the target's. */
     struct ipc_header hdr;
     if ((r = ipc_decode_header(hbuf, sizeof(hbuf), &hdr, e)) < 0)
         return r;
@@ -152,6 +165,7 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
 /* The runtime's answer to a command it does not know (older runtimes, Mono). */
 #define HR_UNKNOWN_COMMAND 0x80131385u
 
+/* One connection per command: the runtime serves one request on a connection and closes it. */
 int ipc_conn_status_command(int sock_pathfd, const uint8_t *req, size_t req_len,
                             int64_t deadline_ms, uint32_t *ret_hresult, struct cla_error *e)
 {
@@ -174,6 +188,9 @@ int ipc_conn_process_info(int sock_pathfd, int64_t deadline_ms, struct ipc_proce
         uint8_t id;
         int version;
     } tries[] = {{IPC_PROCESS_INFO3, 3}, {IPC_PROCESS_INFO2, 2}, {IPC_PROCESS_INFO, 1}};
+    /* Newest first: ProcessInfo3 (.NET 8) adds the runtime's RID, ProcessInfo2 (.NET 7) its
+     * version; an older runtime answers UNKNOWN_COMMAND and the next one is tried, each on a
+     * new connection since the runtime closes the old one after replying. */
     for (size_t i = 0; i < ARRAY_SIZE(tries); i++) {
         uint8_t req[IPC_HEADER_SIZE];
         int n = ipc_encode_simple(IPC_SET_PROCESS, tries[i].id, req, sizeof(req), e);

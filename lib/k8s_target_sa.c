@@ -13,6 +13,9 @@
 #include "target.h"
 #include "util.h"
 
+/* Opens K8S_SA_DIR_DEFAULT/name under the target's root. The kubelet makes these files links
+ * into a ..data directory, so links are followed, but only inside the root (rootfs), and the type
+ * is checked on the file reached: a FIFO or tty planted there would block our read forever. */
 static int open_file(int rootfd, const char *name, struct cla_error *e)
 {
     char path[256];
@@ -30,6 +33,8 @@ static int open_file(int rootfd, const char *name, struct cla_error *e)
 
 int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct cla_error *e)
 {
+    /* Checked first: the pinned /proc dirfd never leads to another process, but once ours has
+     * exited its root is gone, and the error would blame a missing token instead of the exit. */
     int r = target_check_alive(t, e);
     if (r < 0)
         return err_prefix(e, "the target's service account");
@@ -48,6 +53,8 @@ int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct
         r = sa.ca_fd;
         goto out;
     }
+    /* The namespace file is optional (an older kubelet, a projected volume without it): any
+     * failure leaves namespace_ empty and the caller takes the namespace from elsewhere. */
     {
         struct cla_error ne = {0};
         _cleanup_close_ int nfd = open_file(rootfd, "namespace", &ne);
@@ -66,6 +73,8 @@ int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct
             free(buf);
         }
     }
+    /* The client reads these paths later: /proc/self/fd/N reopens our fd's file, never a name
+     * the target could swap in between. */
     snprintf(sa.token_path, sizeof(sa.token_path), "/proc/self/fd/%d", sa.token_fd);
     snprintf(sa.ca_path, sizeof(sa.ca_path), "/proc/self/fd/%d", sa.ca_fd);
     *ret = sa;

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+/* ASCII only, by byte: client data may be UTF-16 or binary, and a locale-dependent isalnum()
+ * could call a byte of a multi-byte character a letter. */
 static bool is_word(uint8_t c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -24,10 +26,13 @@ static bool token_is(const uint8_t *in, size_t i, size_t tlen, const char *name)
     return tlen == strlen(name) + 2 && memcmp(in + i + 1, name, tlen - 2) == 0;
 }
 
+/* Scans with the same tokenizer as placeholders_expand, so "present" never disagrees with what
+ * expansion would substitute; unknown {word}s are not reported here (expansion refuses them). */
 int placeholders_present(const uint8_t *in, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         if (in[i] == '{' && i + 1 < len && in[i + 1] == '{') {
+            /* Both braces skipped: "{{dir}" is a literal "{dir}", not a placeholder. */
             i++;
             continue;
         }
@@ -63,6 +68,8 @@ int placeholders_expand(const uint8_t *in, size_t len, const char *dir, const ch
                                    "placeholders are {dir} and {entry}; write {{ for a "
                                    "literal brace",
                                    (int)(t > 40 ? 40 : t), (const char *)in + i, i);
+                /* A NULL value: the caller has no delivered directory to name, and a guessed
+                 * path in the client data would send the profiler to the wrong files. */
                 if (!sub)
                     return err_set(e, -EINVAL,
                                    "client data: '%.*s' has no value here (no profiler "
@@ -72,6 +79,8 @@ int placeholders_expand(const uint8_t *in, size_t len, const char *dir, const ch
                 sublen = strlen(sub);
             }
         }
+        /* n <= cap always holds, so cap - n cannot wrap; checked before each copy so a long
+         * {dir} repeated many times fails with -E2BIG instead of writing past `out`. */
         if (sublen > cap - n)
             return err_set(e, -E2BIG, "client data: %zu bytes or more after expansion exceed %zu",
                            n + sublen, cap);

@@ -11,6 +11,9 @@
 
 int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, struct cla_error *e)
 {
+    /* comm is the process's own choice and may hold ')' and spaces: the first '(' opens it and
+     * the LAST ')' closes it (the runtime's PAL reads its own stat the same way), so a name like
+     * "x) R 1 2" cannot shift the fields that follow. */
     const char *open = memchr(buf, '(', len);
     const char *close = NULL;
     for (size_t i = len; i > 0; i--) {
@@ -57,6 +60,8 @@ int proc_parse_stat(const char *buf, size_t len, struct proc_stat *ret_stat, str
                 return err_set(e, -EPROTO, "proc: stat ppid malformed");
             st.ppid = (pid_t)v;
         } else if (field == 22) {
+            /* The runtime's socket key and our pin against pid reuse: taken exactly, in
+             * clock ticks since boot, never rounded. */
             if (util_parse_u64(f, flen, UINT64_MAX, &v) < 0)
                 return err_set(e, -EPROTO, "proc: stat starttime malformed");
             st.starttime = v;
@@ -82,6 +87,7 @@ static int parse_ids(const char *p, const char *end, uint64_t *out, int max, uin
         const char *f = p;
         while (p < end && *p != ' ' && *p != '\t')
             p++;
+        /* More ids than the line can have: a forged file, refused rather than cut. */
         if (n == max)
             return -EPROTO;
         if (util_parse_u64(f, (size_t)(p - f), limit, &out[n]) < 0)
@@ -126,6 +132,7 @@ static int parse_groups(const char *p, const char *end, struct proc_status *st)
         while (p < end && *p != ' ' && *p != '\t')
             p++;
         uint64_t v;
+        /* (gid_t)-1 is no group (it means "unchanged" to setgroups and chown), hence the limit. */
         if (util_parse_u64(f, (size_t)(p - f), UINT32_MAX - 1, &v) < 0)
             return -EPROTO;
         if (st->ngroups == PROC_GROUPS_MAX)
@@ -150,6 +157,8 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
             size_t klen = (size_t)(colon - p);
             uint64_t ids[32];
             if (klen == 3 && (memcmp(p, "Uid", 3) == 0 || memcmp(p, "Gid", 3) == 0)) {
+                /* Real, effective, saved, filesystem: all four, as the kernel always prints
+                 * them; -1 excluded, since it is no id (it means "unchanged" to set*id). */
                 int n = parse_ids(colon + 1, le, ids, 4, UINT32_MAX - 1);
                 if (n != 4)
                     return err_set(e, -EPROTO, "proc: status %.3s line malformed", p);
@@ -168,6 +177,8 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
                 int n = parse_ids(colon + 1, le, ids, 32, INT_MAX);
                 if (n < 1 || ids[n - 1] == 0)
                     return err_set(e, -EPROTO, "proc: status NSpid line malformed");
+                /* The last is the pid in the process's own namespace: the one its runtime
+                 * puts in its socket's name. */
                 st.nspid = (pid_t)ids[n - 1];
                 st.nspid_levels = n;
                 st.have_nspid = true;
@@ -187,6 +198,8 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
             break;
         p = nl + 1;
     }
+    /* Uid and Gid decide whose files we create in the target: without them, nothing is assumed
+     * (a zeroed struct would read as root). */
     if (!have_uid || !have_gid)
         return err_set(e, -EPROTO, "proc: status lacks its Uid or Gid line");
     *ret_status = st;
@@ -204,6 +217,8 @@ const char *proc_environ_diagnostics_off(const char *buf, size_t len)
     const char *v[N];
     size_t vlen[N];
     proc_environ_get_many(buf, len, names, N, v, vlen);
+    /* /proc/<pid>/environ is the environment as it was at execve: what the runtime read when it
+     * started, not a variable the process set later. */
     for (size_t i = 0; i < N; i++)
         if (v[i] && vlen[i] == 1 && v[i][0] == '0')
             return names[i];
@@ -220,6 +235,7 @@ void proc_environ_get_many(const char *buf, size_t len, const char *const *names
         const char *z = memchr(p, '\0', (size_t)(end - p));
         const char *ve = z ? z : end;
         size_t elen = (size_t)(ve - p);
+        /* A last entry without its NUL (the file cut at our read cap) still counts. */
         for (size_t i = 0; i < n; i++) {
             size_t nlen = strlen(names[i]);
             if (elen > nlen && p[nlen] == '=' && memcmp(p, names[i], nlen) == 0) {
@@ -363,11 +379,14 @@ static int mi_field(const char **pp, const char *end, char *out, size_t size)
                     return -EPROTO;
                 v = v * 8 + (p[k] - '0');
             }
+            /* A NUL would cut the decoded path short of what the kernel meant; "\400" and up
+             * is no byte. */
             if (v == 0 || v > 255)
                 return -EPROTO;
             c = (char)v;
             p += 3;
         }
+        /* Refused rather than cut: a shortened mount point would match the wrong paths. */
         if (o + 1 >= size)
             return -EPROTO;
         out[o++] = c;
@@ -437,6 +456,7 @@ static int mi_line(const char *p, const char *end, struct proc_mount *m)
     const char *super = p;
     while (p < end && *p != ' ')
         p++;
+    /* A mount is read-only if either its own options or its superblock's say so. */
     if (has_opt(super, (size_t)(p - super), "ro"))
         m->read_only = true;
     return 0;
@@ -453,6 +473,8 @@ int proc_parse_mountinfo(const char *buf, size_t len, struct proc_mount **ret_mo
         const char *le = nl ? nl : end;
         lineno++;
         if (le > p) {
+            /* A process can create mounts in its own namespace by the ten thousand (fs.mount-max
+             * is 100000 by default): the cap keeps the parse and the linear search bounded. */
             if (n == PROC_MOUNTS_MAX) {
                 free(list);
                 return err_set(e, -E2BIG, "mountinfo has more than %d mounts", PROC_MOUNTS_MAX);
@@ -562,6 +584,7 @@ int proc_maps_has(const char *buf, size_t len, const char *name)
 
 int proc_maps_scan_feed(struct proc_maps_scan *s, size_t n, const char *name)
 {
+    /* The caller reads into buf + have, at most the room left: more is a caller bug. */
     if (n > sizeof(s->buf) - s->have)
         return -EINVAL;
     if (n == 0) {
@@ -597,6 +620,8 @@ size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, 
         for (const char *q = path; q < le; q++)
             if (*q == '/')
                 base = q + 1;
+        /* The kernel appends " (deleted)" to an unlinked file's path: no such file exists
+         * under that name, so nothing could be found beside it. */
         if (plen > 10 && memcmp(le - 10, " (deleted)", 10) == 0)
             continue;
         if (!memmem(base, (size_t)(le - base), ".so", 3))
@@ -609,6 +634,7 @@ size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, 
             }
         if (seen)
             continue;
+        /* Out of room: stop rather than store a path cut short. */
         if (plen + 1 > size - used)
             break;
         memcpy(out + used, path, plen);
@@ -634,6 +660,7 @@ int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t siz
         size_t plen = (size_t)(le - path);
         if (plen <= nlen || le[-(ptrdiff_t)nlen - 1] != '/' || memcmp(le - nlen, name, nlen) != 0)
             continue;
+        /* A path that does not fit is not reported at all: a cut one would name another file. */
         if (plen + 1 > size)
             return 0;
         memcpy(out, path, plen);

@@ -20,6 +20,8 @@ static int open_link_target(int rootfd, const char *rel)
     return rootfs_open_beneath(rootfd, rel, ROOTFS_REG, O_RDONLY, NULL);
 }
 
+/* The type is checked on the fd, not on the name: the entry may have changed since it was
+ * listed. Each file is capped at PROFILER_MAX_SIZE on its own; profdir_add() caps the total. */
 static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, size_t *ret_len,
                      bool *ret_exec, struct cla_error *e)
 {
@@ -37,6 +39,7 @@ static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, 
         return err_setsys(e, r, "read '%s/%s'", shown, rel);
     *ret = (uint8_t *)buf;
     *ret_len = len;
+    /* Any x bit: the file is delivered 0555, else 0444 (the target's user needs no more). */
     *ret_exec = (st.st_mode & 0111) != 0;
     return 0;
 }
@@ -45,9 +48,11 @@ static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, 
 static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsigned depth,
                 struct profdir *pd, struct cla_error *e)
 {
+    /* Bounds the recursion (and so our stack) as well as the tree created in the target. */
     if (depth > PROFDIR_DEPTH_MAX)
         return err_set(e, -E2BIG, "'%s/%s' is more than %d directories deep", shown, rel,
                        PROFDIR_DEPTH_MAX);
+    /* A fd of our own for fdopendir(): closedir() closes it, and `dirfd` stays the caller's. */
     int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
@@ -68,6 +73,9 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
                         PROFDIR_PATH_MAX);
             break;
         }
+        /* Control bytes are refused: the manifest hashed into the delivered name is one line
+         * per entry, so a newline in a name could make two different trees hash alike, and the
+         * names are printed in messages where a newline or escape would forge output. */
         for (const char *p = de->d_name; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f) {
                 r = err_set(e, -EINVAL, "a name in '%s/%s' holds the control byte 0x%02x", shown,
@@ -77,6 +85,7 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
         if (r < 0)
             break;
         struct stat st;
+        /* NOFOLLOW: a link is seen as a link and resolved below, inside the tree only. */
         if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
             r = err_setsys(e, -errno, "'%s/%s'", shown, path);
             break;
@@ -90,6 +99,7 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
                 r = err_setsys(e, -errno, "'%s/%s'", shown, path);
                 break;
             }
+            /* Added before its contents, so an empty directory is delivered too. */
             r = profdir_add(pd, path, true, true, NULL, 0, e);
             if (r >= 0)
                 r = walk(rootfd, sub, shown, path, depth + 1, pd, e);
@@ -98,6 +108,9 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
         }
         int ffd;
         if (S_ISREG(st.st_mode)) {
+            /* The entry can be swapped between fstatat and here: O_NOFOLLOW fails on a link,
+             * O_NONBLOCK|O_NOCTTY keep a FIFO or tty from blocking us or becoming our
+             * terminal, and read_file() checks the type again on the fd. */
             ffd = openat(dirfd, de->d_name,
                          O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
             if (ffd < 0) {
@@ -106,6 +119,8 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
             }
         } else if (S_ISLNK(st.st_mode)) {
             ffd = open_link_target(rootfd, path);
+            /* rootfs's type errors: -EISDIR a directory, -ENXIO a FIFO, device or socket.
+             * Anything else is a link that leaves the tree or dangles. */
             if (ffd == -EISDIR || ffd == -ENXIO) {
                 r = err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, path);
                 break;

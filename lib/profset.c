@@ -16,7 +16,8 @@
 #include "userfile.h"
 #include "util.h"
 
-/* Bundle subdirectories we look for, as portable RIDs. */
+/* Bundle subdirectories we look for, as portable RIDs. Linux only: a bundle's win-* or osx-*
+ * builds could never load into a Linux target and are not read. PROFSET_MAX is their count. */
 static const char *const variants[] = {
     "linux-x64", "linux-musl-x64", "linux-arm64", "linux-musl-arm64",
     "linux-arm", "linux-musl-arm", "linux-x86",   "linux-musl-x86",
@@ -46,6 +47,8 @@ static int take_single(uint8_t *buf, size_t len, const char *name, const char *s
     int r = elfinfo_parse(buf, len, &b->elf, &pe);
     if (r < 0 || !b->elf.is_shared_object) {
         free(buf);
+        /* The runtime dlopen()s the profiler: an ET_EXEC executable cannot be loaded that way,
+         * so it is refused here rather than by an HRESULT from inside the target. */
         if (r == -ENOEXEC || r == 0)
             return err_set(e, -EINVAL, "profiler '%s' is not an ELF shared object%s", shown,
                            r == 0 ? " (an executable: the runtime cannot dlopen it)" : "");
@@ -91,6 +94,8 @@ static int take_dir(struct profdir *pd, const char *entry, const char *shown,
         profdir_free(pd);
         return err_set(e, -ENOMEM, "out of memory");
     }
+    /* The profdir moves into the build (no copy of the bytes); the entry's ELF facts stand for
+     * the build in the arch and libc check of profset_choose(). */
     *b->dir = *pd;
     b->elf = *b->dir->files[b->dir->entry].elf;
     return 0;
@@ -109,6 +114,7 @@ static int read_dir_build(int dfd, const char *entry, const char *shown, struct 
         char one[PROFDIR_PATH_MAX + 1];
         snprintf(one, sizeof(one), "%s", pd.files[0].path);
         profdir_free(&pd);
+        /* `shown` is a command-line path (up to PATH_MAX) plus a relative name. */
         char path[4400];
         snprintf(path, sizeof(path), "%s/%s", shown, one);
         return read_build(dfd, one, path, b, e);
@@ -119,6 +125,8 @@ static int read_dir_build(int dfd, const char *entry, const char *shown, struct 
 /* Opens `rel` below `root` as a directory, or returns -ENOENT quietly. */
 static int open_subdir(int root, const char *rel)
 {
+    /* O_DIRECTORY refuses anything else by type; O_NONBLOCK|O_NOCTTY keep even a swapped-in
+     * FIFO or tty from blocking us or becoming our terminal. */
     int fd = openat(root, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     return fd < 0 ? -errno : fd;
 }
@@ -136,6 +144,8 @@ static bool has_subdir(int root, const char *rel)
  * "/native" for a NuGet package), or none (a plain profiler directory). */
 static const char *detect_layout(int root, const char **prefix, const char **suffix)
 {
+    /* Most specific first: a NuGet package's root (runtimes/<rid>/native), then a package's
+     * runtimes/ itself (<rid>/native), then a bundle of <rid>/ directories. */
     char rel[128];
     for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
         snprintf(rel, sizeof(rel), "runtimes/%s/native", variants[i]);
@@ -161,6 +171,8 @@ static const char *detect_layout(int root, const char **prefix, const char **suf
 
 static int load_dir(const char *path, const char *entry, struct profset *ps, struct cla_error *e)
 {
+    /* The path is resolved once; everything below is read relative to this fd, so a rename of
+     * the path while we read cannot mix two trees. */
     _cleanup_close_ int root = open_subdir(AT_FDCWD, path);
     if (root < 0)
         return err_setsys(e, root, "profiler directory '%s'", path);
@@ -170,6 +182,8 @@ static int load_dir(const char *path, const char *entry, struct profset *ps, str
         struct profset_build *b = add_build(ps, e);
         return b ? read_dir_build(root, entry, path, b, e) : -ENOMEM;
     }
+    /* Every Linux build is read now: which one the target needs is known only once its runtime
+     * has been asked (profset_choose()), and a broken build is reported whichever it is. */
     ps->bundle = true;
     for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
         char rel[128], shown[4400];
@@ -203,6 +217,7 @@ int profset_load(const char *path, const char *entry, struct profset *ret, struc
     if (S_ISDIR(st.st_mode)) {
         r = load_dir(path, entry, &ps, e);
     } else {
+        /* Refused rather than ignored: the operator meant some library that is not this one. */
         if (entry) {
             err_set(e, -EINVAL, "--entry '%s' given with a single profiler file '%s'", entry, path);
             return err_hint(e, "--entry chooses a library inside a profiler directory; pass the "
@@ -211,6 +226,7 @@ int profset_load(const char *path, const char *entry, struct profset *ret, struc
         ps.layout = "file";
         struct profset_build *b = add_build(&ps, e);
         r = b ? read_build(AT_FDCWD, path, path, b, e) : -ENOMEM;
+        /* The base name is the stem of the name the file gets in the target. */
         if (r == 0) {
             const char *slash = strrchr(path, '/');
             snprintf(b->name, sizeof(b->name), "%s", slash ? slash + 1 : path);
@@ -232,6 +248,8 @@ int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_e
         return -ENOMEM;
     char *buf;
     size_t len;
+    /* Read whole, capped: both decoders (ELF, tar) work on a buffer, and what stdin holds is
+     * known only from its first bytes. */
     int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
     if (r < 0) {
         profset_free(&ps);
@@ -245,9 +263,11 @@ int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_e
             profset_free(&ps);
             return err_set(e, -EINVAL, "--entry '%s' given with a single .so on stdin", entry);
         }
+        /* stdin has no file name: "profiler.so" is the stem of its name in the target. */
         r = take_single((uint8_t *)buf, len, "profiler.so", "stdin", b, e);
     } else if (tar_detect((const uint8_t *)buf, len)) {
         struct profdir pd;
+        /* The tree holds copies of the file bytes, so the stream goes at once. */
         r = profdir_from_tar((const uint8_t *)buf, len, &pd, e);
         free(buf);
         if (r == 0)
@@ -279,6 +299,7 @@ void profset_free(struct profset *ps)
             free(ps->builds[i].dir);
         }
     }
+    /* `layout` is a static string and stays; reset so that a second free is harmless. */
     free(ps->builds);
     ps->builds = NULL;
     ps->n = 0;
@@ -289,6 +310,9 @@ int profset_choose(const struct profset *ps, const struct rid *rid,
 {
     if (!ps->bundle) {
         const struct profset_build *b = &ps->builds[0];
+        /* Only a known mismatch refuses: the RID may be unknown (a runtime older than .NET 8
+         * has no ProcessInfo3), and a library's libc is not always visible. A wrong build would
+         * earn only a nameless 0x8007007E from the runtime. */
         bool arch_bad = rid->arch != RID_ARCH_UNKNOWN && b->elf.arch != rid->arch;
         bool libc_bad = rid->libc != RID_LIBC_UNKNOWN && b->elf.libc != RID_LIBC_UNKNOWN &&
                         b->elf.libc != rid->libc;
@@ -309,6 +333,8 @@ int profset_choose(const struct profset *ps, const struct rid *rid,
     }
     const char *names[4];
     size_t n = rid->portable[0] ? rid_bundle_names(rid, names, ARRAY_SIZE(names)) : 0;
+    /* The target's preferences in order (rid_bundle_names: most specific first, never a glibc
+     * build for musl), each matched against the builds the bundle has. */
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < ps->n; k++)
             if (strcmp(ps->builds[k].variant, names[i]) == 0) {

@@ -24,9 +24,15 @@ static void set_str(json_t *o, const char *k, const char *v)
         s = json_stringn(buf, n);
         free(buf);
     }
+    /* Out of memory gives null rather than a missing key: scripts see the same keys. jansson
+     * returns -1 and releases the value when `o` is NULL (its json_object() failed), so the
+     * builders below need no check after each nested object. */
     json_object_set_new(o, k, s ? s : json_null());
 }
 
+/* Takes `o` and returns the caller's malloc'd text (free()), or NULL. No JSON_INDENT: one line
+ * per document, so `watch` output is one JSON object per line; PRESERVE_ORDER keeps the keys in
+ * the order they are set here (older jansson hashes them otherwise). */
 static char *dump(json_t *o)
 {
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -48,6 +54,8 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     json_object_set_new(o, "pid", json_integer(r->pid));
     if (r->nspid)
         json_object_set_new(o, "ns_pid", json_integer(r->nspid));
+    /* These exist only once the target was inspected (its start time read): before that, a
+     * uid of 0 would read as root. */
     if (r->starttime) {
         json_object_set_new(o, "uid", json_integer(r->uid));
         json_object_set_new(o, "start_time", json_integer((json_int_t)r->starttime));
@@ -66,6 +74,7 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     set_str(o, "profiler", profiler);
     if (r->target_rid[0] || r->rid_source) {
         set_str(o, "target_rid", r->target_rid);
+        /* "" rather than null: the key's type stays a string. */
         set_str(o, "rid_source", r->rid_source ? r->rid_source : "");
     }
     if (r->variant[0])
@@ -94,10 +103,12 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         char hr[16];
         hresult_format(r->hresult, hr, sizeof(hr));
         set_str(o, "hresult", hr);
+        /* hresult_lookup() is never NULL: an unknown code is named "UNKNOWN". */
         set_str(o, "hresult_name", hresult_lookup(r->hresult)->name);
     }
     if (r->profiler_env[0])
         set_str(o, "profiler_env", r->profiler_env);
+    /* A success has no error; every other outcome says why and, when known, what to do. */
     if (r->outcome != ATTACH_OK) {
         set_str(o, "error", r->error.msg);
         if (r->error.hint[0])
@@ -153,6 +164,7 @@ char *result_ps_list_json(const struct ps_entry *list, size_t n)
     set_str(o, "command", "ps");
     for (size_t i = 0; i < n; i++) {
         json_t *p = ps_object(&list[i]);
+        /* All or nothing: a list cut short would read as fewer processes, not as a failure. */
         if (!p || json_array_append_new(a, p) < 0) {
             json_decref(a);
             json_decref(o);
@@ -169,6 +181,7 @@ char *result_error_json(const char *command, enum attach_outcome outcome, const 
     json_t *o = json_object();
     if (!o)
         return NULL;
+    /* The same first keys as an attach result, so one reader handles both. */
     set_str(o, "command", command);
     set_str(o, "outcome", attach_outcome_name(outcome));
     json_object_set_new(o, "exit_code", json_integer(attach_outcome_exit_code(outcome)));
