@@ -136,8 +136,13 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
     size_t alloc = 0, seen = 0;
     struct dirent *de;
     int r = 0;
-    errno = 0;
-    while ((de = readdir(dir))) {
+    /* readdir() returns NULL both at the end and on error; only errno tells them apart, so it
+     * is cleared before each call: a stat below that failed (an entry gone meanwhile) must not
+     * read as a failed listing at the end. */
+    for (;;) {
+        errno = 0;
+        if (!(de = readdir(dir)))
+            break;
         /* A hostile target can fill its /tmp with millions of entries to stall us. */
         if (++seen > TARGET_DIR_ENTRIES_MAX) {
             r = err_set(e, -E2BIG, "'%s' in the target holds more than %d entries",
@@ -175,8 +180,6 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         en->is_socket = S_ISSOCK(st.st_mode);
         en->file_type = st.st_mode & S_IFMT;
     }
-    /* readdir() returns NULL both at the end and on error; only errno tells them apart, hence
-     * the errno = 0 before the loop. */
     if (errno)
         r = err_setsys(e, -errno, "readdir '%s'", shown(tmpdir, sh, sizeof(sh)));
 out:
