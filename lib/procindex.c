@@ -598,8 +598,12 @@ static void group_list(struct group *g, int64_t now_ms)
     g->n = 0;
     size_t seen = 0;
     struct dirent *de;
-    errno = 0;
-    while ((de = readdir(g->dir))) {
+    /* errno cleared before each readdir: a name gone before its stat below must not read as a
+     * failed listing at the end (readdir's NULL is the end or an error, told apart by errno). */
+    for (;;) {
+        errno = 0;
+        if (!(de = readdir(g->dir)))
+            break;
         /* A hostile target can fill its /tmp with millions of entries to stall us: as in
          * diag_socket.c, past the cap the directory gives no listing (tried again later). */
         if (++seen > TARGET_DIR_ENTRIES_MAX) {
