@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report.h"
+#include "result_text.h"
 #include "util.h"
 
 extern char **environ;
@@ -167,7 +167,7 @@ int event_report_for_watch(struct event_reporter *rep, struct cla_error *ret_war
 
 /* One series per outcome, profiler and HRESULT: a crash-looping app attached at every start,
  * or every instance failing alike, is one Event with a count. */
-static void series_key(const struct report_event *ev, const struct attach_result *res,
+static void series_key(const struct result_text_event *ev, const struct attach_result *res,
                        const char *profiler, char key[K8S_SERIES_KEY_MAX])
 {
     snprintf(key, K8S_SERIES_KEY_MAX, "%s|%s|%08x|%s", ev->spec.reason,
@@ -183,8 +183,8 @@ int event_report_send(struct event_reporter *rep, const struct attach_result *re
         return rep->mode == EVENT_MODE_REQUIRED ? -ENOENT : 0;
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    struct report_event ev;
-    report_event_from_result(res, profiler, clsid, &now, &ev);
+    struct result_text_event ev;
+    result_text_event(res, profiler, clsid, &now, &ev);
     ret->sent = true;
     ret->reason = ev.spec.reason;
     if (rep->dry_run) {
@@ -203,14 +203,14 @@ int event_report_termination_log(struct event_reporter *rep, const struct attach
 {
     if (rep->termination_fd < 0)
         return 0;
-    char msg[REPORT_TERMINATION_LOG_MAX + 1];
-    size_t n = report_termination_message(res, json, exit_code, msg);
+    char msg[RESULT_TEXT_TERMINATION_MAX + 1];
+    size_t n = result_text_termination(res, json, exit_code, msg);
     /* The kubelet reads the file once the container ends: keep only the latest result.
      * ftruncate is not on the seccomp list, so a shorter message is padded with spaces over
      * the end of a longer earlier one (JSON readers skip trailing white space). */
     size_t pad = rep->termination_len > n ? rep->termination_len - n : 0;
-    if (pad > REPORT_TERMINATION_LOG_MAX - n)
-        pad = REPORT_TERMINATION_LOG_MAX - n;
+    if (pad > RESULT_TEXT_TERMINATION_MAX - n)
+        pad = RESULT_TEXT_TERMINATION_MAX - n;
     memset(msg + n, ' ', pad);
     if (n + pad > rep->termination_len)
         rep->termination_len = n + pad;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "report.h"
+#include "result_text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -36,9 +36,9 @@ static void append_sentence(char *buf, size_t size, const char *prefix, const ch
              part + 1, stop);
 }
 
-void report_event_from_result(const struct attach_result *r, const char *profiler,
-                              const struct ipc_guid *clsid, const struct timespec *when,
-                              struct report_event *ret)
+void result_text_event(const struct attach_result *r, const char *profiler,
+                       const struct ipc_guid *clsid, const struct timespec *when,
+                       struct result_text_event *ret)
 {
     char guid[39], text[3072] = "", part[2048], hr[16] = "";
     ipc_guid_format(clsid, guid);
@@ -81,15 +81,15 @@ void report_event_from_result(const struct attach_result *r, const char *profile
     ret->spec.event_time = *when;
 }
 
-size_t report_termination_message(const struct attach_result *r, const char *json, int exit_code,
-                                  char *out)
+size_t result_text_termination(const struct attach_result *r, const char *json, int exit_code,
+                               char *out)
 {
-    if (json && strlen(json) <= REPORT_TERMINATION_LOG_MAX) {
+    if (json && strlen(json) <= RESULT_TEXT_TERMINATION_MAX) {
         size_t n = strlen(json);
         memcpy(out, json, n + 1);
         return n;
     }
-    char text[REPORT_TERMINATION_LOG_MAX * 2];
+    char text[RESULT_TEXT_TERMINATION_MAX * 2];
     char hr[16] = "-";
     if (r->have_hresult)
         hresult_format(r->hresult, hr, sizeof(hr));
@@ -97,5 +97,5 @@ size_t report_termination_message(const struct attach_result *r, const char *jso
              attach_outcome_name(r->outcome), exit_code, (int)r->pid, hr,
              r->delivered_path[0] ? r->delivered_path : "-",
              r->outcome == ATTACH_OK ? "-" : r->error.msg);
-    return render_message(text, strlen(text), out, REPORT_TERMINATION_LOG_MAX + 1);
+    return render_message(text, strlen(text), out, RESULT_TEXT_TERMINATION_MAX + 1);
 }

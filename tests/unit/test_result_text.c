@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "hresult.h"
-#include "report.h"
+#include "result_text.h"
 #include "result_json.h"
 
 static struct ipc_guid clsid(void)
@@ -29,8 +29,8 @@ static void test_attached(void **state)
     snprintf(r.runtime_version, sizeof(r.runtime_version), "10.0.12");
     snprintf(r.delivered_path, sizeof(r.delivered_path), "/tmp/libclrprobe-0123.so");
     struct ipc_guid g = clsid();
-    struct report_event ev;
-    report_event_from_result(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
+    struct result_text_event ev;
+    result_text_event(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
     assert_string_equal(ev.spec.reason, "ProfilerAttached");
     assert_string_equal(ev.spec.type, "Normal");
     assert_string_equal(ev.spec.action, "AttachProfiler");
@@ -50,8 +50,8 @@ static void test_already_active_is_normal(void **state)
                               .hresult = 0x8013136A};
     snprintf(r.error.msg, sizeof(r.error.msg), "a profiler is loaded");
     struct ipc_guid g = clsid();
-    struct report_event ev;
-    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    struct result_text_event ev;
+    result_text_event(&r, "p.so", &g, &when, &ev);
     assert_string_equal(ev.spec.reason, "ProfilerAlreadyActive");
     assert_string_equal(ev.spec.type, "Normal");
     assert_non_null(strstr(ev.note, "CORPROF_E_PROFILER_ALREADY_ACTIVE 0x8013136A"));
@@ -68,8 +68,8 @@ static void test_failure_is_warning_with_next_step(void **state)
     snprintf(r.error.msg, sizeof(r.error.msg), "the runtime could not load it");
     snprintf(r.error.hint, sizeof(r.error.hint), "check the libc");
     struct ipc_guid g = clsid();
-    struct report_event ev;
-    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    struct result_text_event ev;
+    result_text_event(&r, "p.so", &g, &when, &ev);
     assert_string_equal(ev.spec.reason, "ProfilerAttachFailed");
     assert_string_equal(ev.spec.type, "Warning");
     assert_non_null(strstr(ev.note, "load_failed"));
@@ -90,8 +90,8 @@ static void test_target_died_has_its_reason(void **state)
                               .died_after_ms = 42};
     snprintf(r.error.msg, sizeof(r.error.msg), "the app died 42 ms later");
     struct ipc_guid g = clsid();
-    struct report_event ev;
-    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    struct result_text_event ev;
+    result_text_event(&r, "p.so", &g, &when, &ev);
     assert_string_equal(ev.spec.reason, "ProfilerTargetDied");
     assert_string_equal(ev.spec.type, "Warning");
     assert_non_null(strstr(ev.note, "target_died"));
@@ -112,8 +112,8 @@ static void test_note_cut_to_1024_on_utf8(void **state)
     }
     r.delivered_path[o] = '\0';
     struct ipc_guid g = clsid();
-    struct report_event ev;
-    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    struct result_text_event ev;
+    result_text_event(&r, "p.so", &g, &when, &ev);
     size_t n = strlen(ev.note);
     assert_true(n <= 1024 && n > 1000);
     /* Every 0xC3 lead byte is followed by its continuation byte. */
@@ -126,20 +126,20 @@ static void test_termination_message(void **state)
 {
     (void)state;
     struct attach_result r = {.outcome = ATTACH_OK, .pid = 3};
-    char out[REPORT_TERMINATION_LOG_MAX + 1];
-    assert_int_equal(report_termination_message(&r, "{\"a\":1}", 0, out), 7);
+    char out[RESULT_TEXT_TERMINATION_MAX + 1];
+    assert_int_equal(result_text_termination(&r, "{\"a\":1}", 0, out), 7);
     assert_string_equal(out, "{\"a\":1}");
     static char big[6000];
     memset(big, 'x', sizeof(big) - 1);
     r.outcome = ATTACH_DELIVERY;
     snprintf(r.error.msg, sizeof(r.error.msg), "no directory");
-    size_t n = report_termination_message(&r, big, 6, out);
-    assert_true(n <= REPORT_TERMINATION_LOG_MAX);
+    size_t n = result_text_termination(&r, big, 6, out);
+    assert_true(n <= RESULT_TEXT_TERMINATION_MAX);
     assert_non_null(strstr(out, "outcome=delivery_failed exit_code=6 pid=3"));
     assert_non_null(strstr(out, "error=no directory"));
     /* The summary carries the code the process ends with, not the outcome's own. */
     r.outcome = ATTACH_OK;
-    n = report_termination_message(&r, big, 10, out);
+    n = result_text_termination(&r, big, 10, out);
     assert_non_null(strstr(out, "outcome=attached exit_code=10 pid=3"));
 }
 
@@ -231,8 +231,8 @@ static void test_note_every_hresult_well_formed(void **state)
                          "CORECLR_PROFILER", hi->next_step);
             else
                 snprintf(r.error.hint, sizeof(r.error.hint), "%s", hi->next_step);
-            struct report_event ev;
-            report_event_from_result(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
+            struct result_text_event ev;
+            result_text_event(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
             assert_well_formed(ev.note);
             assert_non_null(strstr(ev.note, "). The runtime answered "));
             assert_non_null(strstr(ev.note, ". Next step: "));
@@ -247,24 +247,24 @@ static void test_note_sentences_from_bare_messages(void **state)
 {
     (void)state;
     struct ipc_guid g = clsid();
-    struct report_event ev;
+    struct result_text_event ev;
     struct attach_result r = {.outcome = ATTACH_NOT_DOTNET, .pid = 77};
     snprintf(r.error.msg, sizeof(r.error.msg), "pid 77 has no diagnostic socket");
     snprintf(r.error.hint, sizeof(r.error.hint), "list .NET processes with 'clrattach ps' ");
-    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    result_text_event(&r, "p.so", &g, &when, &ev);
     assert_well_formed(ev.note);
     assert_string_equal(ev.note, "Profiler p.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}, pid 77: "
                                  "not_dotnet. Pid 77 has no diagnostic socket. Next step: list "
                                  ".NET processes with 'clrattach ps'.");
     /* No hint: no "Next step" sentence at all. */
     r.error.hint[0] = '\0';
-    report_event_from_result(&r, "p.so", &g, &when, &ev);
+    result_text_event(&r, "p.so", &g, &when, &ev);
     assert_well_formed(ev.note);
     assert_null(strstr(ev.note, "Next step"));
     /* The success note is one sentence too. */
     struct attach_result ok = {.outcome = ATTACH_OK, .pid = 4, .nspid = 1, .startup_load = true};
     snprintf(ok.delivered_path, sizeof(ok.delivered_path), "/tmp/libclrprobe-0123.so");
-    report_event_from_result(&ok, "p.so", &g, &when, &ev);
+    result_text_event(&ok, "p.so", &g, &when, &ev);
     assert_well_formed(ev.note);
     assert_non_null(strstr(ev.note, "as a startup profiler: /tmp/libclrprobe-0123.so."));
 }
