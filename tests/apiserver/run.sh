@@ -445,10 +445,8 @@ assert "slots are used. Next step: " in n, n
     fi
 
     # Not .NET: a failed attach is a Warning with the cause and the next step.
-    sleep 300 &
-    local notnet=$!
-    disown "$notnet"
-    TARGET_PIDS+=("$notnet")
+    start_not_dotnet 300
+    local notnet=$NOTNET
     pod_run "$l-failed" "$bin" "$SA_GOOD" -- $(attach_args "$notnet")
     n=$(event_name "$ERR")
     if result_kept 4 && check_event "$n" events.k8s.io '

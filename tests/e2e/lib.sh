@@ -147,6 +147,26 @@ start_target() {
     return 0
 }
 
+# start_not_dotnet SECONDS: a process that is not .NET (sleep), in its own mount namespace with
+# a private tmpfs on /tmp. In the machine's /tmp, a stale socket of a runtime killed long ago
+# (the SDK's build servers leave them) may name the very pid it gets, and the attach would then
+# rightly find that socket instead of no socket. Sets NOTNET (its pid; unshare and sh exec into
+# sleep, so the pid is the sleep's) and adds it to TARGET_PIDS for the cleanup.
+start_not_dotnet() {
+    unshare --mount --propagation private sh -c \
+        "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec sleep $1" >/dev/null 2>&1 &
+    NOTNET=$!
+    disown "$NOTNET"
+    TARGET_PIDS+=("$NOTNET")
+    # The attach must see the sleep, not the shell before its exec.
+    local i
+    for i in $(seq 100); do
+        [ "$(cat /proc/$NOTNET/comm 2>/dev/null)" = sleep ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # start_fake NAME MODE [--uid N] [--env K=V]... [--pre CMD] [--link-to PATH] [--arg STR]
 #            [--pi-extra TEXT] [--comm HEX]
 # Like start_target, but the process is the fake runtime (tests/tools/fake_runtime.py), always

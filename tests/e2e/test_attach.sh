@@ -161,10 +161,7 @@ if start_target long-path --pidns --tmpdir "$longdir"; then
 fi
 
 # 6. A pid that is not .NET, and a pid that does not exist.
-sleep 60 &
-NOTNET=$!
-disown "$NOTNET"
-TARGET_PIDS+=("$NOTNET")
+start_not_dotnet 60
 clr attach --pid "$NOTNET" --profiler "$PROBE" --clsid "$PROBE_CLSID"
 if [ $RC -eq 4 ] && grep -q "no diagnostic socket" "$ERR" && grep -q "next step" "$ERR"; then
     ok "not-dotnet"

@@ -103,10 +103,7 @@ if start_target events-app2 --pidns; then
         fail "events-required-exit-code-in-json-and-termination-log" "exit $RC: $(cat "$OUT") tlog: $(cat "$WORK/tlog")"
     fi
 fi
-sleep 300 &
-NOTNET=$!
-disown "$NOTNET"
-TARGET_PIDS+=("$NOTNET")
+start_not_dotnet 300
 ctl POST /_test/reset >/dev/null
 kattach --pid "$NOTNET" --profiler "$PROBE" --clsid "$PROBE_CLSID"
 if [ $RC -eq 4 ] && events_check '

@@ -47,10 +47,7 @@ SRV=$!
 disown "$SRV"
 TARGET_PIDS+=("$SRV")
 for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
-sleep 300 &
-NOTNET=$!
-disown "$NOTNET"
-TARGET_PIDS+=("$NOTNET")
+start_not_dotnet 300
 OUT="$WORK/vg.out" ERR="$WORK/vg.err"
 "${VG[@]}" "$VG_CLRATTACH" attach --seccomp=off --pid "$NOTNET" --profiler "$PROBE" \
     --clsid "$PROBE_CLSID" --api-url "https://127.0.0.1:$(cat "$WORK/port")" \

@@ -523,8 +523,19 @@ begin cli_exit_code_is_the_process_code '[{"match": "POST", "do": "status", "sta
 # is refused; the e2e suites cover the 0 -> 10 case with a real runtime.
 cli=$root/${BUILD:-build}/clrattach probe=$root/${BUILD:-build}/libclrprobe.so
 if [ -x "$cli" ] && [ -f "$probe" ]; then
-    sleep 60 &
+    # Its own tmpfs /tmp (as root): a stale socket in the machine's /tmp may name its pid
+    # (tests/e2e/lib.sh, start_not_dotnet).
+    if [ "$(id -u)" = 0 ]; then
+        unshare --mount --propagation private sh -c \
+            'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec sleep 60' >/dev/null 2>&1 &
+    else
+        sleep 60 &
+    fi
     notnet=$!
+    for _ in $(seq 100); do
+        [ "$(cat /proc/$notnet/comm 2>/dev/null)" = sleep ] && break
+        sleep 0.05
+    done
     # LeakSanitizer (SAN=1) cannot scan under the seccomp filter: tests/e2e/lib.sh says why.
     env -i PATH="$PATH" ASAN_OPTIONS=detect_leaks=0 CLRATTACH_POD_NAME=orders-api-1 "$cli" attach --pid "$notnet" \
         --profiler "$probe" --clsid '{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}' -o json \
