@@ -175,19 +175,19 @@ static const char *pid_path(char *out, pid_t pid, const char *name)
     return out;
 }
 
-/* The inode of the namespace of `type` that `pid` is in, by readlink() of its ns link: the
- * same number stat() gives (namespaces all live on one nsfs device), for a third of the cost.
- * The kernel asks the same ptrace access check of both. Returns 0 or -errno / -EPROTO. */
-static int ns_ino(int proc_dirfd, pid_t pid, const char *type, uint64_t *ret)
+/* The inode of the namespace that `pid` is in, by readlink() of its link `ns` ("ns/mnt",
+ * "ns/pid"): the same number stat() gives (namespaces all live on one nsfs device), for a third
+ * of the cost. The kernel asks the same ptrace access check of both. Returns 0 or -errno /
+ * -EPROTO. */
+static int ns_ino(int proc_dirfd, pid_t pid, const char *ns, uint64_t *ret)
 {
-    char path[PID_PATH_MAX], name[16], link[64];
-    snprintf(name, sizeof(name), "ns/%s", type);
-    ssize_t n = readlinkat(proc_dirfd, pid_path(path, pid, name), link, sizeof(link));
+    char path[PID_PATH_MAX], text[64];
+    ssize_t n = readlinkat(proc_dirfd, pid_path(path, pid, ns), text, sizeof(text));
     if (n < 0)
         return -errno;
-    if ((size_t)n == sizeof(link))
+    if ((size_t)n == sizeof(text))
         return -EPROTO;
-    return proc_ns_link_parse(link, (size_t)n, type, ret);
+    return proc_ns_link_parse(text, (size_t)n, ns + strlen("ns/"), ret);
 }
 
 struct procindex *procindex_new(int proc_dirfd, bool stat)
@@ -205,7 +205,7 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     x->with_stat = stat;
     x->last_pid = -1;
     x->alloc_after = -1;
-    if (ns_ino(proc_dirfd, 1, "pid", &x->pidns) < 0)
+    if (ns_ino(proc_dirfd, 1, "ns/pid", &x->pidns) < 0)
         x->pidns = 0;
     x->self = getpid();
     return x;
@@ -392,7 +392,7 @@ static bool probe_into(struct procindex *x, pid_t pid, struct rec *r, int64_t no
     size_t elen = 0;
     if (fstatat(x->proc_dirfd, pid_path(path, pid, NULL), &owner, AT_SYMLINK_NOFOLLOW) < 0)
         return false;
-    int rr = ns_ino(x->proc_dirfd, pid, "mnt", &mnt);
+    int rr = ns_ino(x->proc_dirfd, pid, "ns/mnt", &mnt);
     if (rr < 0) {
         if (gone(rr))
             return false;
@@ -652,7 +652,7 @@ static void group_list(struct group *g, int64_t now_ms)
 static bool read_nspid(const struct procindex *x, struct rec *r)
 {
     uint64_t ns;
-    if (x->pidns && ns_ino(x->proc_dirfd, r->pub.pid, "pid", &ns) == 0 && ns == x->pidns) {
+    if (x->pidns && ns_ino(x->proc_dirfd, r->pub.pid, "ns/pid", &ns) == 0 && ns == x->pidns) {
         r->nspid = r->pub.pid;
         return true;
     }

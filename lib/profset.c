@@ -23,13 +23,14 @@ static const char *const variants[] = {
     "linux-arm", "linux-musl-arm", "linux-x86",   "linux-musl-x86",
 };
 
+/* One build per bundle variant at most: the set never outgrows PROFSET_MAX. */
+_Static_assert(ARRAY_SIZE(variants) <= PROFSET_MAX, "a bundle names more builds than a set holds");
+
 /* A new, zeroed build at the end of the set. It counts at once, so that profset_free() frees
- * what a failed read left in it. NULL when out of memory or the set is full. */
+ * what a failed read left in it. NULL when out of memory. */
 static struct profset_build *add_build(struct profset *ps, struct cla_error *e)
 {
-    struct profset_build *nb = NULL;
-    if (ps->n < PROFSET_MAX)
-        nb = realloc(ps->builds, (ps->n + 1) * sizeof(*nb));
+    struct profset_build *nb = realloc(ps->builds, (ps->n + 1) * sizeof(*nb));
     if (!nb) {
         err_set(e, -ENOMEM, "out of memory");
         return NULL;
