@@ -386,6 +386,18 @@ static void maps_once_free(struct maps_once *m)
     m->buf = NULL;
 }
 
+/* The maps for depcheck, which asks only when the loader's directories lack a name. */
+struct maps_source {
+    const struct target *t;
+    struct maps_once *m;
+};
+
+static const char *maps_for_depcheck(void *arg, size_t *ret_len)
+{
+    struct maps_source *src = arg;
+    return maps_of(src->t, src->m, ret_len);
+}
+
 /* Can the target's loader find every library the profiler needs? (depcheck.h) */
 static int check_dependencies(const struct attach_opts *o, struct target *t,
                               const struct profset_build *build, const struct rid *rid,
@@ -394,8 +406,7 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
 {
     if (o->skip_dependency_check)
         return 0;
-    size_t mlen;
-    const char *maps = maps_of(t, m, &mlen);
+    struct maps_source src = {.t = t, .m = m};
     const char *llp = NULL;
     size_t llp_len = 0;
     if (!target_getenv(t, "LD_LIBRARY_PATH", &llp, &llp_len))
@@ -406,8 +417,8 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
         .arch = rid->arch,
         .ld_library_path = llp,
         .ld_library_path_len = llp_len,
-        .maps = maps,
-        .maps_len = mlen,
+        .maps = maps_for_depcheck,
+        .maps_arg = &src,
         .build = build,
         .delivered = p->is_dir ? p->top : p->path,
     };

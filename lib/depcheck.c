@@ -50,14 +50,32 @@ static bool loader_builtin(enum rid_libc libc, const char *name)
 
 struct ctx {
     const struct depcheck_input *in;
-    char *mapped; /* packed paths of mapped libraries */
+    char *mapped; /* packed paths of mapped libraries; NULL until the maps were asked for */
     size_t n_mapped;
+    bool mapped_tried;
     char *musl_path;
     size_t musl_path_len;
 };
 
+/* The mapped libraries, from the target's maps asked for on first use. -ENOMEM, else 0 (maps
+ * that cannot be read leave the list empty: nothing counts as mapped). */
+static int load_mapped(struct ctx *c)
+{
+    if (c->mapped_tried)
+        return c->mapped ? 0 : -ENOMEM;
+    c->mapped_tried = true;
+    c->mapped = malloc(MAPPED_BUF);
+    if (!c->mapped)
+        return -ENOMEM;
+    size_t len = 0;
+    const char *maps = c->in->maps ? c->in->maps(c->in->maps_arg, &len) : NULL;
+    c->n_mapped = maps ? proc_maps_libraries(maps, len, c->mapped, MAPPED_BUF, MAPPED_MAX) : 0;
+    return 0;
+}
+
 /* A library already loaded is not looked for again: the loader matches a DT_NEEDED name against
- * the objects it has loaded. Matched here on the mapped file's base name. */
+ * the objects it has loaded. Matched here on the mapped file's base name. The directories are
+ * tried before this (resolve): found there or loaded, the loader is satisfied either way. */
 static bool mapped_by_name(const struct ctx *c, const char *name)
 {
     const char *p = c->mapped;
@@ -76,12 +94,13 @@ static void note_dir(char *out, size_t size, size_t *used, const char *dir)
     *used = w < 0 ? size : *used + (size_t)w;
 }
 
-/* Resolves one DT_NEEDED `name` of the object at `origin`/`elf`: 0 found, -ENOENT (message). */
-static int resolve(const struct ctx *c, const struct elf_info *elf, const char *origin,
-                   const char *who, const char *name, struct cla_error *e)
+/* Resolves one DT_NEEDED `name` of the object at `origin`/`elf`: 0 found, -ENOENT (message),
+ * -ENOMEM. */
+static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin, const char *who,
+                   const char *name, struct cla_error *e)
 {
     const struct depcheck_input *in = c->in;
-    if (loader_builtin(in->libc, name) || mapped_by_name(c, name))
+    if (loader_builtin(in->libc, name))
         return 0;
     /* A name with a '/' is a path, used as it is with no search. A relative one is relative to
      * the target's working directory at load time, which we cannot know: it is let through. */
@@ -116,6 +135,10 @@ static int resolve(const struct ctx *c, const struct elf_info *elf, const char *
             goto found;
         note_dir(looked, sizeof(looked), &used, s->dir[i]);
     }
+    if (r == 0 && (r = load_mapped(c)) < 0)
+        err_set(e, r, "out of memory");
+    if (r == 0 && mapped_by_name(c, name))
+        goto found;
     /* The directories of libraries already mapped (a runtime's own, a distro's): what a
      * self-contained app ships beside itself is found there. */
     const char *p = c->mapped;
@@ -151,7 +174,7 @@ found:
 }
 
 /* Stops at the first miss: one library named per message, the one to ship first. */
-static int check_object(const struct ctx *c, const struct elf_info *elf, const char *origin,
+static int check_object(struct ctx *c, const struct elf_info *elf, const char *origin,
                         const char *who, struct cla_error *e)
 {
     for (unsigned i = 0; i < elf->n_needed; i++) {
@@ -179,12 +202,6 @@ static void read_musl_path(struct ctx *c)
 int depcheck_run(const struct depcheck_input *in, struct cla_error *e)
 {
     struct ctx c = {.in = in};
-    c.mapped = malloc(MAPPED_BUF);
-    if (!c.mapped)
-        return err_set(e, -ENOMEM, "out of memory");
-    c.n_mapped = in->maps
-                     ? proc_maps_libraries(in->maps, in->maps_len, c.mapped, MAPPED_BUF, MAPPED_MAX)
-                     : 0;
     read_musl_path(&c);
     int r = 0;
     const struct profset_build *b = in->build;

@@ -11,6 +11,10 @@
  * through RUNPATH/RPATH with $ORIGIN, then in the target's own root under LD_LIBRARY_PATH, the
  * run path, the path file or the standard and multiarch directories. A miss names the library,
  * who needs it and where it was looked for.
+ *
+ * The verdict is an OR of those places, so they are tried cheapest first: the directories (one
+ * lookup each), and only for a name not found there the target's maps (several reads of text
+ * the kernel generates line by line, the dearest file of the attach path).
  */
 
 #include <stddef.h>
@@ -25,8 +29,10 @@ struct depcheck_input {
     enum rid_arch arch;
     const char *ld_library_path; /* the target's, NULL when unset */
     size_t ld_library_path_len;
-    const char *maps; /* the target's /proc/<pid>/maps */
-    size_t maps_len;
+    /* The target's /proc/<pid>/maps, asked for at most once and only when a name is not found
+     * in the loader's directories; NULL (or a NULL answer): nothing counts as mapped. */
+    const char *(*maps)(void *arg, size_t *ret_len);
+    void *maps_arg;
     const struct profset_build *build;
     const char *delivered; /* a directory build's path as the target sees it, or the single
                               file's path */

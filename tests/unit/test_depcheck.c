@@ -52,8 +52,22 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The maps the "target" shows, and how often depcheck asked for them. */
+static const char *maps_text;
+static int maps_asked;
+
+static const char *maps_of(void *arg, size_t *ret_len)
+{
+    (void)arg;
+    maps_asked++;
+    *ret_len = maps_text ? strlen(maps_text) : 0;
+    return maps_text;
+}
+
 static int check(const char *maps, struct cla_error *e)
 {
+    maps_text = maps;
+    maps_asked = 0;
     char p[256];
     snprintf(p, sizeof(p), "%s/root/tmp/prof", base);
     _cleanup_close_ int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -64,8 +78,7 @@ static int check(const char *maps, struct cla_error *e)
     struct depcheck_input in = {.rootfd = rootfd,
                                 .libc = RID_LIBC_GLIBC,
                                 .arch = RID_ARCH_X64,
-                                .maps = maps,
-                                .maps_len = maps ? strlen(maps) : 0,
+                                .maps = maps_of,
                                 .build = &b,
                                 .delivered = "/tmp/prof"};
     int r = depcheck_run(&in, e);
@@ -89,11 +102,16 @@ static void test_resolution(void **state)
     assert_non_null(strstr(e.msg, "needs libc.so.6"));
     /* libc mapped in the target is enough. */
     assert_int_equal(check("1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n", &e), 0);
+    assert_int_equal(maps_asked, 1);
     /* Or a link to it in the multiarch directory of the target's root. */
     sh("touch %s/root/lib/x86_64-linux-gnu/libc-2.36.so && ln -s libc-2.36.so "
        "%s/root/lib/x86_64-linux-gnu/libc.so.6",
        base, base);
     assert_int_equal(check(NULL, &e), 0);
+    /* Found in the directories, the maps are never read (they are the dearest file to ask the
+     * kernel for); a name the directories lack asked for them, once for the whole check. */
+    assert_int_equal(check("1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n", &e), 0);
+    assert_int_equal(maps_asked, 0);
     /* An absolute link resolves in the target's root, as its loader sees it: present while the
      * file it names exists there, whatever our own root holds under that name. */
     sh("rm %s/root/lib/x86_64-linux-gnu/libc.so.6 && ln -s /lib/x86_64-linux-gnu/libc-2.36.so "
@@ -103,6 +121,11 @@ static void test_resolution(void **state)
     sh("rm %s/root/lib/x86_64-linux-gnu/libc-2.36.so", base);
     assert_int_equal(check(NULL, &e), -ENOENT);
     assert_non_null(strstr(e.msg, "needs libc.so.6"));
+    assert_int_equal(maps_asked, 1);
+    /* A library that is only beside a mapped one (a self-contained app's own directory). */
+    sh("mkdir -p %s/root/app && touch %s/root/app/libc.so.6", base, base);
+    assert_int_equal(check("1-2 r-xp 0 08:01 9 /app/libcoreclr.so\n", &e), 0);
+    assert_int_equal(maps_asked, 1);
 }
 
 int main(void)
