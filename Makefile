@@ -31,8 +31,8 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 HOSTCC       ?= gcc
 SECCOMP_ARCH ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
 SANDBOX_GEN  := $(BUILD)/gen/sandbox_gen
-SANDBOX_GEN_SRCS := tools/sandbox_gen.c lib/sandbox_compile.c lib/sandbox_policy.c lib/err.c \
-                    lib/util.c
+SANDBOX_GEN_SRCS := tools/sandbox_gen.c lib/sandbox_compile.c lib/sandbox_delta.c \
+                    lib/sandbox_policy.c lib/err.c lib/util.c
 SANDBOX_BPF  := $(BUILD)/gen/sandbox_bpf_$(SECCOMP_ARCH)
 LIB_OBJS     += $(SANDBOX_BPF).o
 CMD_SRCS  := $(sort $(wildcard cmd/clrattach/*.c))

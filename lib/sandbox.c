@@ -50,9 +50,10 @@ static bool kernel_has_kill_process(void)
     return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
 }
 
-/* Loads the built-in program of one stage, its run-time data patched in. The copy lives in
- * static storage: no allocation on the way, and one stage is loaded at a time. */
-static int load_stage(enum sandbox_stage stage, enum sandbox_mode mode, struct cla_error *e)
+/* Loads a built-in program (a stage's, or the step to it) for entering `stage`, its run-time
+ * data patched in. The copy lives in static storage: no allocation on the way, and one program
+ * is loaded at a time. */
+static int load_program(const struct sandbox_bpf *p, enum sandbox_stage stage, struct cla_error *e)
 {
     static struct sock_filter insns[BPF_MAXINSNS];
     /* COMPAT(kernel < 4.14): without SECCOMP_RET_KILL_PROCESS only the offending thread
@@ -63,8 +64,7 @@ static int load_stage(enum sandbox_stage stage, enum sandbox_mode mode, struct c
         .pid = (uint32_t)getpid(),
         .kill_process = state.kill_process,
     };
-    int n = sandbox_bpf_patch(&sandbox_bpf_builtin.prog[stage][mode], &v, insns, ARRAY_SIZE(insns),
-                              NULL, e);
+    int n = sandbox_bpf_patch(p, &v, insns, ARRAY_SIZE(insns), NULL, e);
     if (n < 0)
         return n;
     struct sock_fprog prog = {.len = (unsigned short)n, .filter = insns};
@@ -111,7 +111,7 @@ int sandbox_enter_at(enum sandbox_mode mode, enum sandbox_stage stage, struct cl
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return err_setsys(e, -errno, "prctl(PR_SET_NO_NEW_PRIVS)");
     state.kill_process = kernel_has_kill_process();
-    r = load_stage(stage, mode, e);
+    r = load_program(&sandbox_bpf_builtin.prog[stage][mode], stage, e);
     if (r < 0) {
         err_prefix(e, "seccomp");
         return err_hint(e, "run with --seccomp=off on a kernel without seccomp filters");
@@ -138,9 +138,13 @@ int sandbox_tighten(enum sandbox_stage stage, struct cla_error *e)
         state.stage = stage;
         return 0;
     }
-    /* Each stage's rule set is a subset of the earlier ones', so loading just the target
-     * stage also applies the cuts of a stage that was skipped. */
-    int r = load_stage(stage, state.mode, e);
+    /* The step from the stage loaded last (sandbox_delta.h): it answers only for the calls
+     * whose rules differ, the loaded filters judge the rest by the same rules. A step also
+     * covers a stage skipped on the way (ATTACH to REPORT after a failed delivery). Without one,
+     * the whole stage: each stage's rule set is a subset of the earlier ones'. */
+    const struct sandbox_bpf *step = &sandbox_bpf_builtin.delta[state.stage][stage][state.mode];
+    int r =
+        load_program(step->insns ? step : &sandbox_bpf_builtin.prog[stage][state.mode], stage, e);
     if (r < 0)
         return err_prefix(e, "seccomp");
     state.stage = stage;

@@ -38,6 +38,13 @@ int sandbox_bpf_check_arch(const struct sandbox_bpf_set *set, uint32_t audit_arc
             if (!starts_with_arch(&set->prog[s][m], audit_arch))
                 return err_set(e, -ENOEXEC, "filter %zu/%zu does not test for 0x%08x", s, m,
                                audit_arch);
+    for (size_t f = 0; f < ARRAY_SIZE(set->delta); f++)
+        for (size_t t = 0; t < ARRAY_SIZE(set->delta[f]); t++)
+            for (size_t m = 0; m < ARRAY_SIZE(set->delta[f][t]); m++)
+                if (set->delta[f][t][m].insns &&
+                    !starts_with_arch(&set->delta[f][t][m], audit_arch))
+                    return err_set(e, -ENOEXEC, "step %zu->%zu/%zu does not test for 0x%08x", f, t,
+                                   m, audit_arch);
     return 0;
 }
 

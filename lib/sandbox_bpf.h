@@ -37,6 +37,9 @@ struct sandbox_bpf_set {
     uint32_t audit_arch;
     const char *arch_name;
     struct sandbox_bpf prog[SANDBOX_STAGE_COUNT][2];
+    /* [from][to][mode]: the step programs (sandbox_delta.h) for every pair where
+     * sandbox_delta_exists(from, to); the others are {NULL, 0}. */
+    struct sandbox_bpf delta[SANDBOX_STAGE_COUNT][SANDBOX_STAGE_COUNT][2];
 };
 
 /* The programs built with this binary ($(BUILD)/gen/sandbox_bpf_<arch>.c). */
@@ -52,8 +55,8 @@ struct sandbox_bpf_values {
 /* AUDIT_ARCH_* of the architecture this file is compiled for; 0 where clrattach has none. */
 uint32_t sandbox_bpf_native_arch(void);
 
-/* Checks that `set` was built for `audit_arch` and that each program starts with the arch test
- * for it. 0, or -ENOEXEC. */
+/* Checks that `set` was built for `audit_arch` and that each program (full or step) starts with
+ * the arch test for it. 0, or -ENOEXEC. */
 int sandbox_bpf_check_arch(const struct sandbox_bpf_set *set, uint32_t audit_arch,
                            struct cla_error *e);
 

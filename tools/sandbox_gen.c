@@ -8,6 +8,9 @@
  * (lib/sandbox.c) only patches run-time data into a copy and calls seccomp(2), so no compiler
  * runs in clrattach after it has read a target's bytes.
  *
+ * It also writes the step programs (lib/sandbox_delta.h) that take a loaded stage to a later
+ * one, with the syscall numbers libseccomp knows for ARCH.
+ *
  * Each program is compiled twice, with two different sets of stand-ins for the run-time data;
  * the two must differ exactly at the BPF_JEQ constants that hold a stand-in, which proves that
  * the patch at load time finds every site and nothing else.
@@ -22,6 +25,7 @@
 
 #include "sandbox_bpf.h"
 #include "sandbox_compile.h"
+#include "sandbox_delta.h"
 #include "util.h"
 
 static const struct {
@@ -62,6 +66,60 @@ static int check_sites(const struct sock_filter *a, const struct sock_filter *b,
             fprintf(stderr, "sandbox_gen: %s: instruction %zu is not a clean patch site\n", what,
                     i);
             return -1;
+        }
+    }
+    return 0;
+}
+
+static void print_program(const char *what, const char *name, const struct sock_filter *a, size_t n)
+{
+    printf("\n/* %s: %zu instructions */\n"
+           "static const struct sock_filter %s[] = {\n",
+           what, n, name);
+    for (size_t i = 0; i < n; i++)
+        printf("    {0x%04x, %u, %u, 0x%08" PRIx32 "},\n", a[i].code, a[i].jt, a[i].jf, a[i].k);
+    printf("};\n");
+}
+
+/* A syscall's number on the architecture being generated for; negative where it has none. */
+static int nr_on_arch(const char *name, void *arg)
+{
+    return seccomp_syscall_resolve_name_arch(*(const uint32_t *)arg, name);
+}
+
+/* Every step program, in both modes: 0, or -1 with a message. */
+static int print_steps(uint32_t arch, const char *arch_name,
+                       size_t lens[SANDBOX_STAGE_COUNT][SANDBOX_STAGE_COUNT][2])
+{
+    static struct sock_filter a[BPF_MAXINSNS], b[BPF_MAXINSNS];
+    for (int f = 0; f < SANDBOX_STAGE_COUNT; f++) {
+        for (int t = 0; t < SANDBOX_STAGE_COUNT; t++) {
+            for (int m = SANDBOX_MODE_KILL; m <= SANDBOX_MODE_LOG; m++) {
+                lens[f][t][m] = 0;
+                if (!sandbox_delta_exists(f, t))
+                    continue;
+                struct cla_error e = {0};
+                char what[96], name[64];
+                snprintf(what, sizeof(what), "%s/%s->%s/%s", arch_name, sandbox_stage_name(f),
+                         sandbox_stage_name(t), mode_names[m]);
+                snprintf(name, sizeof(name), "step_%s_%s_%s", sandbox_stage_name(f),
+                         sandbox_stage_name(t), mode_names[m]);
+                int na = sandbox_delta_build(f, t, m, arch, nr_on_arch, &arch, &stand_in, a,
+                                             ARRAY_SIZE(a), &e);
+                int nb = na < 0 ? na
+                                : sandbox_delta_build(f, t, m, arch, nr_on_arch, &arch, &other, b,
+                                                      ARRAY_SIZE(b), &e);
+                if (na < 0 || nb < 0) {
+                    fprintf(stderr, "sandbox_gen: %s: %s\n", what, e.msg);
+                    return -1;
+                }
+                if (na != nb || check_sites(a, b, (size_t)na, what) < 0) {
+                    fprintf(stderr, "sandbox_gen: %s: the run-time data changes its shape\n", what);
+                    return -1;
+                }
+                print_program(what, name, a, (size_t)na);
+                lens[f][t][m] = (size_t)na;
+            }
         }
     }
     return 0;
@@ -108,18 +166,17 @@ int main(int argc, char **argv)
                         what);
                 return 1;
             }
-            printf("\n/* %s: %zu instructions */\n"
-                   "static const struct sock_filter %s_%s[] = {\n",
-                   what, na, sandbox_stage_name(s), mode_names[m]);
-            for (size_t i = 0; i < na; i++)
-                printf("    {0x%04x, %u, %u, 0x%08" PRIx32 "},\n", a[i].code, a[i].jt, a[i].jf,
-                       a[i].k);
-            printf("};\n");
+            char name[64];
+            snprintf(name, sizeof(name), "%s_%s", sandbox_stage_name(s), mode_names[m]);
+            print_program(what, name, a, na);
             lens[s][m] = na;
             free(a);
             free(b);
         }
     }
+    static size_t steps[SANDBOX_STAGE_COUNT][SANDBOX_STAGE_COUNT][2];
+    if (print_steps(arches[ai].token, arches[ai].name, steps) < 0)
+        return 1;
     printf("\nconst struct sandbox_bpf_set sandbox_bpf_builtin = {\n"
            "    .audit_arch = 0x%08" PRIx32 "u,\n"
            "    .arch_name = \"%s\",\n"
@@ -131,6 +188,18 @@ int main(int argc, char **argv)
             printf("            [%d] = {%s_%s, %zu},\n", m, sandbox_stage_name(s), mode_names[m],
                    lens[s][m]);
         printf("        },\n");
+    }
+    printf("    },\n    .delta = {\n");
+    for (int f = 0; f < SANDBOX_STAGE_COUNT; f++) {
+        for (int t = 0; t < SANDBOX_STAGE_COUNT; t++) {
+            if (!steps[f][t][SANDBOX_MODE_KILL])
+                continue;
+            printf("        [%d][%d] = {\n", f, t);
+            for (int m = SANDBOX_MODE_KILL; m <= SANDBOX_MODE_LOG; m++)
+                printf("            [%d] = {step_%s_%s_%s, %zu},\n", m, sandbox_stage_name(f),
+                       sandbox_stage_name(t), mode_names[m], steps[f][t][m]);
+            printf("        },\n");
+        }
     }
     printf("    },\n};\n");
     return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
