@@ -17,7 +17,7 @@
 static struct {
     bool entered;
     bool kill_process;     /* the kernel has SECCOMP_RET_KILL_PROCESS */
-    bool bounding_dropped; /* sandbox_drop_caps shrank the bounding set already */
+    bool bounding_dropped; /* sandbox_drop_caps made its first call's changes already */
     enum sandbox_mode mode;
     enum sandbox_stage stage;
 } state;
@@ -151,7 +151,7 @@ int sandbox_tighten(enum sandbox_stage stage, struct cla_error *e)
     return 0;
 }
 
-int sandbox_drop_caps(uint64_t keep, struct cla_error *e)
+int sandbox_drop_caps(uint64_t keep, bool bounding, struct cla_error *e)
 {
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct data[2] = {{0}};
@@ -167,8 +167,9 @@ int sandbox_drop_caps(uint64_t keep, struct cla_error *e)
          * bounding set, which is harmless under no_new_privs: file capabilities are ignored
          * and nothing can be gained back. Dropping a capability that is not in the set is a
          * no-op, and EINVAL past the kernel's last capability ends the loop: one call per
-         * capability the kernel has, none without CAP_SETPCAP. */
-        if (data[0].effective & (1u << CAP_SETPCAP)) {
+         * capability the kernel has (about 50 µs for 40), none without CAP_SETPCAP or where
+         * the caller's filter forbids exec. */
+        if (bounding && (data[0].effective & (1u << CAP_SETPCAP))) {
             for (int cap = 0; cap < 64; cap++) {
                 if (keep & (1ULL << cap))
                     continue;

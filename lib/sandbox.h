@@ -11,6 +11,7 @@
  */
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -37,11 +38,12 @@ int sandbox_enter_at(enum sandbox_mode mode, enum sandbox_stage stage, struct cl
 int sandbox_tighten(enum sandbox_stage stage, struct cla_error *e);
 
 /* Drops every capability outside `keep` (1ULL << CAP_x bits) from the effective, permitted and
- * inheritable sets with one capset, and clears ambient. The first call of the process also
- * shrinks the bounding set (needs CAP_SETPCAP; moot under no_new_privs, set first), one prctl
- * per capability up to the kernel's last; later calls only lower with capset: under
- * no_new_privs, with exec forbidden, the bounding set can never grant anything again.
- * Per-thread: call before any thread starts. Returns 0 or a negative errno. */
-int sandbox_drop_caps(uint64_t keep, struct cla_error *e);
+ * inheritable sets with one capset, and clears ambient. The first call of the process sets
+ * no_new_privs and, with `bounding`, shrinks the bounding set too (needs CAP_SETPCAP), one prctl
+ * per capability up to the kernel's last. The bounding set only limits what an exec could
+ * grant: pass `bounding` where exec stays possible (--seccomp=log); under the kill filter, which
+ * forbids exec in every stage, and no_new_privs it can never grant anything. Later calls only
+ * lower with capset. Per-thread: call before any thread starts. Returns 0 or a negative errno. */
+int sandbox_drop_caps(uint64_t keep, bool bounding, struct cla_error *e);
 
 #endif

@@ -113,7 +113,7 @@ int cmd_attach(int argc, char **argv)
      * --seccomp off no part of the sandbox applies, as in enter_sandbox(). */
     struct cla_error e = {0};
     if (a.co.seccomp != SANDBOX_MODE_OFF)
-        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), &e);
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, &e);
     int code = job_emit_result(&a, &res, true);
     job_release(&a);
     return code;

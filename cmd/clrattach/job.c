@@ -407,7 +407,10 @@ int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool 
     int code = attach_outcome_exit_code(res->outcome);
     if (send_event)
         code = report(a, res, code);
-    _cleanup_free_ char *js = result_attach_json(res, a->profiler, &a->clsid, code);
+    /* The JSON document only where it goes: stdout with -o json, the termination log. */
+    bool want_json = a->co.json || a->rep.termination_fd >= 0;
+    _cleanup_free_ char *js =
+        want_json ? result_attach_json(res, a->profiler, &a->clsid, code) : NULL;
     if (a->co.json) {
         if (js)
             printf("%s\n", js);

@@ -36,7 +36,10 @@ int parse_uint(const char *s, uint64_t max, uint64_t *ret)
 int enter_sandbox(const struct common *co, uint64_t keep, enum sandbox_stage stage)
 {
     struct cla_error e = {0};
-    if (co->seccomp != SANDBOX_MODE_OFF && sandbox_drop_caps(keep, &e) < 0)
+    /* The bounding set matters only where exec is possible: in log mode, not under the kill
+     * filter installed right below (a failure to install it ends the process). */
+    if (co->seccomp != SANDBOX_MODE_OFF &&
+        sandbox_drop_caps(keep, co->seccomp == SANDBOX_MODE_LOG, &e) < 0)
         return fatal("capabilities", ATTACH_INTERNAL, &e);
     if (co->seccomp == SANDBOX_MODE_OFF)
         fputs("clrattach: WARNING: --seccomp=off: running WITHOUT the seccomp filter; use this "

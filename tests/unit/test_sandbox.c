@@ -658,15 +658,20 @@ static void test_tighten_before_enter(void **state)
 
 /* ---- capabilities ----------------------------------------------------------------------- */
 
-/* Drops all but three capabilities, under the kill filter if `filtered`. */
-static void probe_drop_caps(long filtered)
+/* Drops all but three capabilities, under the kill filter if `arg & 1`, the bounding set too if
+ * `arg & 2`. */
+static void probe_drop_caps(long arg)
 {
-    bool root = geteuid() == 0;
+    bool root = geteuid() == 0, filtered = arg & 1, bounding = arg & 2;
     const uint64_t keep = (1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_SYS_PTRACE);
     if (filtered)
         enter_or_die(SANDBOX_MODE_KILL); /* the filter must allow the dropping itself */
+    uint64_t before = 0;                 /* the bounding set as it was */
+    for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+        if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
+            before |= 1ULL << cap;
     struct cla_error e = {0};
-    if (sandbox_drop_caps(keep, &e) < 0)
+    if (sandbox_drop_caps(keep, bounding, &e) < 0)
         _exit(1);
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct d[2] = {{0}};
@@ -680,8 +685,9 @@ static void probe_drop_caps(long filtered)
     if (root && eff != keep)
         _exit(4);
     for (int cap = 0; cap <= CAP_LAST_CAP; cap++) {
+        /* root: the bounding set is `keep` when asked for, untouched when not */
         int in = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-        if (root && in != (int)((keep >> cap) & 1))
+        if (root && in != (int)(((bounding ? keep & before : before) >> cap) & 1))
             _exit(5);
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, cap, 0, 0) > 0)
             _exit(6);
@@ -695,6 +701,7 @@ static void test_drop_caps(void **state)
     (void)state;
     bool filtered = !no_filter_here("test_drop_caps: dropping under the kill filter");
     assert_exit0(run_child(probe_drop_caps, filtered), "drop caps");
+    assert_exit0(run_child(probe_drop_caps, filtered | 2), "drop caps, bounding set too");
 }
 
 /* ---- ATTACH and PS: the stages a single attach and `ps` enter at ------------------------- */
@@ -1021,9 +1028,9 @@ static void probe_drop_caps_twice(long unused)
     (void)unused;
     struct cla_error e = {0};
     const uint64_t first = (1ULL << CAP_SETUID) | (1ULL << CAP_DAC_OVERRIDE);
-    if (sandbox_drop_caps(first, &e) < 0)
+    if (sandbox_drop_caps(first, true, &e) < 0)
         _exit(1);
-    if (sandbox_drop_caps(1ULL << CAP_DAC_OVERRIDE, &e) < 0)
+    if (sandbox_drop_caps(1ULL << CAP_DAC_OVERRIDE, true, &e) < 0)
         _exit(2);
     struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
     struct __user_cap_data_struct d[2];
