@@ -14,6 +14,10 @@ LDLIBS_TOOL := -lcurl -ljansson -lseccomp
 # The profiler is loaded into a .NET process that has no sanitizer runtime: it never gets the
 # sanitizer flags (SAN_FLAGS), only the base ones.
 PROF_CFLAGS := $(CFLAGS)
+# Its debug information stays out of the .so: every attach copies the file into the target's
+# view (a tmpfs there is the app's memory) and hashes and verifies each byte, and DWARF is 60% of
+# it (79 KB against 31 KB). The symbol table stays, for backtraces of a crash in the app.
+PROF_LDFLAGS := -Wl,--strip-debug
 ifeq ($(SAN),1)
 BUILD   := build/san
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -95,8 +99,8 @@ $(BUILD)/clrattach: $(CMD_OBJS) $(BUILD)/libclrattach.a
 # The sample profiler is its own product: hidden visibility, only its entry points exported.
 $(BUILD)/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(PROF_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
-	    -o $@ $(PROF_SRCS) -lpthread
+	$(CC) $(PROF_CFLAGS) $(PROF_LDFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now \
+	    -Wl,-z,relro -o $@ $(PROF_SRCS) -lpthread
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a
 	@mkdir -p $(dir $@)

@@ -25,7 +25,7 @@ profiler-musl: $(BUILD)/musl/libclrprobe.so
 $(BUILD)/musl/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h) profiler/exports.map \
                               profiler/musl.mk
 	@mkdir -p $(dir $@)
-	$(MUSL_CC) $(MUSL_PROF_CFLAGS) -fPIC -shared -fvisibility=hidden \
+	$(MUSL_CC) $(MUSL_PROF_CFLAGS) $(PROF_LDFLAGS) -fPIC -shared -fvisibility=hidden \
 	    -Wl,--version-script=profiler/exports.map -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
 	    -o $@ $(PROF_SRCS) -lpthread
 	@# Exactly one exported function, or the version script did not apply.
