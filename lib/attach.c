@@ -431,13 +431,25 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
 
 /* The client data as sent: placeholders ({dir}, {entry}) expanded for where the profiler went.
  * Returns the length, or a negative errno (usage: over the frame's room). */
-static int expand_client_data(const struct attach_opts *o, const struct placed *p, uint8_t *out,
-                              size_t cap, struct cla_error *e)
+/* The client data with its placeholders filled in, in a block of its own size. Returns its
+ * length with *ret set (NULL for none), -E2BIG past the protocol's cap or -EINVAL. */
+static int expand_client_data(const struct attach_opts *o, const struct placed *p, uint8_t **ret,
+                              struct cla_error *e)
 {
-    size_t n = 0;
-    int r =
-        placeholders_expand(o->client_data, o->client_data_len, p->dir, p->path, out, cap, &n, e);
-    return r < 0 ? r : (int)n;
+    size_t need = 0, n = 0;
+    *ret = NULL;
+    int r = placeholders_expand(o->client_data, o->client_data_len, p->dir, p->path, NULL,
+                                IPC_MAX_CLIENT_DATA, &need, e);
+    if (r < 0 || need == 0)
+        return r;
+    _cleanup_free_ uint8_t *cd = malloc(need);
+    if (!cd)
+        return -ENOMEM;
+    r = placeholders_expand(o->client_data, o->client_data_len, p->dir, p->path, cd, need, &n, e);
+    if (r < 0)
+        return r;
+    *ret = util_take_ptr(&cd);
+    return (int)n;
 }
 
 /* already_active: who holds the slot? A mapped library (other than ours) that exports
@@ -490,15 +502,22 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
 static int startup_load(const struct attach_opts *o, int sockfd, const char *path, uint32_t *ret_hr,
                         struct cla_error *e)
 {
-    uint8_t req[IPC_MAX_MESSAGE];
-    int n = ipc_encode_startup(&o->clsid, path, req, sizeof(req), e);
+    /* On the heap, sized for this path (see encode_request): a 64 KiB array here made run()'s
+     * frame, where this is inlined, that much larger, and each page of it touched on entry. */
+    size_t room = IPC_HEADER_SIZE + 16 + 4 + 2 * (strlen(path) + 1);
+    if (room > IPC_MAX_MESSAGE)
+        room = IPC_MAX_MESSAGE;
+    _cleanup_free_ uint8_t *req = malloc(room);
+    if (!req)
+        return err_set(e, -ENOMEM, "out of memory");
+    int n = ipc_encode_startup(&o->clsid, path, req, room, e);
     if (n < 0)
         return n;
     int r =
         ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr, e);
     if (r < 0 || *ret_hr != 0)
         return r;
-    n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), e);
+    n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, IPC_HEADER_SIZE, e);
     if (n < 0)
         return n;
     return ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr,
@@ -671,11 +690,8 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
     }
     /* A typo in a placeholder is the operator's. */
     if (o->client_data_len) {
-        _cleanup_free_ uint8_t *probe = malloc(IPC_MAX_CLIENT_DATA);
         size_t n;
-        if (!probe)
-            return fail(res, ATTACH_INTERNAL, err_set(e, -ENOMEM, "out of memory"));
-        if ((r = placeholders_expand(o->client_data, o->client_data_len, "/", "/", probe,
+        if ((r = placeholders_expand(o->client_data, o->client_data_len, "/", "/", NULL,
                                      IPC_MAX_CLIENT_DATA, &n, e)) == -EINVAL)
             return fail(res, ATTACH_USAGE, r);
     }
@@ -824,13 +840,22 @@ static int encode_request(struct attempt *a)
 {
     struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
-    _cleanup_free_ uint8_t *cd = malloc(IPC_MAX_CLIENT_DATA);
-    int cd_len = cd ? expand_client_data(a->o, &a->p, cd, IPC_MAX_CLIENT_DATA, e) : -ENOMEM;
-    a->req = malloc(IPC_MAX_MESSAGE);
-    int n = cd_len < 0 ? cd_len : a->req ? 0 : -ENOMEM;
-    if (n == 0)
+    _cleanup_free_ uint8_t *cd = NULL;
+    int cd_len = expand_client_data(a->o, &a->p, &cd, e);
+    /* Room for the frame: the header, timeout, GUID, the path in UTF-16 (at most two bytes per
+     * UTF-8 byte) with its count and NUL, the client data with its size; never more than the
+     * protocol's cap, where encoding reports the overflow. */
+    size_t room = cd_len < 0 ? 0
+                             : IPC_HEADER_SIZE + 4 + 16 + 4 + 2 * (strlen(a->p.path) + 1) + 4 +
+                                   (size_t)cd_len;
+    if (room > IPC_MAX_MESSAGE)
+        room = IPC_MAX_MESSAGE;
+    int n = cd_len;
+    if (n >= 0 && !(a->req = malloc(room)))
+        n = -ENOMEM;
+    if (n >= 0)
         n = ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, a->p.path, cd, (size_t)cd_len,
-                              a->req, IPC_MAX_MESSAGE, e);
+                              a->req, room, e);
     if (n < 0) {
         undo_delivery(a->o, a->t, &a->p, res);
         if (n == -ENOMEM)

@@ -84,7 +84,9 @@ int placeholders_expand(const uint8_t *in, size_t len, const char *dir, const ch
         if (sublen > cap - n)
             return err_set(e, -E2BIG, "client data: %zu bytes or more after expansion exceed %zu",
                            n + sublen, cap);
-        if (sub)
+        if (!out)
+            ; /* measuring only */
+        else if (sub)
             memcpy(out + n, sub, sublen);
         else
             out[n] = c;

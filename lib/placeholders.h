@@ -21,7 +21,8 @@
 
 /* Expands `len` bytes of `in` into `out` (at most `cap` bytes). Returns 0 with *ret_len set;
  * -E2BIG when the result exceeds `cap`; -EINVAL for an unknown {word}. `dir` and `entry` may be
- * NULL when the caller has none (then {dir}/{entry} are refused with -EINVAL). */
+ * NULL when the caller has none (then {dir}/{entry} are refused with -EINVAL). A NULL `out`
+ * writes nothing: the same checks, and the length the expansion needs. */
 int placeholders_expand(const uint8_t *in, size_t len, const char *dir, const char *entry,
                         uint8_t *out, size_t cap, size_t *ret_len, struct cla_error *e);
 

@@ -95,6 +95,29 @@ static int pin(int proc_dirfd, pid_t pid, struct target *t, struct cla_error *e)
     return 0;
 }
 
+/* Does the pidfd's process have `t->pid` in the pid namespace of the procfs at `proc_dirfd`?
+ * The pidfd is opened in our own namespace, while --proc may name another's procfs; the pidfd's
+ * fdinfo read through that procfs shows its pid there ("Pid:", Linux 5.3). Together with the pin
+ * order (pidfd first) and a later poll that finds its process running, a yes proves that the
+ * /proc directory opened between them is that process's own; from then on the poll alone tells
+ * whether it still runs, and stat need not be read again for the start time. Any doubt (no
+ * "self" in that procfs, an older kernel, another pid) is a no: the start time is re-read. */
+static bool pidfd_names_pid(int proc_dirfd, const struct target *t)
+{
+    char name[40], buf[1024];
+    size_t len;
+    snprintf(name, sizeof(name), "self/fdinfo/%d", t->pidfd);
+    if (read_procfile_buf(proc_dirfd, name, buf, sizeof(buf), &len) < 0)
+        return false;
+    const char *p = strstr(buf, "\nPid:\t");
+    if (!p)
+        return false;
+    p += 6;
+    size_t n = strcspn(p, "\n");
+    uint64_t v;
+    return p[n] == '\n' && util_parse_u64(p, n, INT32_MAX, &v) == 0 && (pid_t)v == t->pid;
+}
+
 /* Who the process is: stat (its start time, the pin's second half) and status (its ids). */
 static int read_identity(struct target *t, struct cla_error *e)
 {
@@ -183,6 +206,7 @@ int target_open(int proc_dirfd, pid_t pid, struct target *ret, struct cla_error 
      * directories key on it (diag_socket, procindex). */
     if (fstatat(t.procfd, "ns/mnt", &st, 0) == 0)
         t.mntns = st.st_ino;
+    t.pidfd_tied = t.pidfd >= 0 && pidfd_names_pid(proc_dirfd, &t);
     if ((r = target_check_alive(&t, e)) < 0)
         goto fail;
     *ret = t;
@@ -215,6 +239,8 @@ int target_check_alive(const struct target *t, struct cla_error *e)
             return err_setsys(e, -errno, "poll pidfd of %d", (int)t->pid);
         if (n > 0)
             return err_set(e, -ESRCH, "process %d exited", (int)t->pid);
+        if (t->pidfd_tied)
+            return 0;
     }
     struct proc_stat st;
     if (read_stat(t->procfd, &st, NULL) < 0)

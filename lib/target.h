@@ -19,10 +19,12 @@
 #include "proc_parse.h"
 
 struct target {
-    pid_t pid;  /* in our pid namespace */
-    int pidfd;  /* -1 where pidfd_open is missing (Linux < 5.3) */
-    int procfd; /* O_PATH of /proc/<pid> */
-    int rootfd; /* O_PATH of /proc/<pid>/root, opened by target_open_root() */
+    pid_t pid;       /* in our pid namespace */
+    int pidfd;       /* -1 where pidfd_open is missing (Linux < 5.3) */
+    bool pidfd_tied; /* the pidfd's process is the one procfd was opened for: then a poll of the
+                        pidfd is the whole liveness check (target_check_alive) */
+    int procfd;      /* O_PATH of /proc/<pid> */
+    int rootfd;      /* O_PATH of /proc/<pid>/root, opened by target_open_root() */
     struct proc_stat stat;
     struct proc_status status;
     char *environ; /* NULL when not readable (permission) */

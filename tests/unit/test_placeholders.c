@@ -68,6 +68,29 @@ static void test_refuses(void **state)
     assert_int_equal(n, 5);
 }
 
+/* With no output buffer: the same verdicts, and the length the expansion writes. */
+static void test_measures(void **state)
+{
+    (void)state;
+    static const char *const cases[] = {"e={entry};d={dir}", "{{dir} {\"a\":{}} }}", "plain", "",
+                                        "{dir}{dir}{dir}",   "path={Dir}/x"};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (size_t cap = 0; cap <= 80; cap += 20) {
+            uint8_t out[128];
+            size_t n1 = 9999, n2 = 8888;
+            struct cla_error e1 = {0}, e2 = {0};
+            const uint8_t *in = (const uint8_t *)cases[i];
+            int r1 = placeholders_expand(in, strlen(cases[i]), "/d", "/d/e.so", out, cap, &n1, &e1);
+            int r2 =
+                placeholders_expand(in, strlen(cases[i]), "/d", "/d/e.so", NULL, cap, &n2, &e2);
+            assert_int_equal(r1, r2);
+            assert_string_equal(e1.msg, e2.msg);
+            if (r1 == 0)
+                assert_int_equal(n1, n2);
+        }
+    }
+}
+
 static void test_present(void **state)
 {
     (void)state;
@@ -82,6 +105,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_expands),
         cmocka_unit_test(test_refuses),
+        cmocka_unit_test(test_measures),
         cmocka_unit_test(test_present),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

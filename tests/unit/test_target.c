@@ -53,6 +53,21 @@ static int reuse_scenario(void)
     }
     if (target_check_alive(&t, &e) != 0)
         rc = 12;
+    /* The pidfd (opened in our namespace) and this procfs's dir name the same process. */
+    if (!t.pidfd_tied)
+        rc = rc ? rc : 16;
+    /* The host's procfs, where the victim's number names another process (or none): the
+     * pidfd must not be taken for that process's, or a poll would vouch for a stranger. */
+    int host = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct target h;
+    struct cla_error he = {0};
+    if (host >= 0 && target_open(host, victim, &h, &he) == 0) {
+        if (h.pidfd_tied)
+            rc = rc ? rc : 17;
+        target_close(&h);
+    }
+    if (host >= 0)
+        close(host);
     kill(victim, SIGKILL);
     waitpid(victim, NULL, 0);
     /* Make the next fork reuse the victim's pid. */
@@ -117,6 +132,7 @@ static void test_exit_detected(void **state)
     assert_int_equal(t.pid, p);
     assert_true(t.stat.starttime > 0);
     assert_int_equal(target_check_alive(&t, &e), 0);
+    assert_true(t.pidfd_tied); /* our own procfs: the poll alone watches it */
     kill(p, SIGKILL);
     waitpid(p, NULL, 0);
     assert_int_equal(target_check_alive(&t, &e), -ESRCH);
