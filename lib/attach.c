@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -26,6 +28,10 @@
 #include "runtime_info.h"
 #include "target.h"
 #include "util.h"
+
+#ifndef ST_VALID
+#define ST_VALID 0x0020 /* f_flags is filled (Linux 2.6.36) */
+#endif
 
 static const struct {
     const char *name;
@@ -306,18 +312,57 @@ static int deliver_one(int rootfd, const struct profset_build *build, const char
     return 0;
 }
 
+/* The target's mount table, read only to name a mount that a candidate directory is refused
+ * for, at most once per attach. */
+struct mounts_once {
+    struct proc_mount *list; /* NULL: unreadable, or not read yet */
+    size_t n;
+    bool tried;
+};
+
+static void mounts_once_free(struct mounts_once *m)
+{
+    free(m->list);
+    m->list = NULL;
+}
+
+/* Can a .so be mapped from this candidate directory? Asked of the directory itself, opened
+ * through the target's root as its user (no link followed): statfs gives the flags of the
+ * mount it is on as the target sees it. A directory that cannot be opened or a kernel that
+ * does not say (ST_VALID) leaves the candidate to be tried. */
+static void judge_candidate(const struct target *t, struct placement *p, struct mounts_once *m)
+{
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, p->dir, ROOTFS_DIR, O_PATH, 0, NULL);
+    struct statfs sf;
+    if (fd < 0 || fstatfs(fd, &sf) < 0 || !(sf.f_flags & ST_VALID))
+        return;
+    bool noexec = sf.f_flags & ST_NOEXEC, read_only = sf.f_flags & ST_RDONLY;
+    if (!noexec && !read_only)
+        return;
+    if (!m->tried) {
+        m->tried = true;
+        _cleanup_free_ char *mi = NULL;
+        size_t mlen;
+        if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, NULL) == 0)
+            (void)proc_parse_mountinfo(mi, mlen, &m->list, &m->n, NULL);
+    }
+    placement_judge(p, noexec, read_only, m->list, m->list ? m->n : 0);
+}
+
 /* Tries each candidate directory in turn until one takes the profiler; the reasons for
  * passing over the others are kept for the result and for the error. */
 static int deliver_somewhere(const struct attach_opts *o, struct target *t,
-                             const struct profset_build *build, const struct proc_mount *mounts,
-                             size_t n_mounts, struct placed *ret, struct attach_result *res)
+                             const struct profset_build *build, struct placed *ret,
+                             struct attach_result *res)
 {
     struct placement cand[PLACEMENT_MAX];
-    size_t n = placement_candidates(t->tmpdir, o->target_dir, mounts, n_mounts, cand);
+    size_t n = placement_candidates(t->tmpdir, o->target_dir, cand);
+    __attribute__((cleanup(mounts_once_free))) struct mounts_once mounts = {0};
     size_t used = 0;
     int last = -ENOENT;
     for (size_t i = 0; i < n; i++) {
         struct cla_error de = {0};
+        judge_candidate(t, &cand[i], &mounts);
         if (!cand[i].rejected[0]) {
             last = deliver_one(t->rootfd, build, cand[i].dir, res->uid, ret, &de);
             if (last >= 0)
@@ -650,8 +695,6 @@ struct attempt {
     const struct attach_opts *o;
     struct attach_result *res;
     struct target *t;
-    struct proc_mount *mounts; /* the target's mount table, NULL when unreadable */
-    size_t n_mounts;
     int sockfd;
     struct diag_socket s;
     struct maps_once maps;
@@ -666,7 +709,6 @@ struct attempt {
 
 static void attempt_free(struct attempt *a)
 {
-    free(a->mounts);
     maps_once_free(&a->maps);
     free(a->req);
     if (a->sockfd >= 0)
@@ -741,12 +783,6 @@ static int inspect_target(struct attempt *a)
     if (!t->environ)
         return environ_error(t, res);
     note_profiler_env(t, res);
-    /* The target's own mount table decides where a .so can be mapped; a failure to read it is
-     * not fatal (placement then learns by trying). */
-    _cleanup_free_ char *mi = NULL;
-    size_t mlen;
-    if (target_read_file(t, "mountinfo", PROC_MOUNTINFO_MAX, &mi, &mlen, NULL) == 0)
-        (void)proc_parse_mountinfo(mi, mlen, &a->mounts, &a->n_mounts, NULL);
     return 0;
 }
 
@@ -824,7 +860,7 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
         return fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
-    if ((r = deliver_somewhere(a->o, a->t, a->build, a->mounts, a->n_mounts, &a->p, res)) < 0)
+    if ((r = deliver_somewhere(a->o, a->t, a->build, &a->p, res)) < 0)
         return r;
     shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
     if (a->p.is_dir)

@@ -167,7 +167,7 @@ static const struct sandbox_rule rules[] = {
     ALLOW("readlink", LOOKUP, "glibc readlink() on x86_64"),
     /* Without openat2, rootfs.c's link-following walk refuses a link by its filesystem: procfs
      * holds the magic links that RESOLVE_NO_MAGICLINKS would refuse. */
-    ALLOW("fstatfs", LOOKUP, "rootfs walk: is a link a magic one of /proc?"),
+    ALLOW("fstatfs", LOOKUP, "rootfs walk: is a link a magic one of /proc?; placement: noexec?"),
 
     /* Placing the profiler: temporary name, owner and mode, then rename into place. */
     ALLOW("fchown", DELIVERY, "the delivered file belongs to the target's user"),

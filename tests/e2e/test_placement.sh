@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where the profiler goes, decided from the TARGET's own mount table: a noexec /tmp is passed
+# Where the profiler goes, decided by the TARGET's own mounts (statfs of each directory through
+# its root, the mount named from its mountinfo): a noexec /tmp is passed
 # over for a writable, exec-able fallback; a read-only root with noexec /tmp and /dev/shm is
 # refused with the reasons and the emptyDir hint, and works with --target-dir on an exec-able
 # volume. Real runtime, real namespaces, seccomp on.
@@ -15,7 +16,7 @@ if start_target noexec-tmp --pidns --uid 1000 \
         --client-data out=/var/tmp/probe.json -o json
     path=$(json_get "$OUT" delivered_path)
     skipped=$(json_get "$OUT" placement_skipped)
-    if [ $RC -eq 0 ] && [[ $path == /var/tmp/* ]] && [[ $skipped == *noexec* ]] &&
+    if [ $RC -eq 0 ] && [[ $path == /var/tmp/* ]] && [[ $skipped == *"noexec (tmpfs on /tmp)"* ]] &&
         [ "$(json_get "$OUT" mapped)" = True ] && probe_report "$P" /var/tmp/probe.json >/dev/null; then
         ok "noexec-tmp-falls-back"
     else
