@@ -474,8 +474,6 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
     return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
 }
 
-/* The client data as sent: placeholders ({dir}, {entry}) expanded for where the profiler went.
- * Returns the length, or a negative errno (usage: over the frame's room). */
 /* The client data with its placeholders filled in, in a block of its own size. Returns its
  * length with *ret set (NULL for none), -E2BIG past the protocol's cap or -EINVAL. */
 static int expand_client_data(const struct attach_opts *o, const struct placed *p, uint8_t **ret,
@@ -547,11 +545,9 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
 static int startup_load(const struct attach_opts *o, int sockfd, const char *path, uint32_t *ret_hr,
                         struct cla_error *e)
 {
-    /* On the heap, sized for this path (see encode_request): a 64 KiB array here made run()'s
-     * frame, where this is inlined, that much larger, and each page of it touched on entry. */
-    size_t room = IPC_HEADER_SIZE + 16 + 4 + 2 * (strlen(path) + 1);
-    if (room > IPC_MAX_MESSAGE)
-        room = IPC_MAX_MESSAGE;
+    /* On the heap, sized for this path: a 64 KiB array here made run()'s frame, where this is
+     * inlined, that much larger, and each page of it touched on entry. */
+    size_t room = ipc_startup_frame_room(path);
     _cleanup_free_ uint8_t *req = malloc(room);
     if (!req)
         return err_set(e, -ENOMEM, "out of memory");
@@ -877,21 +873,14 @@ static int encode_request(struct attempt *a)
     struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
     _cleanup_free_ uint8_t *cd = NULL;
-    int cd_len = expand_client_data(a->o, &a->p, &cd, e);
-    /* Room for the frame: the header, timeout, GUID, the path in UTF-16 (at most two bytes per
-     * UTF-8 byte) with its count and NUL, the client data with its size; never more than the
-     * protocol's cap, where encoding reports the overflow. */
-    size_t room = cd_len < 0 ? 0
-                             : IPC_HEADER_SIZE + 4 + 16 + 4 + 2 * (strlen(a->p.path) + 1) + 4 +
-                                   (size_t)cd_len;
-    if (room > IPC_MAX_MESSAGE)
-        room = IPC_MAX_MESSAGE;
-    int n = cd_len;
-    if (n >= 0 && !(a->req = malloc(room)))
-        n = -ENOMEM;
-    if (n >= 0)
-        n = ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, a->p.path, cd, (size_t)cd_len,
-                              a->req, room, e);
+    int n = expand_client_data(a->o, &a->p, &cd, e);
+    if (n >= 0) {
+        size_t cd_len = (size_t)n, room = ipc_attach_frame_room(a->p.path, cd_len);
+        a->req = malloc(room);
+        n = a->req ? ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, a->p.path, cd, cd_len,
+                                       a->req, room, e)
+                   : -ENOMEM;
+    }
     if (n < 0) {
         undo_delivery(a->o, a->t, &a->p, res);
         if (n == -ENOMEM)

@@ -28,7 +28,7 @@ static const char *base_of(const char *path)
 }
 
 /* Does a regular file exist at `path` in the target's root? Links inside the root are followed
- * (system libraries are links to versioned files), with or without openat2. */
+ * (shared libraries are links to versioned files), with or without openat2. */
 static bool exists_in_root(int rootfd, const char *path)
 {
     /* O_PATH: the file is never read or opened for I/O, so a FIFO or device planted in a

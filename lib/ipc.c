@@ -209,6 +209,27 @@ int ipc_encode_simple(uint8_t command_set, uint8_t command_id, uint8_t *buf, siz
     return finish_frame(&w, e);
 }
 
+/* The header, then (attach) u32 timeout, the GUID, the string's u32 count and its units with
+ * the NUL, (attach) the u32 client-data size and the bytes. */
+static size_t frame_room(size_t fixed, const char *path, size_t client_len)
+{
+    size_t len = strlen(path);
+    if (len > IPC_MAX_MESSAGE || client_len > IPC_MAX_MESSAGE)
+        return IPC_MAX_MESSAGE;
+    size_t room = IPC_HEADER_SIZE + fixed + 4 + 2 * (len + 1) + client_len;
+    return room < IPC_MAX_MESSAGE ? room : IPC_MAX_MESSAGE;
+}
+
+size_t ipc_attach_frame_room(const char *path, size_t client_len)
+{
+    return frame_room(4 + 16 + 4, path, client_len);
+}
+
+size_t ipc_startup_frame_room(const char *path)
+{
+    return frame_room(16, path, 0);
+}
+
 int ipc_encode_attach(uint32_t timeout_ms, const struct ipc_guid *clsid, const char *path,
                       const void *client_data, size_t client_len, uint8_t *buf, size_t size,
                       struct cla_error *e)

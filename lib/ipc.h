@@ -79,6 +79,12 @@ int ipc_encode_attach(uint32_t timeout_ms, const struct ipc_guid *clsid, const c
                       const void *client_data, size_t client_len, uint8_t *buf, size_t size,
                       struct cla_error *e);
 
+/* The most bytes ipc_encode_attach / ipc_encode_startup can write for this path (valid UTF-8
+ * takes at most two UTF-16 bytes per byte) and client data, capped at IPC_MAX_MESSAGE, where
+ * encoding reports a frame too large: a buffer of this size always suffices. */
+size_t ipc_attach_frame_room(const char *path, size_t client_len);
+size_t ipc_startup_frame_room(const char *path);
+
 /* Encodes StartupProfiler: GUID and UTF-16 path. Returns as ipc_encode_attach. */
 int ipc_encode_startup(const struct ipc_guid *clsid, const char *path, uint8_t *buf, size_t size,
                        struct cla_error *e);

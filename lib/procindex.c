@@ -578,7 +578,7 @@ static int64_t realtime_ns(void)
 }
 
 /* Lists a group's directory when it may have changed: its mtime moves with every name added,
- * removed or replaced. The file system's clock is coarse (a jiffy), so a listing made within a
+ * removed or replaced. The filesystem's clock is coarse (a jiffy), so a listing made within a
  * second of the last change does not count as seeing it: the next scan lists again. */
 static void group_list(struct group *g, int64_t now_ms)
 {

@@ -74,7 +74,7 @@ struct procindex_probe {
 void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret);
 
 /* An entry of a socket directory: the name's pid and key, the inode it names and that inode's
- * change time (a file system may give a freed inode number to the next file at once). */
+ * change time (a filesystem may give a freed inode number to the next file at once). */
 struct procindex_entry {
     pid_t nspid;
     uint64_t key;

@@ -276,7 +276,7 @@ static int resolve(int rootfd, const char *path, int flags, mode_t mode, enum li
             rel++;
         if (!*rel)
             rel = ".";
-        /* EAGAIN: a rename somewhere in the system while the kernel resolved a ".." (a link's
+        /* EAGAIN: a rename anywhere on the machine while the kernel resolved a ".." (a link's
          * target may hold one when `contained`); it asks us to retry. A target that renames in
          * a loop could keep asking: the retries are capped. EINTR cannot come from a FIFO here
          * (O_PATH and O_NONBLOCK never wait), only from a signal during a slow lookup. */

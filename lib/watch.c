@@ -704,7 +704,7 @@ static void job_result(const struct watch_opts *o, const struct job *j, struct a
         err_set(&r->error, -EINTR, "the attach process for pid %d died of signal %d (%s)",
                 (int)j->pid, sig, strsignal(sig));
         if (sig == SIGSYS)
-            err_hint(&r->error, "a system call outside clrattach's seccomp allow-list: the kernel "
+            err_hint(&r->error, "a syscall outside clrattach's seccomp allow-list: the kernel "
                                 "log (dmesg, audit type=1326) names it; please report it");
     } else if (j->got > 0) {
         result_of_job(j, ATTACH_INTERNAL, now, r);

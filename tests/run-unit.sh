@@ -3,7 +3,8 @@
 # Each binary runs under `timeout`: a check that blocks (a hostile peer that never answers, a
 # FIFO opened by mistake) fails the suite instead of hanging it. UNIT_TIMEOUT overrides the
 # limit (seconds per binary). Checks that need root skip when not run as root (tests/unit/root.h);
-# their names are listed, so a run as another user says what it left out.
+# their names are listed, so a run as another user says what it left out. Under CI=true any
+# skipped check fails the suite.
 set -u
 limit=${UNIT_TIMEOUT:-600}
 pass=0
@@ -28,4 +29,9 @@ for t in "$@"; do
 done
 echo "unit: $pass passed, $failn failed"
 [ $skipn -eq 0 ] || echo "unit: $skipn checks skipped (they need root)"
+# No check may skip under CI: a skip there is a failure, whatever made it skip.
+if [ "${CI:-}" = true ] && [ $skipn -gt 0 ]; then
+    echo "unit: FAIL: checks skipped under CI=true"
+    exit 1
+fi
 [ $failn -eq 0 ]

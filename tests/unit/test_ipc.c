@@ -106,6 +106,40 @@ static void test_encode_attach_rejects(void **state)
         ipc_encode_attach(1, &g, "/p.so", big, IPC_MAX_CLIENT_DATA, frame, sizeof(frame), &e) < 0);
 }
 
+/* A buffer of the room the encoders announce always takes the frame: ASCII, two-, three- and
+ * four-byte UTF-8 (a surrogate pair), with and without client data; past the cap, the room is
+ * the cap and the encoder refuses the frame itself. */
+static void test_frame_room(void **state)
+{
+    (void)state;
+    struct ipc_guid g = {{0}};
+    static const char *const paths[] = {"/p.so", "/\xC3\xA9\xC3\xA9.so", "/\xE2\x82\xAC",
+                                        "/\xF0\x9F\x98\x80\xF0\x9F\x98\x80"};
+    static uint8_t buf[IPC_MAX_MESSAGE];
+    struct cla_error e = {0};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        for (size_t cd = 0; cd <= 3; cd += 3) {
+            size_t room = ipc_attach_frame_room(paths[i], cd);
+            int n = ipc_encode_attach(1, &g, paths[i], "abc", cd, buf, room, &e);
+            assert_true(n > 0);
+            assert_true((size_t)n <= room);
+        }
+        size_t room = ipc_startup_frame_room(paths[i]);
+        int n = ipc_encode_startup(&g, paths[i], buf, room, &e);
+        assert_true(n > 0);
+        assert_true((size_t)n <= room);
+    }
+    /* ASCII is exactly two bytes a unit: the room is the frame. */
+    assert_int_equal(ipc_attach_frame_room("/p.so", 2), 20 + 4 + 16 + 4 + 12 + 4 + 2);
+    assert_int_equal(ipc_attach_frame_room("/p.so", IPC_MAX_CLIENT_DATA + 100), IPC_MAX_MESSAGE);
+    /* The most client data with this path is a frame past the protocol's size: the room is
+     * the cap and the encoder, not an overflow, says no. */
+    static uint8_t big[IPC_MAX_CLIENT_DATA];
+    size_t room = ipc_attach_frame_room("/p.so", IPC_MAX_CLIENT_DATA);
+    assert_int_equal(room, IPC_MAX_MESSAGE);
+    assert_true(ipc_encode_attach(1, &g, "/p.so", big, IPC_MAX_CLIENT_DATA, buf, room, &e) < 0);
+}
+
 static void test_encode_simple_and_startup(void **state)
 {
     (void)state;
@@ -310,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_encode_attach_exact),
         cmocka_unit_test(test_encode_attach_client_data_and_utf8),
         cmocka_unit_test(test_encode_attach_rejects),
+        cmocka_unit_test(test_frame_room),
         cmocka_unit_test(test_encode_simple_and_startup),
         cmocka_unit_test(test_decode_header),
         cmocka_unit_test(test_decode_status),
