@@ -25,18 +25,18 @@ CFLAGS  += $(SAN_FLAGS)
 LDFLAGS += $(SAN_FLAGS)
 endif
 
-LIB_SRCS  := $(sort $(wildcard lib/*.c))
+LIB_SRCS  := $(sort $(wildcard lib/*/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 
-# The seccomp programs are compiled from the rule table at build time (lib/sandbox_bpf.h): by a
+# The seccomp programs are compiled from the rule table at build time (lib/sandbox/sandbox_bpf.h): by a
 # generator built with the HOST compiler and libseccomp, for the architecture clrattach is built
 # for (x86_64 or aarch64; a cross build sets SECCOMP_ARCH). The output is a C file compiled like
 # the rest of lib/.
 HOSTCC       ?= gcc
 SECCOMP_ARCH ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))
 SANDBOX_GEN  := $(BUILD)/gen/sandbox_gen
-SANDBOX_GEN_SRCS := tools/sandbox_gen.c lib/sandbox_compile.c lib/sandbox_delta.c \
-                    lib/sandbox_policy.c lib/err.c lib/util.c
+SANDBOX_GEN_SRCS := tools/sandbox_gen.c lib/sandbox/sandbox_compile.c lib/sandbox/sandbox_delta.c \
+                    lib/sandbox/sandbox_policy.c lib/base/err.c lib/base/util.c
 SANDBOX_BPF  := $(BUILD)/gen/sandbox_bpf_$(SECCOMP_ARCH)
 LIB_OBJS     += $(SANDBOX_BPF).o
 CMD_SRCS  := $(sort $(wildcard cmd/clrattach/*.c))
@@ -60,7 +60,8 @@ help:
 	@echo "make test-arm64   arm64 builds under qemu-user against an arm64 .NET runtime"
 	@echo "make image        the linux/amd64 + linux/arm64 image index (build/image/*.oci.tar)"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
-	@echo "make lint         banned calls and static checks"
+	@echo "make lint         the layer rules of lib/, banned calls and static checks"
+	@echo "make test-lint    the layer rules hold and a planted breach fails them"
 	@echo "make fuzz         run every libFuzzer target for FUZZ_SECONDS (docs/fuzzing.md)"
 	@echo "make fuzz-replay  replay the fuzz corpora and regressions without clang"
 	@echo "make bench        attach latency, memory, size and ps scaling (docs/benchmarks.md)"
@@ -78,7 +79,7 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(SANDBOX_GEN): $(SANDBOX_GEN_SRCS) $(wildcard lib/*.h)
+$(SANDBOX_GEN): $(SANDBOX_GEN_SRCS) $(wildcard lib/*/*.h)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -Ilib -o $@ $(SANDBOX_GEN_SRCS) \
 	    -lseccomp -ljansson
@@ -192,8 +193,13 @@ demo: all target
 lint:
 	scripts/lint.sh
 
+# The layer rules hold, and a planted breach of each kind fails them (tests/lint/run.sh).
+.PHONY: test-lint
+test-lint:
+	tests/lint/run.sh
+
 format-check:
-	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*.h \
+	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*/*.h \
 	    $(wildcard cmd/clrattach/*.h tools/*.c)
 
 clean:

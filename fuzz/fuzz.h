@@ -53,9 +53,9 @@ static inline int fuzz_no_controls(const char *p, size_t n)
 }
 
 /* Is [p, p + n) strictly well-formed UTF-8 (RFC 3629: no overlong form, no surrogate, nothing
- * past U+10FFFF, nothing truncated) without any character lib/render.h promises to escape: C0,
+ * past U+10FFFF, nothing truncated) without any character lib/base/render.h promises to escape: C0,
  * DEL, C1 (U+0080..U+009F), bidi controls, invisible format characters, line and paragraph
- * separators? Written apart from lib/render.c, from the Unicode tables, so that a mistake in
+ * separators? Written apart from lib/base/render.c, from the Unicode tables, so that a mistake in
  * one is not repeated in the other. */
 static inline int fuzz_rendered_clean(const char *p, size_t n)
 {

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "elfinfo.h"
+#include "profset/elfinfo.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,8 +6,8 @@
  * and formatter are checked as a round trip on the input's first bytes.
  */
 #include "fuzz.h"
-#include "ipc.h"
-#include "render.h"
+#include "runtime/ipc.h"
+#include "base/render.h"
 
 static void fuzz_guid(const uint8_t *data, size_t size)
 {

@@ -5,8 +5,8 @@
  * only a DNS-1123 label may).
  */
 #include "fuzz.h"
-#include "k8s_config.h"
-#include "k8s_event.h"
+#include "report/k8s_config.h"
+#include "report/k8s_event.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -4,8 +4,8 @@
  * terminated within K8S_UID_MAX, and only from a reply naming the pod that was asked for.
  */
 #include "fuzz.h"
-#include "k8s_event.h"
-#include "k8s_reply.h"
+#include "report/k8s_event.h"
+#include "report/k8s_reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,8 +5,8 @@
  * must cut to any buffer size without writing past it.
  */
 #include "fuzz.h"
-#include "k8s_event.h"
-#include "k8s_reply.h"
+#include "report/k8s_event.h"
+#include "report/k8s_reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "ldsearch.h"
+#include "profset/ldsearch.h"
 
 /* The next NUL-separated part of [*p, end): its start and length. */
 static const char *part(const char **p, const char *end, size_t *len)

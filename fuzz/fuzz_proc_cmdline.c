@@ -6,7 +6,7 @@
  * size, the tiny ones included.
  */
 #include "fuzz.h"
-#include "render.h"
+#include "base/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

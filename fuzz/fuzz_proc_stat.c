@@ -6,8 +6,8 @@
  * are printed).
  */
 #include "fuzz.h"
-#include "proc_parse.h"
-#include "render.h"
+#include "target/proc_parse.h"
+#include "base/render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,7 +6,7 @@
  * clrattach may do while acting for the process: the group list stays within its cap.
  */
 #include "fuzz.h"
-#include "proc_parse.h"
+#include "target/proc_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

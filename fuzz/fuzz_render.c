@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * lib/render.c: any bytes a target holds, rendered for a terminal. At every output size (the
+ * lib/base/render.c: any bytes a target holds, rendered for a terminal. At every output size (the
  * tiny ones included) the output is terminated within its buffer and holds nothing a terminal
  * or log viewer would act upon or hide (fuzz_rendered_clean, an independent checker). With room
  * enough, render_text reads back to exactly its input (the escapes are unambiguous), and
  * render_message leaves an already-rendered text unchanged.
  */
 #include "fuzz.h"
-#include "render.h"
+#include "base/render.h"
 
 static int hexv(char c)
 {

@@ -4,7 +4,7 @@
  * build. An accepted RID must name a known libc and arch and yield only bounded bundle names.
  */
 #include "fuzz.h"
-#include "rid.h"
+#include "profset/rid.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

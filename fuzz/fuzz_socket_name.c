@@ -5,7 +5,7 @@
  * ("dotnet-diagnostic-%d-%llu-socket"), so each accepted parse is printed back and compared.
  */
 #include "fuzz.h"
-#include "proc_parse.h"
+#include "target/proc_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "tarstream.h"
+#include "profset/tarstream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../lib/bounds.h"
+#include "../lib/base/bounds.h"
 
 /*
  * The probe's client data: `key=value` pairs separated by ';', as sent in the AttachProfiler

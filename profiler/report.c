@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/bounds.h"
+#include "../lib/base/bounds.h"
 #include "clrprobe.h"
 #include "corprof.h"
 #include "report.h"

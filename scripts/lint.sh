@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Static checks: calls banned by STYLE.md in lib/ and cmd/, then cppcheck.
+# Static checks: the layer rules of lib/ (scripts/layers.sh, README "Layout"), calls banned by
+# the house style (docs/style.md) in lib/ and cmd/, then cppcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rc=0
+scripts/layers.sh || rc=1
 banned='\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|sscanf|system|popen|gets)[[:space:]]*\('
 if grep -RnE "$banned" lib cmd --include='*.c' --include='*.h' | grep -vE '^\S+:\s*(//|/?\*)'; then
-    echo "lint: banned calls above (see STYLE.md)" >&2
+    echo "lint: banned calls above (see docs/style.md)" >&2
     rc=1
 fi
 if command -v cppcheck >/dev/null; then

@@ -14,7 +14,7 @@ run() {
 }
 
 run tests/run-unit.sh "$@"
-for suite in tests/e2e/run.sh tests/k8s/run.sh tests/deploy/run.sh tests/containers/run.sh; do
+for suite in tests/lint/run.sh tests/e2e/run.sh tests/k8s/run.sh tests/deploy/run.sh tests/containers/run.sh; do
     [ -x "$suite" ] && run "$suite"
 done
 # linux/arm64 under qemu-user: the cross-built unit tests (ARM64_UNIT_BINS, from make test) and

@@ -13,9 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "attach.h"
-#include "err.h"
-#include "sandbox.h"
+#include "flow/attach.h"
+#include "base/err.h"
+#include "sandbox/sandbox.h"
 
 #define CLI_GO_ON -1
 

@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "job.h"
-#include "target.h"
+#include "target/target.h"
 
 static const char usage_attach[] =
     "Usage: clrattach attach --pid PID --profiler PATH --clsid GUID [options]\n"

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "ps.h"
-#include "result_json.h"
-#include "target.h"
-#include "util.h"
+#include "flow/ps.h"
+#include "report/result_json.h"
+#include "target/target.h"
+#include "base/util.h"
 
 static const char usage_ps[] =
     "Usage: clrattach ps [-o text|json] [--no-query] [--seccomp MODE] [--proc DIR]\n"

@@ -3,7 +3,7 @@
 #include <getopt.h>
 
 #include "cli.h"
-#include "util.h"
+#include "base/util.h"
 
 static const char usage_seccomp[] =
     "Usage: clrattach seccomp-profile [--stats]\n"

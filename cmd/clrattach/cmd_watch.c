@@ -6,7 +6,7 @@
 
 #include "cli.h"
 #include "job.h"
-#include "watch.h"
+#include "flow/watch.h"
 
 static const char usage_watch[] =
     "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"

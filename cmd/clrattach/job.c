@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render.h"
-#include "result_json.h"
-#include "target.h"
-#include "userfile.h"
-#include "util.h"
+#include "base/render.h"
+#include "report/result_json.h"
+#include "target/target.h"
+#include "profset/userfile.h"
+#include "base/util.h"
 
 /* Long-only options take codes above any character getopt returns for a short one; watch's
  * own start at 1101, so that job_parse() tells them apart by range. */

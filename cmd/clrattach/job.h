@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attach.h"
+#include "flow/attach.h"
 #include "cli.h"
-#include "event_report.h"
-#include "ipc.h"
+#include "report/event_report.h"
+#include "runtime/ipc.h"
 
 struct attach_cli {
     const char *cmd;

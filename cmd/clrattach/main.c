@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "render.h"
+#include "base/render.h"
 
 static const char usage_main[] =
     "Usage: clrattach [--version] [--help] <command> [options]\n"

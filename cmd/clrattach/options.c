@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "util.h"
+#include "base/util.h"
 
 int parse_common(int c, const char *arg, struct common *co, const char *cmd)
 {

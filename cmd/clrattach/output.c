@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "render.h"
-#include "result_json.h"
-#include "util.h"
+#include "base/render.h"
+#include "report/result_json.h"
+#include "base/util.h"
 
 static bool json_wanted;
 static const char *json_cmd = "clrattach";

@@ -17,10 +17,10 @@
 
 #include <jansson.h>
 
-#include "k8s_client.h"
-#include "k8s_series.h"
-#include "k8s_config.h"
-#include "util.h"
+#include "report/k8s_client.h"
+#include "report/k8s_series.h"
+#include "report/k8s_config.h"
+#include "base/util.h"
 
 extern char **environ;
 

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "creds.h"
+#include "target/creds.h"
 #include "root.h"
 
 #define C(c) CREDS_CAP(c)

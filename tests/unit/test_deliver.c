@@ -24,7 +24,7 @@
 
 #include "guards.h"
 #include "root.h"
-#include "deliver.h"
+#include "deliver/deliver.h"
 
 static char base[256];
 static int rootfd = -1;

@@ -23,10 +23,10 @@
 #include <unistd.h>
 
 #include "guards.h"
-#include "deliver_dir.h"
-#include "profdir.h"
-#include "profdir_read.h"
-#include "util.h"
+#include "deliver/deliver_dir.h"
+#include "profset/profdir.h"
+#include "profset/profdir_read.h"
+#include "base/util.h"
 
 static char base[128];
 static int rootfd = -1;
@@ -82,7 +82,9 @@ static void test_deliver_reuse_undo(void **state)
     struct cla_error e = {0};
     assert_int_equal(deliver_dir(rootfd, &o, &r, &e), 0);
     assert_false(r.reused);
+    /* "<entry stem>-<first 16 hex of the digest>". */
     assert_int_equal(strncmp(r.path, "/tmp/libvendor-", 15), 0);
+    assert_int_equal(strlen(r.path), 15 + 16);
     char want[TARGET_PATH_MAX + 64];
     snprintf(want, sizeof(want), "%s/libvendor.so", r.path);
     assert_string_equal(r.entry, want);

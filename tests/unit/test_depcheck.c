@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "depcheck.h"
-#include "profdir_read.h"
-#include "util.h"
+#include "profset/depcheck.h"
+#include "profset/profdir_read.h"
+#include "base/util.h"
 
 static char base[64];
 static int rootfd = -1;

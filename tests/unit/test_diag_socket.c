@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "diag_socket.h"
+#include "target/diag_socket.h"
 
 static struct diag_socket_entry ent(const char *name, pid_t pid, uint64_t key, int64_t mtime,
                                  bool sock)

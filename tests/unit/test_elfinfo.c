@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "elfinfo.h"
-#include "util.h"
+#include "profset/elfinfo.h"
+#include "base/util.h"
 
 #define FIXTURES "tests/fixtures/elf/" /* tests run from the repo root */
 #define IMG_SIZE 0x400

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "err.h"
+#include "base/err.h"
 
 static void test_set_and_hint(void **state)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "event_report.h"
-#include "util.h"
+#include "report/event_report.h"
+#include "base/util.h"
 
 static char dir[] = "/tmp/test_event_report.XXXXXX";
 

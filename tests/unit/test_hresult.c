@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "hresult.h"
-#include "util.h"
+#include "runtime/hresult.h"
+#include "base/util.h"
 
 /* Texts are shown on one terminal line each and as Markdown table cells. */
 #define CAUSE_MAX     200

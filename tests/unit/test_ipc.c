@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ipc.h"
-#include "render.h"
+#include "runtime/ipc.h"
+#include "base/render.h"
 
 static const uint8_t magic[14] = "DOTNET_IPC_V1";
 

@@ -25,9 +25,9 @@
 #include <cmocka.h>
 
 #include "guards.h"
-#include "ipc.h"
-#include "ipc_conn.h"
-#include "util.h"
+#include "runtime/ipc.h"
+#include "runtime/ipc_conn.h"
+#include "base/util.h"
 
 #define HR_UNKNOWN_COMMAND 0x80131385u
 #define HR_ALREADY_ACTIVE  0x8013136Au

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "k8s_config.h"
+#include "report/k8s_config.h"
 
 /* A fresh service-account dir per test, removed afterwards. */
 static char sa[64];

@@ -11,8 +11,8 @@
 
 #include <jansson.h>
 
-#include "k8s_event.h"
-#include "k8s_reply.h"
+#include "report/k8s_event.h"
+#include "report/k8s_reply.h"
 
 #define FIXTURES "tests/fixtures/k8s"
 #define UID      "2f1c0a7e-5b9d-4c3e-8a61-0d6b2e9f4c11"

@@ -27,11 +27,11 @@
 #include <cmocka.h>
 
 #include "guards.h"
-#include "k8s_target_sa.h"
+#include "report/k8s_target_sa.h"
 #include "root.h"
 #include "shell.h"
-#include "target.h"
-#include "util.h"
+#include "target/target.h"
+#include "base/util.h"
 
 #define SA "run/secrets/kubernetes.io/serviceaccount"
 

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "ldsearch.h"
-#include "util.h"
+#include "profset/ldsearch.h"
+#include "base/util.h"
 
 /* The list as "why:dir" joined with spaces, for one readable comparison. */
 static const char *joined(const struct ld_search *s)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "placeholders.h"
+#include "deliver/placeholders.h"
 
 static const char *expand(const char *in, size_t cap, int *ret)
 {

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "placement.h"
+#include "deliver/placement.h"
 
 static const struct proc_mount mounts[] = {
     {"/", "overlay", true, false},       {"/tmp", "tmpfs", false, true},

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proc_parse.h"
+#include "target/proc_parse.h"
 
 static char *slurp(const char *path, size_t *len)
 {

@@ -16,7 +16,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "procindex.h"
+#include "target/procindex.h"
 
 static void test_probe_parse(void **state)
 {

@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "sandbox_policy.h"
+#include "sandbox/sandbox_policy.h"
 
 /* "SCMP_ACT_ERRNO" + errnoRet and friends, as runc's getAction maps them. */
 static int action_of(const char *name, const json_t *errno_ret, uint32_t *ret)

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "profset.h"
-#include "util.h"
+#include "profset/profset.h"
+#include "base/util.h"
 
 #define FIX "tests/fixtures/elf/"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "render.h"
+#include "base/render.h"
 
 /* Renders a byte string given with its length (it may hold NULs) with render_text. */
 #define TEXT(lit, want)                                                                            \

@@ -17,9 +17,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "attach.h"
-#include "ps.h"
-#include "result_json.h"
+#include "flow/attach.h"
+#include "flow/ps.h"
+#include "report/result_json.h"
 
 /* Parses `s` (freeing it), checking it is one line of one JSON object. */
 static json_t *parse(char *s)

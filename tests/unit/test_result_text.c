@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hresult.h"
-#include "result_text.h"
-#include "result_json.h"
+#include "runtime/hresult.h"
+#include "report/result_text.h"
+#include "report/result_json.h"
 
 static struct ipc_guid clsid(void)
 {

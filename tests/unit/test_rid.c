@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
-#include "bounds.h"
-#include "rid.h"
-#include "util.h"
+#include "base/bounds.h"
+#include "profset/rid.h"
+#include "base/util.h"
 
 static void test_parse_accepted(void **state)
 {

@@ -19,7 +19,7 @@
 #include "emulation.h"
 #include "guards.h"
 #include "root.h"
-#include "rootfs.h"
+#include "target/rootfs.h"
 
 /* A fake target root with traps:
  *   root/tmp/            a real directory

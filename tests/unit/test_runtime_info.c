@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "runtime_info.h"
+#include "runtime/runtime_info.h"
 
 static void test_plain_answer_kept(void **state)
 {

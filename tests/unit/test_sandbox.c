@@ -45,10 +45,10 @@
 
 #include "emulation.h"
 #include "root.h"
-#include "sandbox.h"
-#include "sandbox_bpf.h"
-#include "sandbox_compile.h"
-#include "util.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_bpf.h"
+#include "sandbox/sandbox_compile.h"
+#include "base/util.h"
 
 /* Exit codes of a child: 0 all fine; SETUP the sandbox itself failed; anything else names
  * the step that went wrong (the step number). */

@@ -24,9 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sandbox_bpf.h"
-#include "sandbox_delta.h"
-#include "util.h"
+#include "sandbox/sandbox_bpf.h"
+#include "sandbox/sandbox_delta.h"
+#include "base/util.h"
 
 /* One program as the kernel would run it, or 0 with a failed test for an instruction the
  * interpreter does not know (libseccomp's output must stay within what it checks). */

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "sha256.h"
+#include "base/sha256.h"
 
 /* Expected digests: NIST FIPS 180-4 example vectors, and `sha256sum` outputs for the rest. */
 static const char HEX_EMPTY[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

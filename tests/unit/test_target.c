@@ -22,9 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elfinfo.h"
+#include "profset/elfinfo.h"
 #include "root.h"
-#include "target.h"
+#include "target/target.h"
 
 static pid_t spawn_sleeper(void)
 {

@@ -18,8 +18,8 @@
 
 #include <cmocka.h>
 
-#include "tarstream.h"
-#include "util.h"
+#include "profset/tarstream.h"
+#include "base/util.h"
 
 #define LONG_DIR "a-directory-name-long-enough-to-need-more-than-one-hundred-bytes-in-the-header"
 

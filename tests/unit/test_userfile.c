@@ -21,8 +21,8 @@
 
 #include "guards.h"
 #include "root.h"
-#include "profset.h"
-#include "userfile.h"
+#include "profset/profset.h"
+#include "profset/userfile.h"
 
 static char base[256];
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static void test_parse_u64(void **state)
 {

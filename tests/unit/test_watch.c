@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "watch.h"
+#include "flow/watch.h"
 
 static void test_once_per_instance(void **state)
 {

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_ATTACH_H
+#define CLRATTACH_ATTACH_H
+
+/*
+ * The whole attach, readable in one place: pin the target, act as its user, find its socket,
+ * deliver the profiler into its filesystem view, send AttachProfiler, decode the answer. Every
+ * outcome, success or not, ends in a filled `struct attach_result` that the CLI prints once and
+ * reports; nothing here prints.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/bounds.h"
+#include "base/err.h"
+#include "runtime/ipc.h"
+
+struct target;
+
+enum attach_outcome {
+    ATTACH_OK = 0,
+    ATTACH_ALREADY_ACTIVE,
+    ATTACH_NOT_FOUND,  /* no such process */
+    ATTACH_NOT_DOTNET, /* a process, but no diagnostic socket */
+    ATTACH_PERMISSION,
+    ATTACH_DELIVERY,    /* the profiler could not be placed in the target's view */
+    ATTACH_LOAD_FAILED, /* the runtime answered with a failure HRESULT */
+    ATTACH_NOT_READY,   /* runtime suspended at startup or shutting down */
+    ATTACH_PROTOCOL,    /* malformed reply, stale socket, connection closed, timeout */
+    ATTACH_USAGE,
+    ATTACH_INTERNAL,
+    ATTACH_INTERRUPTED, /* watch was stopped (SIGTERM/SIGINT) while this attach ran: abandoned */
+    ATTACH_TARGET_DIED, /* the runtime answered, then the app died within the settle time */
+    ATTACH_DEPENDENCY,  /* a library the profiler needs is not in the target's view: not sent */
+};
+#define ATTACH_OUTCOME_LAST ATTACH_DEPENDENCY
+
+/* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
+const char *attach_outcome_name(enum attach_outcome o);
+
+/* The documented process exit code of an outcome (docs/exit-codes.md). */
+int attach_outcome_exit_code(enum attach_outcome o);
+
+enum attach_stage {
+    ATTACH_STAGE_DELIVERED, /* the profiler is in place: no more file creation needed */
+    ATTACH_STAGE_REPLIED,   /* the runtime answered: only reporting is left */
+};
+
+struct attach_opts {
+    int proc_dirfd;             /* our /proc */
+    const char *profiler_path;  /* on our side: one .so, or a bundle directory laid out by
+                                   runtime identifier (linux-x64/, linux-musl-x64/, ...) */
+    const char *entry;          /* --entry: the profiler library inside a directory, NULL = the
+                                   only one exporting DllGetClassObject */
+    const char *rid;            /* --rid: the target's runtime identifier, NULL = detect */
+    bool force_rid;             /* --force-rid: --rid wins over the runtime's own answer */
+    bool skip_dependency_check; /* --skip-dependency-check: send without resolving DT_NEEDED */
+    bool keep;                  /* --keep: leave what was delivered after a failed load */
+    int64_t settle_ms;          /* --settle: how long the app is watched after the answer */
+    struct ipc_guid clsid;
+    const uint8_t *client_data; /* with {dir}/{entry} placeholders, expanded before sending */
+    size_t client_data_len;
+    const char *target_dir;     /* NULL: the target's TMPDIR */
+    uint32_t attach_timeout_ms; /* sent to the runtime (concurrent-GC wait) */
+    int64_t timeout_ms;         /* our deadline for each IPC exchange */
+    bool startup;               /* a runtime suspended at startup gets StartupProfiler and
+                                   ResumeRuntime instead of failing with 0x8013135B */
+    /* Called as the attach passes each stage; the CLI tightens its seccomp filter here. A
+     * negative return aborts the attach with that error. */
+    int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
+    void *userdata;
+};
+
+/* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended at startup, or starting). */
+#define ATTACH_HR_NOT_YET_AVAILABLE 0x8013135Bu
+
+/* Fixed size on purpose: `watch` runs each attach in a child process that sends this struct back
+ * over a pipe. The one pointer, rid_source, points at a static string (attach_rid_sources); the
+ * receiver re-derives it and terminates every string (watch.c), a new field must be added there. */
+struct attach_result {
+    enum attach_outcome outcome;
+    pid_t pid;
+    pid_t nspid;
+    uid_t uid;
+    gid_t gid;
+    uint64_t starttime;
+    char command_line[512];
+    char tmpdir[TARGET_PATH_MAX];
+    char socket_name[96];
+    bool have_runtime; /* ProcessInfo answered */
+    char runtime_version[64];
+    char runtime_rid[64];
+    char os_arch[32];
+    char target_rid[32];                  /* the portable RID the profiler was chosen for */
+    const char *rid_source;               /* one of attach_rid_sources[], or NULL */
+    char variant[32];                     /* bundle subdirectory used, "" for a single .so */
+    char delivered_path[TARGET_PATH_MAX]; /* what the runtime was given to dlopen() */
+    char delivered_dir[TARGET_PATH_MAX];  /* a profiler directory delivered whole, "" for a file */
+    char placement[512];                  /* directories passed over, and why */
+    bool mapped;                          /* the delivered file shows in the target's maps */
+    bool removed; /* what this run delivered was removed after a failed load */
+    bool died;    /* the app died within the settle time after the answer */
+    int64_t died_after_ms;
+    char holder[256]; /* already_active: the profiler the target already has loaded */
+    char sha256[65];
+    bool reused;
+    bool startup_load; /* loaded as a startup profiler (--startup) */
+    bool have_hresult;
+    uint32_t hresult;
+    int64_t duration_ms;
+    char profiler_env[160]; /* a profiler already configured by the environment */
+    struct cla_error error; /* for every outcome but ATTACH_OK */
+};
+
+/* Where the target's runtime identifier came from: "--rid", "runtime", "maps+exe". */
+#define ATTACH_RID_SOURCES 3
+extern const char *const attach_rid_sources[ATTACH_RID_SOURCES];
+
+/* Pins `pid` (target_open under o->proc_dirfd): the process an attach, and the Event about it,
+ * will be about. Returns 0 with *ret_target to pass to attach_run and then target_close(). On
+ * failure fills *ret as attach_run does (target_not_found, permission_denied, ...) and returns
+ * the negative error; *ret_target is untouched then. */
+int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target,
+               struct attach_result *ret);
+
+/* Runs the attach on the pinned process `t` (attach_pin, or the one a watch scan selected).
+ * Nothing is read from a pid that has changed hands since it was pinned, and nothing is sent to
+ * it: a process that has exited, or a pid with another start time, is target_not_found. `t`
+ * stays the caller's to close (its root fd may be opened here). Always fills *ret (the outcome
+ * and, on failure, ret->error with message and next step). Returns 0 for ATTACH_OK, or the
+ * negative error code. */
+int attach_run(const struct attach_opts *o, struct target *t, struct attach_result *ret);
+
+#endif

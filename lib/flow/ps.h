@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_PS_H
+#define CLRATTACH_PS_H
+
+/* `clrattach ps`: every .NET process reachable from where we stand, with its socket's state. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/bounds.h"
+#include "base/err.h"
+
+struct ps_entry {
+    pid_t pid;
+    pid_t nspid;
+    uid_t uid;
+    char comm[64]; /* target strings below are rendered (render.h) */
+    char command_line[512];
+    char tmpdir[256];
+    char socket_name[96];
+    const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled |
+                          refused (its /proc data breaks a rule: detail says which) */
+    char runtime_version[64];
+    char runtime_rid[64];
+    char arch[16];
+    char detail[160]; /* why a state is not "ready" */
+};
+
+/* Scans `proc_dirfd` (skipping ourselves and kernel threads). With `query`, asks each live
+ * runtime for ProcessInfo (one connection each, bounded by timeout_ms). Returns 0 with a
+ * malloc'd array (caller frees) sorted by pid, or a negative errno. */
+int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **ret_entries,
+            size_t *ret_n, struct cla_error *e);
+
+#endif

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_WATCH_H
+#define CLRATTACH_WATCH_H
+
+/*
+ * Sidecar mode: scan for .NET processes that match a selector and attach to each runtime
+ * instance exactly once. An instance is (pid, start time): a restarted app is a new instance.
+ * Outcomes that cannot change by retrying (attached, already active, load failure, permission,
+ * delivery) are final; transient ones (runtime not ready, timeouts, a socket not there yet) are
+ * retried with exponential backoff a bounded number of times. State for processes that are gone
+ * is dropped at every scan, so memory follows the live process count, not uptime.
+ *
+ * Each attach runs in a child process of its own, at most WATCH_POOL_MAX at once, on the very
+ * process the scan selected (pinned by pidfd and start time): a runtime that never answers holds
+ * one slot, not the watcher, and SIGTERM ends the watcher within a second whatever is in flight.
+ */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "flow/attach.h"
+#include "base/err.h"
+#include "target/proc_parse.h"
+
+#define WATCH_RETRY_FIRST_MS 1000
+#define WATCH_RETRY_MAX_MS   30000
+#define WATCH_RETRY_ATTEMPTS 5
+/* Which processes get a look at all is the index's answer (procindex.h): a socket name for the
+ * process in its TMPDIR, or nothing known of it. A process it points at with nothing to attach
+ * (no socket of its own yet, not selected) is looked at every scan during its first
+ * WATCH_YOUNG_MS (or as long after an execve), when a runtime creates its socket, then every
+ * WATCH_IDLE_LOOK_MS. A process with no socket name costs nothing per scan. */
+#define WATCH_YOUNG_MS     10000
+#define WATCH_IDLE_LOOK_MS 2000
+/* Attaches in flight at once, each in a child process. Retries never take the last slot. */
+#define WATCH_POOL_MAX 4
+/* A child gets twice --timeout (its two exchanges) and this much more before it is killed. */
+#define WATCH_ATTACH_SLACK_MS 5000
+/* On stop, how long killed children are waited for before the watcher leaves anyway. */
+#define WATCH_REAP_WAIT_MS 500
+
+/* ---- the instance table (pure: time is passed in) ---- */
+
+struct watch_table;
+
+struct watch_table *watch_table_new(void);
+void watch_table_free(struct watch_table *t);
+
+/* Should the instance be attached now? False while it is final or backing off. */
+bool watch_table_due(const struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms);
+
+/* Is the instance known and final (nothing more to do for it)? */
+bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttime);
+
+/* Has the instance a recorded outcome (a next attempt is a retry)? */
+bool watch_table_tried(const struct watch_table *t, pid_t pid, uint64_t starttime);
+
+/* Records an attempt's outcome. Returns true when this outcome is new for the instance (the
+ * caller reports it: one Event per outcome, not one per retry). -ENOMEM is folded into false. */
+bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
+                        enum attach_outcome outcome, int64_t now_ms);
+
+/* The same for an attempt that took `took_ms`: a transient outcome's next attempt waits the
+ * backoff or as long as this attempt took, whichever is longer (a runtime that lets every
+ * exchange time out is tried at most half of the time). */
+bool watch_table_record_attempt(struct watch_table *t, pid_t pid, uint64_t starttime,
+                                enum attach_outcome outcome, int64_t took_ms, int64_t now_ms);
+
+/* Records a look that found nothing to attach: the next is due at once while the process is
+ * young (age_ms, its time since start, below WATCH_YOUNG_MS), else WATCH_IDLE_LOOK_MS later.
+ * An instance with a recorded outcome keeps its retry backoff. */
+void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t age_ms, int64_t now_ms);
+
+/* Starts a scan generation; instances not seen (watch_table_seen) before the matching
+ * watch_table_sweep() are dropped by it. Returns how many were dropped. watch_table_seen also
+ * notices an execve: when exec_fp (watch_exec_fp, 0 = unknown) differs from the one recorded,
+ * the entry starts over as a young, due instance with no outcome. */
+void watch_table_begin(struct watch_table *t);
+void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t now_ms);
+size_t watch_table_sweep(struct watch_table *t);
+
+/* Instances with a recorded outcome; watch_table_entries counts the idle ones too. */
+size_t watch_table_size(const struct watch_table *t);
+size_t watch_table_entries(const struct watch_table *t);
+
+/* A fingerprint of the program image from /proc/<pid>/stat, 0 when the kernel hides it. */
+uint64_t watch_exec_fp(const struct proc_stat *st);
+
+/* Is an outcome final for an instance (no retry)? */
+bool watch_outcome_final(enum attach_outcome o);
+
+/* ---- attaches in flight (pure bookkeeping; the loop owns the processes and fds) ---- */
+
+struct watch_pool;
+
+struct watch_pool *watch_pool_new(void);
+void watch_pool_free(struct watch_pool *p);
+
+/* Attaches in flight. */
+size_t watch_pool_count(const struct watch_pool *p);
+
+/* Is an attach to this instance in flight (the scan then leaves it alone)? */
+bool watch_pool_busy(const struct watch_pool *p, pid_t pid, uint64_t starttime);
+
+/* May an attach start now? A slot must be free; a retry also leaves the last one free. */
+bool watch_pool_may_start(const struct watch_pool *p, bool retry);
+
+/* Takes a slot for the instance, to be ended by watch_pool_remove. Returns the slot, or -EBUSY
+ * when the pool is full or the instance already has one. */
+int watch_pool_add(struct watch_pool *p, pid_t pid, uint64_t starttime, bool retry,
+                   int64_t deadline_ms);
+void watch_pool_remove(struct watch_pool *p, size_t slot);
+
+/* The earliest deadline of an attach in flight, INT64_MAX when none. */
+int64_t watch_pool_next_deadline(const struct watch_pool *p);
+
+/* How long a child may run an attach with --timeout `timeout_ms` before it is killed. */
+int64_t watch_attach_deadline_ms(int64_t timeout_ms);
+
+/* ---- an attach's result between processes (pure) ---- */
+
+/* Each attach's child sends its result back as these many bytes. */
+size_t watch_result_wire_size(void);
+
+/* Encodes `r` into watch_result_wire_size() bytes at `buf`: a magic, the fixed-size struct with
+ * rid_source as an index, and zeros after the end of every string. */
+void watch_result_encode(const struct attach_result *r, void *buf);
+
+/* Decodes what a child sent. The child parses hostile bytes, so this is input: exactly
+ * watch_result_wire_size() bytes with the magic, or -EPROTO; then every string terminated and
+ * its control bytes replaced by '?', every flag 0 or 1, an unknown outcome internal_error, and
+ * rid_source one of attach_rid_sources or NULL. Returns 0 with *ret filled. */
+int watch_result_decode(const void *buf, size_t len, struct attach_result *ret);
+
+/* ---- the loop ---- */
+
+struct watch_selector {
+    const char *comm;    /* exact /proc comm (15 bytes max), NULL = any */
+    const char *cmdline; /* substring of the command line, NULL = any */
+    bool have_uid;
+    uid_t uid;          /* effective uid of the process */
+    const char *cgroup; /* substring of /proc/<pid>/cgroup (a container ID), NULL = any */
+    bool other_mntns;   /* only processes outside our own mount namespace (container) */
+};
+
+struct watch_opts {
+    int proc_dirfd;
+    struct watch_selector sel;
+    struct attach_opts attach; /* for each attach; on_stage runs in the attach's child */
+    int64_t interval_ms;       /* time between scans */
+    const char *ready_file;    /* created after the first complete scan, NULL = none */
+    int64_t max_scans;         /* 0 = until *stop (tests and benchmarks use a bound) */
+    /* Called in the watcher once per new outcome of an instance (print, report an Event), and
+     * once with ATTACH_INTERRUPTED for each attach abandoned at a stop. */
+    void (*on_result)(const struct attach_result *r, bool retry_scheduled, void *userdata);
+    void *userdata;
+    volatile sig_atomic_t *stop; /* set by the SIGTERM handler */
+    size_t *ret_tracked;         /* if set: instances still tracked when the loop ended */
+    size_t *ret_known;           /* if set: table entries (idle processes too) at the end */
+};
+
+/* Runs until *stop (or max_scans, and the attaches of the last scan have ended). The ready file
+ * is created after the first scan, which starts attaches but never waits for them. Returns 0 on
+ * a clean stop, or a negative errno when /proc cannot be scanned or the ready file cannot be
+ * created; either way no child is left running unless it could not be killed. */
+int watch_run(const struct watch_opts *o, struct cla_error *e);
+
+#endif

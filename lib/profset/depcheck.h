@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_DEPCHECK_H
+#define CLRATTACH_DEPCHECK_H
+
+/*
+ * Before AttachProfiler is sent: can the target's loader find every library the profiler needs?
+ * The runtime's only answer to a missing DT_NEEDED is 0x8007007E with no name, and some profilers
+ * leave the process unstable after a failed load; so each DT_NEEDED of every shared object
+ * delivered is resolved the way the target's loader will (ldsearch.h): already mapped in the
+ * target (by name, or in the directory of a mapped library), in the delivered profiler directory
+ * through RUNPATH/RPATH with $ORIGIN, then in the target's own root under LD_LIBRARY_PATH, the
+ * run path, the path file or the standard and multiarch directories. A miss names the library,
+ * who needs it and where it was looked for.
+ *
+ * The verdict is an OR of those places, so they are tried cheapest first: the directories (one
+ * lookup each), and only for a name not found there the target's maps (several reads of text
+ * the kernel generates line by line, the dearest file of the attach path).
+ */
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "profset/profset.h"
+#include "profset/rid.h"
+
+struct depcheck_input {
+    int rootfd; /* the target's root */
+    enum rid_libc libc;
+    enum rid_arch arch;
+    const char *ld_library_path; /* the target's, NULL when unset */
+    size_t ld_library_path_len;
+    /* The target's /proc/<pid>/maps, asked for at most once and only when a name is not found
+     * in the loader's directories; NULL (or a NULL answer): nothing counts as mapped. */
+    const char *(*maps)(void *arg, size_t *ret_len);
+    void *maps_arg;
+    const struct profset_build *build;
+    const char *delivered; /* a directory build's path as the target sees it, or the single
+                              file's path */
+};
+
+/* Returns 0 when every DT_NEEDED resolves; -ENOENT naming the first missing library (the hint
+ * names --skip-dependency-check); -ENOMEM. */
+int depcheck_run(const struct depcheck_input *in, struct cla_error *e);
+
+#endif

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_ELFINFO_H
+#define CLRATTACH_ELFINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/bounds.h"
+#include "base/err.h"
+#include "profset/rid.h"
+
+/*
+ * What an ELF file says about where it can run, read from its ELF header, program headers and
+ * dynamic section only. Section headers are ignored: the loader ignores them too, and a hostile
+ * file can make them say anything.
+ */
+struct elf_info {
+    enum rid_arch arch;    /* from e_machine; UNKNOWN for other machines */
+    bool is_64;            /* ELFCLASS64 */
+    bool is_shared_object; /* ET_DYN without PT_INTERP and not flagged DF_1_PIE */
+    enum rid_libc libc;    /* from DT_NEEDED and PT_INTERP; UNKNOWN when neither names a libc
+                              or they disagree */
+    char interp[ELF_INTERP_MAX + 1]; /* PT_INTERP ("/lib/ld-musl-x86_64.so.1"), "" when none */
+    /* What the loader will look for, and where: DT_NEEDED names in order, each NUL-terminated,
+     * packed into `needed`; DT_RUNPATH, else DT_RPATH ("" when neither). */
+    unsigned n_needed;
+    char needed[ELF_NEEDED_BYTES];
+    char runpath[ELF_RUNPATH_MAX + 1];
+    bool runpath_is_rpath;
+    /* A defined, default-visibility global DllGetClassObject, found through the dynamic symbol
+     * hash tables exactly as dlsym() looks it up: the one entry point of a CLR profiler. */
+    bool exports_class_factory;
+};
+
+/* The i-th DT_NEEDED name of a parsed file (i < n_needed), NULL past the end. */
+const char *elfinfo_needed(const struct elf_info *info, unsigned i);
+
+/* Parses an ELF file held in memory, `len` bytes of `buf` (the file's first ELF_READ_MAX bytes
+ * at most); fills *ret only on success. Every offset and size is checked against `len` and the
+ * caps in bounds.h. Returns 0, -ENOEXEC when the bytes are not ELF, or -EPROTO for a malformed,
+ * over-cap or cut-short file (message in `e`). */
+int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e);
+
+#endif

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "profset/profdir_read.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "target/rootfs.h"
+#include "base/util.h"
+
+/* Opens a link's target for reading only if it resolves beneath the tree's root (`rootfd`):
+ * absolute targets and ".." that would leave it are refused, with or without openat2. */
+static int open_link_target(int rootfd, const char *rel)
+{
+    return rootfs_open_beneath(rootfd, rel, ROOTFS_REG, O_RDONLY, NULL);
+}
+
+/* The type is checked on the fd, not on the name: the entry may have changed since it was
+ * listed. Each file is capped at PROFILER_MAX_SIZE on its own; profdir_add() caps the total. */
+static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, size_t *ret_len,
+                     bool *ret_exec, struct cla_error *e)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "'%s/%s'", shown, rel);
+    if (!S_ISREG(st.st_mode))
+        return err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, rel);
+    char *buf;
+    size_t len;
+    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
+    if (r == -E2BIG)
+        return err_set(e, -E2BIG, "'%s/%s' is over %d bytes", shown, rel, PROFILER_MAX_SIZE);
+    if (r < 0)
+        return err_setsys(e, r, "read '%s/%s'", shown, rel);
+    *ret = (uint8_t *)buf;
+    *ret_len = len;
+    /* Any x bit: the file is delivered 0555, else 0444 (the target's user needs no more). */
+    *ret_exec = (st.st_mode & 0111) != 0;
+    return 0;
+}
+
+/* Walks one directory level; `rel` is its path below the root ("" for the root). */
+static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsigned depth,
+                struct profdir *pd, struct cla_error *e)
+{
+    /* Bounds the recursion (and so our stack) as well as the tree created in the target. */
+    if (depth > PROFDIR_DEPTH_MAX)
+        return err_set(e, -E2BIG, "'%s/%s' is more than %d directories deep", shown, rel,
+                       PROFDIR_DEPTH_MAX);
+    /* A fd of our own for fdopendir(): closedir() closes it, and `dirfd` stays the caller's. */
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int r = -errno;
+        if (fd >= 0)
+            close(fd);
+        return err_setsys(e, r, "'%s/%s'", shown, rel);
+    }
+    int r = 0;
+    struct dirent *de;
+    while (r >= 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char path[PROFDIR_PATH_MAX + 1];
+        int w = snprintf(path, sizeof(path), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        if (w < 0 || (size_t)w >= sizeof(path)) {
+            r = err_set(e, -E2BIG, "a name in '%s' is longer than %d bytes", shown,
+                        PROFDIR_PATH_MAX);
+            break;
+        }
+        /* Control bytes are refused: the manifest hashed into the delivered name is one line
+         * per entry, so a newline in a name could make two different trees hash alike, and the
+         * names are printed in messages where a newline or escape would forge output. */
+        for (const char *p = de->d_name; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+                r = err_set(e, -EINVAL, "a name in '%s/%s' holds the control byte 0x%02x", shown,
+                            rel, (unsigned char)*p);
+                break;
+            }
+        if (r < 0)
+            break;
+        struct stat st;
+        /* NOFOLLOW: a link is seen as a link and resolved below, inside the tree only. */
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = err_setsys(e, -errno, "'%s/%s'", shown, path);
+            break;
+        }
+        uint8_t *data = NULL;
+        size_t len = 0;
+        bool exec = false;
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0) {
+                r = err_setsys(e, -errno, "'%s/%s'", shown, path);
+                break;
+            }
+            /* Added before its contents, so an empty directory is delivered too. */
+            r = profdir_add(pd, path, true, true, NULL, 0, e);
+            if (r >= 0)
+                r = walk(rootfd, sub, shown, path, depth + 1, pd, e);
+            close(sub);
+            continue;
+        }
+        int ffd;
+        if (S_ISREG(st.st_mode)) {
+            /* The entry can be swapped between fstatat and here: O_NOFOLLOW fails on a link,
+             * O_NONBLOCK|O_NOCTTY keep a FIFO or tty from blocking us or becoming our
+             * terminal, and read_file() checks the type again on the fd. */
+            ffd = openat(dirfd, de->d_name,
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+            if (ffd < 0) {
+                r = err_setsys(e, -errno, "'%s/%s'", shown, path);
+                break;
+            }
+        } else if (S_ISLNK(st.st_mode)) {
+            ffd = open_link_target(rootfd, path);
+            /* rootfs's type errors: -EISDIR a directory, -ENXIO a FIFO, device or socket.
+             * Anything else is a link that leaves the tree or dangles. */
+            if (ffd == -EISDIR || ffd == -ENXIO) {
+                r = err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, path);
+                break;
+            }
+            if (ffd < 0) {
+                r = err_set(e, -EINVAL,
+                            "'%s/%s' is a symbolic link that does not lead to a file inside "
+                            "the directory (%s)",
+                            shown, path, strerror(-ffd));
+                err_hint(e, "copy the file it points to into the directory, or remove the link");
+                break;
+            }
+        } else {
+            r = err_set(e, -ENXIO,
+                        "'%s/%s' is a %s: a profiler directory holds only regular files and "
+                        "directories",
+                        shown, path, util_file_type_name(st.st_mode));
+            break;
+        }
+        r = read_file(ffd, shown, path, &data, &len, &exec, e);
+        close(ffd);
+        if (r >= 0)
+            r = profdir_add(pd, path, false, exec, data, len, e);
+    }
+    closedir(d);
+    return r;
+}
+
+int profdir_read(int dirfd, const char *shown, struct profdir *ret, struct cla_error *e)
+{
+    struct profdir pd = {0};
+    int r = walk(dirfd, dirfd, shown, "", 0, &pd, e);
+    if (r >= 0)
+        r = profdir_seal(&pd, e);
+    if (r < 0) {
+        profdir_free(&pd);
+        return r;
+    }
+    *ret = pd;
+    return 0;
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "report/result_json.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/hresult.h"
+#include "base/render.h"
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+    /* Target strings arrive rendered (render.h); this pass is the last line of defence for one
+     * that did not: jansson would copy a C1, bidi or invisible character as it is (and refuse
+     * invalid UTF-8, losing the whole result), and `jq -r` would hand it to a terminal. Text
+     * that is already rendered passes unchanged. */
+    size_t len = strlen(v);
+    size_t size = RENDER_SIZE_MAX(len);
+    char *buf = malloc(size);
+    json_t *s = NULL;
+    if (buf) {
+        size_t n = render_message(v, len, buf, size);
+        s = json_stringn(buf, n);
+        free(buf);
+    }
+    /* Out of memory gives null rather than a missing key: scripts see the same keys. jansson
+     * returns -1 and releases the value when `o` is NULL (its json_object() failed), so the
+     * builders below need no check after each nested object. */
+    json_object_set_new(o, k, s ? s : json_null());
+}
+
+/* Takes `o` and returns the caller's malloc'd text (free()), or NULL. No JSON_INDENT: one line
+ * per document, so `watch` output is one JSON object per line; PRESERVE_ORDER keeps the keys in
+ * the order they are set here (older jansson hashes them otherwise). */
+static char *dump(json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return s;
+}
+
+char *result_attach_json(const struct attach_result *r, const char *profiler,
+                         const struct ipc_guid *clsid, int exit_code)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    char guid[39];
+    ipc_guid_format(clsid, guid);
+    set_str(o, "command", "attach");
+    set_str(o, "outcome", attach_outcome_name(r->outcome));
+    json_object_set_new(o, "exit_code", json_integer(exit_code));
+    json_object_set_new(o, "pid", json_integer(r->pid));
+    if (r->nspid)
+        json_object_set_new(o, "ns_pid", json_integer(r->nspid));
+    /* These exist only once the target was inspected (its start time read): before that, a
+     * uid of 0 would read as root. */
+    if (r->starttime) {
+        json_object_set_new(o, "uid", json_integer(r->uid));
+        json_object_set_new(o, "start_time", json_integer((json_int_t)r->starttime));
+        set_str(o, "command_line", r->command_line);
+        set_str(o, "tmpdir", r->tmpdir);
+    }
+    if (r->socket_name[0])
+        set_str(o, "socket", r->socket_name);
+    if (r->have_runtime) {
+        json_t *rt = json_object();
+        set_str(rt, "version", r->runtime_version);
+        set_str(rt, "rid", r->runtime_rid);
+        set_str(rt, "platform", r->os_arch);
+        json_object_set_new(o, "runtime", rt);
+    }
+    set_str(o, "profiler", profiler);
+    if (r->target_rid[0] || r->rid_source) {
+        set_str(o, "target_rid", r->target_rid);
+        /* "" rather than null: the key's type stays a string. */
+        set_str(o, "rid_source", r->rid_source ? r->rid_source : "");
+    }
+    if (r->variant[0])
+        set_str(o, "variant", r->variant);
+    set_str(o, "clsid", guid);
+    if (r->delivered_path[0]) {
+        set_str(o, "delivered_path", r->delivered_path);
+        if (r->delivered_dir[0])
+            set_str(o, "delivered_dir", r->delivered_dir);
+        set_str(o, "sha256", r->sha256);
+        json_object_set_new(o, "reused", json_boolean(r->reused));
+        if (r->removed)
+            json_object_set_new(o, "removed", json_true());
+    }
+    if (r->outcome == ATTACH_OK || r->outcome == ATTACH_ALREADY_ACTIVE)
+        json_object_set_new(o, "mapped", json_boolean(r->mapped));
+    if (r->holder[0])
+        set_str(o, "holder", r->holder);
+    if (r->died)
+        json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
+    if (r->startup_load)
+        set_str(o, "load", "startup");
+    if (r->placement[0])
+        set_str(o, "placement_skipped", r->placement);
+    if (r->have_hresult) {
+        char hr[16];
+        hresult_format(r->hresult, hr, sizeof(hr));
+        set_str(o, "hresult", hr);
+        /* hresult_lookup() is never NULL: an unknown code is named "UNKNOWN". */
+        set_str(o, "hresult_name", hresult_lookup(r->hresult)->name);
+    }
+    if (r->profiler_env[0])
+        set_str(o, "profiler_env", r->profiler_env);
+    /* A success has no error; every other outcome says why and, when known, what to do. */
+    if (r->outcome != ATTACH_OK) {
+        set_str(o, "error", r->error.msg);
+        if (r->error.hint[0])
+            set_str(o, "next_step", r->error.hint);
+    }
+    json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
+    return dump(o);
+}
+
+static json_t *ps_object(const struct ps_entry *p)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "pid", json_integer(p->pid));
+    /* A refused process could not be inspected: no namespace pid or uid to give (0 would read
+     * as root). */
+    if (p->nspid) {
+        json_object_set_new(o, "ns_pid", json_integer(p->nspid));
+        json_object_set_new(o, "uid", json_integer(p->uid));
+    }
+    set_str(o, "comm", p->comm);
+    set_str(o, "command_line", p->command_line);
+    set_str(o, "tmpdir", p->tmpdir);
+    set_str(o, "socket", p->socket_name);
+    set_str(o, "state", p->state);
+    if (p->runtime_version[0] || p->arch[0]) {
+        json_t *rt = json_object();
+        set_str(rt, "version", p->runtime_version);
+        set_str(rt, "rid", p->runtime_rid);
+        set_str(rt, "arch", p->arch);
+        json_object_set_new(o, "runtime", rt);
+    }
+    if (p->detail[0])
+        set_str(o, "detail", p->detail);
+    return o;
+}
+
+char *result_ps_json(const struct ps_entry *p)
+{
+    json_t *o = ps_object(p);
+    return o ? dump(o) : NULL;
+}
+
+char *result_ps_list_json(const struct ps_entry *list, size_t n)
+{
+    json_t *o = json_object(), *a = json_array();
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    set_str(o, "command", "ps");
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = ps_object(&list[i]);
+        /* All or nothing: a list cut short would read as fewer processes, not as a failure. */
+        if (!p || json_array_append_new(a, p) < 0) {
+            json_decref(a);
+            json_decref(o);
+            return NULL;
+        }
+    }
+    json_object_set_new(o, "processes", a);
+    return dump(o);
+}
+
+char *result_error_json(const char *command, enum attach_outcome outcome, const char *msg,
+                        const char *hint)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    /* The same first keys as an attach result, so one reader handles both. */
+    set_str(o, "command", command);
+    set_str(o, "outcome", attach_outcome_name(outcome));
+    json_object_set_new(o, "exit_code", json_integer(attach_outcome_exit_code(outcome)));
+    set_str(o, "error", msg);
+    if (hint && hint[0])
+        set_str(o, "next_step", hint);
+    return dump(o);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "report/result_text.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/hresult.h"
+#include "base/render.h"
+
+static const char *basename_of(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/*
+ * Appends `part` to the note in `buf` as a sentence of its own: a space before it, its first
+ * letter upper-case, a period after it unless it already ends with one (or '!', '?'). Error
+ * messages and hints come from many layers, some ending with a period (the HRESULT table's
+ * texts), most without; pasting them with fixed punctuation gave "used.. Next step:". An empty
+ * part adds nothing. The text is cut at the end of buf; k8s_utf8_copy repairs a split character.
+ */
+static void append_sentence(char *buf, size_t size, const char *prefix, const char *part)
+{
+    size_t len = strlen(buf), n = strlen(part);
+    while (n > 0 && (part[n - 1] == ' ' || part[n - 1] == '\n'))
+        n--;
+    if (n == 0 || len + 1 >= size)
+        return;
+    const char *stop = strchr(".!?", part[n - 1]) ? "" : ".";
+    char first = part[0];
+    /* Only the first letter of the part itself; a prefix ("Next step: ") keeps the part as is. */
+    if (!prefix[0] && first >= 'a' && first <= 'z')
+        first = (char)(first - 'a' + 'A');
+    snprintf(buf + len, size - len, "%s%s%c%.*s%s", len ? " " : "", prefix, first, (int)(n - 1),
+             part + 1, stop);
+}
+
+void result_text_event(const struct attach_result *r, const char *profiler,
+                       const struct ipc_guid *clsid, const struct timespec *when,
+                       struct result_text_event *ret)
+{
+    char guid[39], text[3072] = "", part[2048], hr[16] = "";
+    ipc_guid_format(clsid, guid);
+    if (r->have_hresult)
+        hresult_format(r->hresult, hr, sizeof(hr));
+    memset(ret, 0, sizeof(*ret));
+    if (r->outcome == ATTACH_OK) {
+        ret->spec.reason = "ProfilerAttached";
+        ret->spec.type = "Normal";
+        snprintf(part, sizeof(part),
+                 "Attached profiler %s %s to .NET pid %d (node-side pid %d, uid %u%s%s) in %lld "
+                 "ms%s: %.1024s",
+                 basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
+                 r->runtime_version[0] ? ", .NET " : "", r->runtime_version,
+                 (long long)r->duration_ms, r->startup_load ? " as a startup profiler" : "",
+                 r->delivered_path);
+        append_sentence(text, sizeof(text), "", part);
+    } else {
+        const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
+        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
+                           : r->outcome == ATTACH_TARGET_DIED  ? "ProfilerTargetDied"
+                                                               : "ProfilerAttachFailed";
+        /* Another profiler already loaded is a fact about the app, not a fault. */
+        ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
+        /* Three sentences: what was attempted and the outcome, why, what to do. */
+        snprintf(part, sizeof(part), "Profiler %s %s, pid %d: %s%s%s%s%s%s", basename_of(profiler),
+                 guid, (int)(r->nspid ? r->nspid : r->pid), attach_outcome_name(r->outcome),
+                 hi ? " (" : "", hi ? hi->name : "", hi ? " " : "", hr, hi ? ")" : "");
+        append_sentence(text, sizeof(text), "", part);
+        append_sentence(text, sizeof(text), "", r->error.msg);
+        append_sentence(text, sizeof(text), "Next step: ", r->error.hint);
+    }
+    ret->spec.action = "AttachProfiler";
+    /* The note quotes target text (paths, messages): whatever was not rendered where it was
+     * read is rendered here (already-rendered text passes unchanged), and the cut is made on a
+     * character boundary, marked. */
+    render_message(text, strlen(text), ret->note, sizeof(ret->note));
+    ret->spec.note = ret->note;
+    ret->spec.reporting_instance = NULL;
+    ret->spec.event_time = *when;
+}
+
+size_t result_text_termination(const struct attach_result *r, const char *json, int exit_code,
+                               char *out)
+{
+    if (json && strlen(json) <= RESULT_TEXT_TERMINATION_MAX) {
+        size_t n = strlen(json);
+        memcpy(out, json, n + 1);
+        return n;
+    }
+    char text[RESULT_TEXT_TERMINATION_MAX * 2];
+    char hr[16] = "-";
+    if (r->have_hresult)
+        hresult_format(r->hresult, hr, sizeof(hr));
+    snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%d hresult=%s path=%.1024s error=%s",
+             attach_outcome_name(r->outcome), exit_code, (int)r->pid, hr,
+             r->delivered_path[0] ? r->delivered_path : "-",
+             r->outcome == ATTACH_OK ? "-" : r->error.msg);
+    return render_message(text, strlen(text), out, RESULT_TEXT_TERMINATION_MAX + 1);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_IPC_CONN_H
+#define CLRATTACH_IPC_CONN_H
+
+/*
+ * The diagnostic socket transport: connect, send one request, read one reply, each bounded by a
+ * deadline (the runtime's server is single-threaded and has no timeout of its own, and a hostile
+ * target may simply never answer). Nothing here parses more than the header's size field.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "runtime/ipc.h"
+
+/* Connects to the socket inode held by `sock_pathfd` (an O_PATH fd, verified to be a socket)
+ * through /proc/self/fd/<n>: the path is never re-resolved, cannot be swapped for a symlink and
+ * is never truncated to sun_path. `deadline_ms` is on util_now_ms()'s clock. Returns the
+ * connected fd; -ECONNREFUSED for a stale socket (no listener); -EACCES; -ETIMEDOUT. */
+int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e);
+
+/* Sends `req` and reads one whole reply (header, then exactly size-20 bytes) into a new buffer.
+ * Returns 0 with the decoded header and the payload (caller frees; may be NULL when empty);
+ * -ETIMEDOUT past the deadline, -ECONNRESET/-EPIPE when the peer closes early, -EPROTO for a bad
+ * header. */
+int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadline_ms,
+                      struct ipc_header *ret_hdr, uint8_t **ret_payload, size_t *ret_len,
+                      struct cla_error *e);
+
+/* Asks the runtime who it is: ProcessInfo3, falling back to ProcessInfo2 and ProcessInfo on
+ * older runtimes (they answer UNKNOWN_COMMAND), each on its own connection. Returns 0 with
+ * *ret_info; -ECONNREFUSED for a stale socket; -EPROTO for a malformed reply; -EREMOTEIO when
+ * the runtime answered with an error HRESULT (given in *ret_hresult). */
+int ipc_conn_process_info(int sock_pathfd, int64_t deadline_ms, struct ipc_process_info *ret_info,
+                          uint32_t *ret_hresult, struct cla_error *e);
+
+/* One request on its own connection, for commands answered by a bare HRESULT (AttachProfiler,
+ * StartupProfiler, ResumeRuntime). Returns 0 with *ret_hresult (success or failure code). */
+int ipc_conn_status_command(int sock_pathfd, const uint8_t *req, size_t req_len,
+                            int64_t deadline_ms, uint32_t *ret_hresult, struct cla_error *e);
+#endif

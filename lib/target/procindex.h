@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_PROCINDEX_H
+#define CLRATTACH_PROCINDEX_H
+
+/*
+ * Which processes could be .NET, without reading every process's files again and again: the
+ * index `ps` and `watch` share. Each process is probed once when first seen (the owner of its
+ * /proc directory, environ, ns/mnt, root: its user, TMPDIR and whether diagnostics are off) and
+ * grouped by where its diagnostic socket would live: (mount namespace, root, TMPDIR, owner).
+ * Its status (for its namespace pid) is read only when its group's directory holds socket
+ * names. Each group's
+ * socket directory is opened once, as the user of a member, through lib/rootfs.c, and listed at
+ * every scan (getdents: names and inode numbers); a `dotnet-diagnostic-<nspid>-<key>-socket`
+ * name points at the members with that namespace pid. A process with no such name costs nothing
+ * per scan beyond the listing of /proc (and, with stat on, a read of its stat while it is young
+ * and now and then after, for an execve into another TMPDIR).
+ *
+ * The index is a pre-filter only: what a flag points at still gets the full, pinned look
+ * (target_open, creds, diag_socket_find, diag_socket_open) before anything is used.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/bounds.h"
+#include "base/err.h"
+#include "target/proc_parse.h"
+
+/* A process is probed again (stat read, then everything on an execve) every scan while it is
+ * younger than this, then every PROCINDEX_RECHECK_MS, spread over the scans: an execve into a
+ * program with another TMPDIR is found within that. An execve that keeps the TMPDIR (a shell
+ * that execs dotnet) is found by the listing at once. */
+#define PROCINDEX_YOUNG_MS   10000
+#define PROCINDEX_RECHECK_MS 30000
+/* With stat on (watch), /proc is listed again only when a pid was allocated in our PID
+ * namespace since the last listing (the last field of /proc/loadavg: a new process, also in a
+ * namespace below ours, takes a pid in ours too), or when this long has passed (to let go of
+ * the processes that ended). A quiet node costs one read of /proc/loadavg per scan. */
+#define PROCINDEX_RELIST_MS 2000
+/* A socket directory that could not be opened is tried again after this long; one that held
+ * more than PROCINDEX_BUSY_ENTRIES names is listed again after this long at the earliest. */
+#define PROCINDEX_RETRY_MS     2000
+#define PROCINDEX_BUSY_ENTRIES 1000
+/* Socket directories held open at once (two fds each); the processes of groups past it get the
+ * full look (PROCINDEX_UNKNOWN). */
+#define PROCINDEX_HELD_MAX 128
+
+/* ---- flags of a process after a scan ---- */
+
+/* Its socket directory has an entry named for its nspid. */
+#define PROCINDEX_SOCKET 0x01u
+/* First seen, or its image or its entries (name, inode) changed. */
+#define PROCINDEX_CHANGED 0x02u
+/* DOTNET_EnableDiagnostics=0 (or a sibling) in its environment. */
+#define PROCINDEX_DISABLED 0x04u
+/* Its environment breaks a rule (TMPDIR, size): see target.h. */
+#define PROCINDEX_REFUSED 0x08u
+/* Not probed (no access to it, or to its socket directory as its group's user): only the full
+ * look can tell. */
+#define PROCINDEX_UNKNOWN 0x10u
+
+/* ---- the probe (pure) ---- */
+
+struct procindex_probe {
+    unsigned flags;               /* PROCINDEX_DISABLED, PROCINDEX_REFUSED */
+    char tmpdir[TARGET_PATH_MAX]; /* as target_open() finds it; empty when REFUSED */
+};
+
+/* Parses a process's /proc environ (NULL when it could not be read: TMPDIR is then /tmp/, as in
+ * target_open). `environ_len` past PROC_ENVIRON_MAX is REFUSED, as target_open refuses it.
+ * Never fails. */
+void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret);
+
+/* An entry of a socket directory: the name's pid and key, the inode it names and that inode's
+ * change time (a filesystem may give a freed inode number to the next file at once). */
+struct procindex_entry {
+    pid_t nspid;
+    uint64_t key;
+    uint64_t ino;
+    int64_t ctime_ns;
+};
+
+/* Sorts entries by (nspid, key, ino). Pure. */
+void procindex_sort_entries(struct procindex_entry *v, size_t n);
+
+/* A fingerprint of the sorted entries named for `nspid` (keys, inodes, change times): 0 when
+ * there is none, and another value when one is added, removed or replaced under its name. */
+uint64_t procindex_entries_fp(const struct procindex_entry *v, size_t n, pid_t nspid);
+
+/* The last pid allocated, from /proc/loadavg ("0.00 0.01 0.05 1/123 4567\n"). Returns 0, or
+ * -EPROTO when the text is not of that form. Pure. */
+int procindex_parse_loadavg(const char *buf, size_t len, pid_t *ret_last_pid);
+
+/* ---- the index ---- */
+
+struct procindex_proc {
+    pid_t pid;
+    unsigned flags;
+    struct proc_stat stat; /* with stat on (start time, comm raw, image marks); else zero */
+};
+
+struct procindex;
+
+/* A new index over the /proc directory `proc_dirfd` (not owned). With `stat`, every process's
+ * stat is read when probed and while it is young (watch needs start times and image marks);
+ * `ps` leaves it off. Returns NULL when out of memory. */
+struct procindex *procindex_new(int proc_dirfd, bool stat);
+void procindex_free(struct procindex *x);
+
+/* One pass: lists /proc (skipping ourselves), probes the processes not seen before, lists each
+ * socket directory. Acts as each group's user (creds.h) to open its directory. Returns 0 or a
+ * negative errno when /proc itself cannot be listed. */
+int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e);
+
+/* The processes of the last scan, sorted by pid. */
+size_t procindex_count(const struct procindex *x);
+const struct procindex_proc *procindex_at(const struct procindex *x, size_t i);
+
+/* How long ago a process with this start time (clock ticks since boot) started; 0 when the
+ * clocks disagree. */
+int64_t procindex_age_ms(uint64_t starttime);
+
+/* Socket directories open (groups with members), for tests and the benchmark. */
+size_t procindex_groups(const struct procindex *x);
+
+#endif
