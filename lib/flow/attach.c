@@ -1017,8 +1017,7 @@ static int settle_answer(struct attempt *a)
 static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
                struct creds_saved *cs, struct profset *ps)
 {
-    _cleanup_(attempt_free) struct attempt a = {
-        .o = o, .res = res, .t = t, .sockfd = -1};
+    _cleanup_(attempt_free) struct attempt a = {.o = o, .res = res, .t = t, .sockfd = -1};
     int r;
     if ((r = check_inputs(o, ps, res)) < 0)
         return r;

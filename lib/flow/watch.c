@@ -439,7 +439,6 @@ int64_t watch_attach_deadline_ms(int64_t timeout_ms)
 
 /* ---- running one attach in a child process ---- */
 
-
 /* Every string of a result, for the two ends of the pipe below. */
 static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t size))
 {

@@ -15,7 +15,6 @@
 #include "base/util.h"
 #include "base/syscalls.h"
 
-
 /* What a lookup does with symbolic links: refuse every one (rootfs_open), follow them inside
  * the root with absolute ones from the root (rootfs_open_contained), or follow them only
  * beneath the directory, absolute ones refused (rootfs_open_beneath). */

@@ -15,7 +15,6 @@
 #include "base/util.h"
 #include "base/syscalls.h"
 
-
 int target_open_proc(const char *path, struct cla_error *e)
 {
     int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
