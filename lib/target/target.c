@@ -337,3 +337,13 @@ void target_close(struct target *t)
     free(t->environ);
     t->environ = NULL;
 }
+
+void target_closep(struct target **tp)
+{
+    if (*tp) {
+        int saved = errno;
+        target_close(*tp);
+        errno = saved;
+        *tp = NULL;
+    }
+}

@@ -83,6 +83,12 @@ int target_read_exe(const struct target *t, size_t cap, char **ret_buf, size_t *
 
 void target_close(struct target *t);
 
+/* For `_cleanup_(target_closep) struct target *pinned = NULL;`: closes the target *tp points
+ * at, if any, and leaves NULL. A pointer rather than the struct itself, because a struct target
+ * that was never opened holds fd 0 and must not be closed; set it once target_open() (or
+ * attach_pin()) has succeeded. */
+void target_closep(struct target **tp);
+
 /* Opens the /proc directory clrattach scans (our own view). Returns an fd or -errno. */
 int target_open_proc(const char *path, struct cla_error *e);
 
