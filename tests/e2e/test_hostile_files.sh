@@ -23,9 +23,6 @@ NAME="libclrprobe-$(sha256sum "$PROBE" | cut -c1-16).so"
 # never those of another suite running on the machine.
 TOKEN="hostile-files-$$"
 
-
-# in_target PID LOG CMD...: runs CMD in the target's mount namespace (as root), in the
-# background, output to LOG; waits for its "ready" line. Sets HELPER_PID.
 # start_good NAME [start_fake options]: the fake runtime in "good" mode (it answers like a
 # runtime, so only the file traps decide), its command line marked with this run's token.
 start_good() {
@@ -34,6 +31,8 @@ start_good() {
     start_fake "$n" good --arg "$TOKEN-$n" "$@"
 }
 
+# in_target PID LOG CMD...: runs CMD in the target's mount namespace (as root), in the
+# background, output to LOG; waits for its "ready" line. Sets HELPER_PID.
 in_target() {
     local pid=$1 log=$2
     shift 2
