@@ -13,7 +13,8 @@
 # certificate's iPAddress SANs by their bytes, so that an IPv6 literal verifies. Debian's
 # mbedTLS (2.28) was not an option: it does not match iPAddress SANs at all, and in-cluster
 # clients reach the API server by IP (KUBERNETES_SERVICE_HOST). The glibc build keeps
-# Debian's libcurl4-openssl; clrattach's TLS settings (lib/k8s_client.c) are the same for both.
+# Debian's libcurl4-openssl; clrattach's TLS settings (lib/report/k8s_client.c) are the same for
+# both.
 #
 # ARCH=x86_64 (amd64, x64) or ARCH=aarch64 (arm64) picks the target; the default is the host's.
 # A foreign target is cross-compiled on the host (no emulation): Debian has no cross musl-tools,
@@ -329,8 +330,9 @@ done
 say "dependencies ready ($(($(date +%s) - start)) s)"
 
 # musl before 1.2.5 (Debian bookworm ships 1.2.3) has no renameat2() wrapper, which
-# lib/deliver.c uses for RENAME_NOREPLACE. Rather than a musl-only branch in the sources, the
-# static build gets the missing wrapper as a raw syscall; it is only added when the libc lacks it.
+# lib/deliver/deliver.c uses for RENAME_NOREPLACE. Rather than a musl-only branch in the sources,
+# the static build gets the missing wrapper as a raw syscall; it is only added when the libc lacks
+# it.
 compat_shim() {
     local inc=$PREFIX/include/clrattach-musl-compat.h
     printf '#define _GNU_SOURCE\n#include <stdio.h>\nint main(void) { return renameat2(0, "", 0, "", 0); }\n' \

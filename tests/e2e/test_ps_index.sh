@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `ps` and `watch` find runtimes through the socket-directory index (lib/procindex.h): one
+# `ps` and `watch` find runtimes through the socket-directory index (lib/target/procindex.h): one
 # listing per (mount namespace, TMPDIR, user), never a look at every process. What the index
 # must not lose: processes of ONE mount namespace with different TMPDIRs (each directory listed),
 # a process with diagnostics off beside a runtime (disabled row), a shell past its young phase

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Delivering a profiler directory (lib/deliver_dir.c) into a directory standing in for a target's
- * root: names kept under one content-addressed name, modes made read-only, reuse only of an
- * identical tree, refusal of anything else under the name (a FIFO there must not block), a
+ * Delivering a profiler directory (lib/deliver/deliver_dir.c) into a directory standing in for a
+ * target's root: names kept under one content-addressed name, modes made read-only, reuse only of
+ * an identical tree, refusal of anything else under the name (a FIFO there must not block), a
  * rename race on the temporary directory, and deliver_undo() removing exactly what this run
  * created.
  */

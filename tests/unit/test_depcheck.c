@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Resolving a delivered profiler's DT_NEEDED in a target's view (lib/depcheck.c): a helper found
- * through RUNPATH $ORIGIN/lib inside the delivered directory, libc through a link in the root's
- * multiarch directory or because it is mapped, and a missing library named with who needs it.
+ * Resolving a delivered profiler's DT_NEEDED in a target's view (lib/profset/depcheck.c): a
+ * helper found through RUNPATH $ORIGIN/lib inside the delivered directory, libc through a link in
+ * the root's multiarch directory or because it is mapped, and a missing library named with who
+ * needs it.
  */
 #include <stdarg.h>
 #include <stddef.h>

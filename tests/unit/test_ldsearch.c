@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The loader's search order (lib/ldsearch.c) for glibc and musl targets. */
+/* The loader's search order (lib/profset/ldsearch.c) for glibc and musl targets. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

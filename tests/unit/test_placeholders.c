@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Client data placeholders (lib/placeholders.c): {dir}, {entry}, doubled braces, typos, caps. */
+/* Client data placeholders (lib/deliver/placeholders.c): {dir}, {entry}, doubled braces,
+ * typos, caps. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

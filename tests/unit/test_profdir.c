@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Profiler directories (lib/profdir.c, lib/profdir_read.c): reading a vendor-shaped tree from
- * disk, links inside and outside it, FIFOs and devices refused without blocking, the entry
- * chosen by DllGetClassObject or --entry, the digest stable and equal for the same tree read
+ * Profiler directories (lib/profset/profdir.c, lib/profset/profdir_read.c): reading a vendor-shaped
+ * tree from disk, links inside and outside it, FIFOs and devices refused without blocking, the
+ * entry chosen by DllGetClassObject or --entry, the digest stable and equal for the same tree read
  * from disk or from a tar stream.
  */
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The layouts --profiler accepts (lib/profset.c): a single .so, a profiler directory, a bundle
- * of single files or of directories per RID, a NuGet package root or its runtimes/ folder, and
- * a .so or tar stream on stdin; the entry chosen in each, and the choice by the target's RID.
+ * The layouts --profiler accepts (lib/profset/profset.c): a single .so, a profiler directory, a
+ * bundle of single files or of directories per RID, a NuGet package root or its runtimes/ folder,
+ * and a .so or tar stream on stdin; the entry chosen in each, and the choice by the target's RID.
  */
 #include <stdarg.h>
 #include <stddef.h>

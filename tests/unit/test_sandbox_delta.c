@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The step programs (lib/sandbox_delta.c) against the full stage programs they stand in for.
- * Nothing is loaded here: a small interpreter of classic BPF runs the built-in programs as the
+ * The step programs (lib/sandbox/sandbox_delta.c) against the full stage programs they stand in
+ * for. Nothing is loaded here: a small interpreter of classic BPF runs the built-in programs as the
  * kernel does for a stack of filters (every filter judges the call, the strictest action wins,
  * and among equal actions the newest filter's), and every path of stages clrattach can take
  * must answer every call alike, one full program per stage or a step per tightening. The calls

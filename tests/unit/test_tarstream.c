@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The tar reader behind `--profiler -` (lib/tarstream.c): archives made by the real tar in its
- * gnu, ustar and pax formats, and hand-made hostile headers (links, devices, absolute and ".."
+ * The tar reader behind `--profiler -` (lib/profset/tarstream.c): archives made by the real tar in
+ * its gnu, ustar and pax formats, and hand-made hostile headers (links, devices, absolute and ".."
  * names, control bytes, bad checksums, sizes past the stream).
  */
 #include <errno.h>
