@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "target/creds.h"
+#include "target/proc_environ.h"
 #include "target/rootfs.h"
 #include "target/target.h"
 #include "base/util.h"
