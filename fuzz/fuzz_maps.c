@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "target/proc_parse.h"
+#include "target/proc_maps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

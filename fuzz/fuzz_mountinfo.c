@@ -5,7 +5,7 @@
  * terminated within their buffers, and the lookup must only ever return one of them.
  */
 #include "fuzz.h"
-#include "target/proc_parse.h"
+#include "target/proc_mounts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,6 +11,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
+#include "target/proc_environ.h"
 #include "target/proc_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -10,6 +10,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
+#include "target/proc_environ.h"
 #include "target/procindex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "target/proc_parse.h"
+#include "target/proc_mounts.h"
 
 #define PLACEMENT_MAX 5
 

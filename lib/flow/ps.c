@@ -13,7 +13,7 @@
 #include "target/creds.h"
 #include "target/diag_socket.h"
 #include "runtime/ipc_conn.h"
-#include "target/proc_parse.h"
+#include "target/proc_environ.h"
 #include "target/procindex.h"
 #include "base/render.h"
 #include "runtime/runtime_info.h"

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "profset/ldsearch.h"
-#include "target/proc_parse.h"
+#include "target/proc_maps.h"
 #include "base/render.h"
 #include "target/rootfs.h"
 #include "base/util.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "target/procindex.h"
+#include "target/procindex_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,12 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "target/creds.h"
-#include "target/rootfs.h"
-#include "target/target.h"
+#include "target/proc_environ.h"
 #include "base/util.h"
-
-/* ---- the probe (pure) ---- */
 
 void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret)
 {
@@ -35,48 +31,6 @@ void procindex_probe_parse(const char *environ, size_t environ_len, struct proci
             p.flags |= PROCINDEX_DISABLED;
     }
     *ret = p;
-}
-
-static int cmp_entry(const void *a, const void *b)
-{
-    const struct procindex_entry *x = a, *y = b;
-    if (x->nspid != y->nspid)
-        return x->nspid < y->nspid ? -1 : 1;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return (x->ino > y->ino) - (x->ino < y->ino);
-}
-
-void procindex_sort_entries(struct procindex_entry *v, size_t n)
-{
-    if (n > 1)
-        qsort(v, n, sizeof(*v), cmp_entry);
-}
-
-uint64_t procindex_entries_fp(const struct procindex_entry *v, size_t n, pid_t nspid)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first entry with this nspid */
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].nspid < nspid)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    /* FNV-1a over (key, inode, ctime) of each: any entry added, removed or re-created changes it.
-     */
-    uint64_t h = 1469598103934665603ULL;
-    bool any = false;
-    for (size_t i = lo; i < n && v[i].nspid == nspid; i++) {
-        uint64_t w[3] = {v[i].key, v[i].ino, (uint64_t)v[i].ctime_ns};
-        any = true;
-        for (size_t k = 0; k < 3; k++)
-            for (int b = 0; b < 64; b += 8) {
-                h ^= (w[k] >> b) & 0xFF;
-                h *= 1099511628211ULL;
-            }
-    }
-    return any ? (h ? h : 1) : 0;
 }
 
 int procindex_parse_loadavg(const char *buf, size_t len, pid_t *ret_last_pid)
@@ -100,34 +54,11 @@ int procindex_parse_loadavg(const char *buf, size_t len, pid_t *ret_last_pid)
     return 0;
 }
 
-/* ---- the index ---- */
-
-/* Where the sockets of a set of processes live: one directory in one view, as one user. */
-struct group {
-    uint64_t mnt_ino, root_dev, root_ino;
-    uid_t uid;
-    gid_t gid;
-    char *tmpdir;
-    pid_t rep; /* a member of the last scan: the process whose user opens the directory */
-    size_t members;
-    DIR *dir;   /* opened as rep's user; NULL until then, or after a failure */
-    int rootfd; /* O_PATH of rep's root when the directory was opened */
-    uint64_t dir_dev, dir_ino;
-    int dir_errno; /* why there is no listing (0 with one) */
-    int64_t retry_ms;
-    /* the directory's mtime at the last listing, and when (CLOCK_REALTIME, ns) it was made */
-    int64_t listed_mtime_ns, listed_at_ns;
-    int64_t next_list_ms; /* a crowded directory is listed at most every PROCINDEX_RETRY_MS */
-    bool valid;           /* the entries are the directory's (listed, not closed since) */
-    struct procindex_entry *entries;
-    size_t n, alloc;
-};
-
 struct rec {
     struct procindex_proc pub;
     pid_t nspid;   /* from its status, read once its group holds socket names; 0 until then */
     unsigned base; /* DISABLED, REFUSED, UNKNOWN from the probe */
-    struct group *g;
+    struct procindex_group *g;
     uint64_t sock_fp;
     int64_t next_look_ms; /* stat read again (with stat on), or an UNKNOWN probed again */
     int64_t young_until_ms;
@@ -140,7 +71,7 @@ struct procindex {
     pid_t self;
     struct rec *v;
     size_t n;
-    struct group **groups;
+    struct procindex_group **groups;
     size_t ngroups, galloc;
     char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pthread_mutex_t groups_lock; /* find_group() while a helper thread probes (relist) */
@@ -152,8 +83,9 @@ struct procindex {
     int64_t relist_ms; /* list /proc again by then at the latest */
 };
 
-/* "<pid>/<name>" into out (at least PID_PATH_MAX bytes): snprintf's formatting machinery, three
- * times per process, was a visible share of a scan of thousands of processes. */
+/* "<pid>/<name>" into out (at least PID_PATH_MAX bytes), its digits written by hand rather than
+ * by snprintf, whose format parsing costs more than the digits: this runs three times for each
+ * process in every scan of thousands. */
 #define PID_PATH_MAX 48
 static const char *pid_path(char *out, pid_t pid, const char *name)
 {
@@ -211,39 +143,12 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     return x;
 }
 
-/* Lets go of the directory and root held open; the entries stay as listed. */
-static void group_release(struct group *g)
-{
-    if (g->dir)
-        closedir(g->dir);
-    g->dir = NULL;
-    util_closep(&g->rootfd);
-    g->rootfd = -1; /* closed once: the number may be another fd's next */
-}
-
-static void group_close(struct group *g)
-{
-    group_release(g);
-    g->n = 0;
-    g->valid = false;
-}
-
-static void group_free(struct group *g)
-{
-    if (!g)
-        return;
-    group_close(g);
-    free(g->entries);
-    free(g->tmpdir);
-    free(g);
-}
-
 void procindex_free(struct procindex *x)
 {
     if (!x)
         return;
     for (size_t i = 0; i < x->ngroups; i++)
-        group_free(x->groups[i]);
+        procindex_group_free(x->groups[i]);
     free(x->groups);
     free(x->v);
     free(x->envbuf);
@@ -287,11 +192,6 @@ static int read_once(int proc_dirfd, pid_t pid, const char *name, char *buf, siz
     return 0;
 }
 
-static bool gone(int r)
-{
-    return r == -ENOENT || r == -ESRCH;
-}
-
 /* The process's stat; false when it is gone. An unparsable one is left zero. */
 static bool read_stat(const struct procindex *x, struct rec *r, int64_t now)
 {
@@ -299,7 +199,7 @@ static bool read_stat(const struct procindex *x, struct rec *r, int64_t now)
     char buf[PROC_STAT_MAX];
     size_t len;
     int rr = read_once(x->proc_dirfd, r->pub.pid, "stat", buf, sizeof(buf), &len);
-    if (gone(rr) || (rr == 0 && len == 0))
+    if (procindex_gone(rr) || (rr == 0 && len == 0))
         return false;
     if (rr < 0 || len == sizeof(buf) || proc_parse_stat(buf, len, &r->pub.stat, NULL) < 0) {
         memset(&r->pub.stat, 0, sizeof(r->pub.stat));
@@ -332,36 +232,27 @@ static void schedule(struct rec *r, int64_t now)
             (int64_t)(((uint32_t)r->pub.pid * 2654435761u) % (PROCINDEX_RECHECK_MS / 2));
 }
 
-static struct group *find_group(struct procindex *x, uint64_t mnt_ino, const struct stat *root,
-                                const struct stat *owner, const struct procindex_probe *p,
-                                pid_t pid)
+static struct procindex_group *find_group(struct procindex *x, uint64_t mnt_ino,
+                                          const struct stat *root, const struct stat *owner,
+                                          const struct procindex_probe *p, pid_t pid)
 {
     for (size_t i = 0; i < x->ngroups; i++) {
-        struct group *g = x->groups[i];
+        struct procindex_group *g = x->groups[i];
         if (g->mnt_ino == mnt_ino && g->root_dev == root->st_dev && g->root_ino == root->st_ino &&
             g->uid == owner->st_uid && g->gid == owner->st_gid && strcmp(g->tmpdir, p->tmpdir) == 0)
             return g;
     }
     if (x->ngroups == x->galloc) {
         size_t na = x->galloc ? x->galloc * 2 : 8;
-        struct group **ng = realloc(x->groups, na * sizeof(*ng));
+        struct procindex_group **ng = realloc(x->groups, na * sizeof(*ng));
         if (!ng)
             return NULL;
         x->groups = ng;
         x->galloc = na;
     }
-    struct group *g = calloc(1, sizeof(*g));
-    if (!g || !(g->tmpdir = strdup(p->tmpdir))) {
-        free(g);
+    struct procindex_group *g = procindex_group_new(mnt_ino, root, owner, p->tmpdir, pid);
+    if (!g)
         return NULL;
-    }
-    g->mnt_ino = mnt_ino;
-    g->root_dev = root->st_dev;
-    g->root_ino = root->st_ino;
-    g->uid = owner->st_uid;
-    g->gid = owner->st_gid;
-    g->rep = pid;
-    g->rootfd = -1;
     x->groups[x->ngroups++] = g;
     return g;
 }
@@ -384,8 +275,8 @@ static bool probe_into(struct procindex *x, pid_t pid, struct rec *r, int64_t no
 
     /* The owner of /proc/<pid> is its effective uid and gid (root's for a process that is not
      * dumpable): the group's key only. Who the directory is listed as comes from the pinned
-     * status of a member (group_open), and a member that the listing does not point at has
-     * no socket name in that directory for anybody. */
+     * status of a member (procindex_group_scan), and a member that the listing does not point at
+     * has no socket name in that directory for anybody. */
     char path[PID_PATH_MAX];
     struct stat owner, root;
     uint64_t mnt;
@@ -394,7 +285,7 @@ static bool probe_into(struct procindex *x, pid_t pid, struct rec *r, int64_t no
         return false;
     int rr = ns_ino(x->proc_dirfd, pid, "ns/mnt", &mnt);
     if (rr < 0) {
-        if (gone(rr))
+        if (procindex_gone(rr))
             return false;
         r->base |= PROCINDEX_UNKNOWN;
         return true;
@@ -402,13 +293,13 @@ static bool probe_into(struct procindex *x, pid_t pid, struct rec *r, int64_t no
     /* "root" is a magic link of our own procfs (as in target_open_root): what is stat'ed is
      * the directory the process sees as "/", nothing below it. */
     if (fstatat(x->proc_dirfd, pid_path(path, pid, "root"), &root, 0) < 0) {
-        if (gone(-errno)) /* a zombie has no root: it has no socket either */
+        if (procindex_gone(-errno)) /* a zombie has no root: it has no socket either */
             return false;
         r->base |= PROCINDEX_UNKNOWN;
         return true;
     }
     rr = read_once(x->proc_dirfd, pid, "environ", envbuf, PROC_ENVIRON_MAX + 1, &elen);
-    if (gone(rr))
+    if (procindex_gone(rr))
         return false;
     if (rr < 0) {
         /* Not ours to read: target_open then guesses nothing, and neither does the index. */
@@ -505,145 +396,6 @@ static int list_proc(const struct procindex *x, pid_t **ret, size_t *ret_n, stru
     *ret = v;
     *ret_n = n;
     return 0;
-}
-
-/* Opens a group's directory as its representative's user, through the pinned process: the
- * same steps as diag_socket_find (target_open, creds, rootfs_open), once per group. */
-static void group_open(struct procindex *x, struct group *g, int64_t now)
-{
-    struct target t;
-    g->retry_ms = now + PROCINDEX_RETRY_MS;
-    int r = target_open(x->proc_dirfd, g->rep, &t, NULL);
-    if (r < 0) {
-        g->dir_errno = gone(r) ? EAGAIN : -r;
-        if (gone(r))
-            g->retry_ms = now; /* another member is its representative at the next scan */
-        return;
-    }
-    struct stat rst;
-    /* The pinned process must still see this directory (an execve may have moved it); its own
-     * ids, from its status, are who the directory is listed as. */
-    if (strcmp(t.tmpdir, g->tmpdir) != 0 || t.mntns != g->mnt_ino ||
-        target_open_root(&t, NULL) < 0 || fstat(t.rootfd, &rst) < 0 || rst.st_dev != g->root_dev ||
-        rst.st_ino != g->root_ino) {
-        g->dir_errno = EAGAIN;
-        goto out;
-    }
-    struct creds_target ct;
-    struct creds_saved cs = {0};
-    creds_target_of(t.procfd, &t.status, &ct);
-    int fd = -EPERM;
-    if (creds_check(&ct, NULL) == 0 && creds_become(&ct, &cs, NULL) == 0)
-        fd = rootfs_open(t.rootfd, g->tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
-    creds_restore(&cs);
-    struct stat dst;
-    if (fd >= 0 && fstat(fd, &dst) < 0) {
-        close(fd);
-        fd = -errno;
-    }
-    if (fd < 0) {
-        g->dir_errno = -fd;
-        goto out;
-    }
-    g->dir = fdopendir(fd);
-    if (!g->dir) {
-        g->dir_errno = errno;
-        close(fd);
-        goto out;
-    }
-    g->dir_dev = dst.st_dev;
-    g->dir_ino = dst.st_ino;
-    g->rootfd = util_take_fd(&t.rootfd);
-    g->dir_errno = 0;
-    g->listed_at_ns = 0; /* listed at once */
-out:
-    target_close(&t);
-}
-
-/* Does the TMPDIR name still lead to the directory held open? A tmpfs mounted over /tmp after
- * the group was opened (a container's start) hides the old one under it. Resolved as ourselves
- * through rootfs (O_PATH: nothing is read), only to compare identities. */
-static bool group_current(struct group *g)
-{
-    _cleanup_close_ int fd = rootfs_open(g->rootfd, g->tmpdir, ROOTFS_DIR, O_PATH, 0, NULL);
-    struct stat st;
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g->dir_dev && st.st_ino == g->dir_ino;
-}
-
-static int64_t realtime_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Lists a group's directory when it may have changed: its mtime moves with every name added,
- * removed or replaced. The filesystem's clock is coarse (a jiffy), so a listing made within a
- * second of the last change does not count as seeing it: the next scan lists again. */
-static void group_list(struct group *g, int64_t now_ms)
-{
-    if (now_ms < g->next_list_ms)
-        return;
-    struct stat st;
-    if (fstat(dirfd(g->dir), &st) < 0 || st.st_nlink == 0) {
-        group_close(g); /* removed: opened again, by its name */
-        g->dir_errno = ENOENT;
-        return;
-    }
-    int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    if (g->listed_at_ns && mtime == g->listed_mtime_ns && g->listed_at_ns - mtime > 1000000000LL)
-        return;
-    int64_t at = realtime_ns();
-    rewinddir(g->dir);
-    g->n = 0;
-    size_t seen = 0;
-    struct dirent *de;
-    /* errno cleared before each readdir: a name gone before its stat below must not read as a
-     * failed listing at the end (readdir's NULL is the end or an error, told apart by errno). */
-    for (;;) {
-        errno = 0;
-        if (!(de = readdir(g->dir)))
-            break;
-        /* A hostile target can fill its /tmp with millions of entries to stall us: as in
-         * diag_socket.c, past the cap the directory gives no listing (tried again later). */
-        if (++seen > TARGET_DIR_ENTRIES_MAX) {
-            group_close(g);
-            g->dir_errno = E2BIG;
-            return;
-        }
-        size_t len = strlen(de->d_name);
-        pid_t pid;
-        uint64_t key;
-        struct stat est;
-        if (!proc_socket_name_parse(de->d_name, len, &pid, &key) ||
-            fstatat(dirfd(g->dir), de->d_name, &est, AT_SYMLINK_NOFOLLOW) < 0)
-            continue; /* another name, or gone meanwhile */
-        if (g->n == g->alloc) {
-            size_t na = g->alloc ? g->alloc * 2 : 8;
-            struct procindex_entry *ne = realloc(g->entries, na * sizeof(*ne));
-            if (!ne)
-                break; /* out of memory: fewer names; the next change lists again */
-            g->entries = ne;
-            g->alloc = na;
-        }
-        g->entries[g->n++] = (struct procindex_entry){
-            .nspid = pid,
-            .key = key,
-            .ino = est.st_ino,
-            .ctime_ns = (int64_t)est.st_ctim.tv_sec * 1000000000 + est.st_ctim.tv_nsec};
-    }
-    if (errno && !de) {
-        group_close(g);
-        g->dir_errno = errno;
-        return;
-    }
-    procindex_sort_entries(g->entries, g->n);
-    g->listed_mtime_ns = mtime;
-    g->listed_at_ns = at;
-    g->valid = true;
-    /* A directory a target keeps busy with many names is not listed at every scan. */
-    if (seen > PROCINDEX_BUSY_ENTRIES)
-        g->next_list_ms = now_ms + PROCINDEX_RETRY_MS;
 }
 
 /* The process's namespace pid: the pid its runtime names its socket for. A process in the
@@ -838,35 +590,22 @@ static void scan_groups(struct procindex *x, int64_t now_ms)
     for (size_t i = 0; i < x->ngroups; i++)
         x->groups[i]->members = 0;
     for (size_t i = 0; i < x->n; i++) {
-        struct group *g = x->v[i].g;
+        struct procindex_group *g = x->v[i].g;
         if (g && g->members++ == 0)
             g->rep = x->v[i].pub.pid;
     }
     size_t kept = 0, held = 0;
     for (size_t i = 0; i < x->ngroups; i++) {
-        struct group *g = x->groups[i];
+        struct procindex_group *g = x->groups[i];
         if (!g->members) { /* nobody left there: its directory is let go */
-            group_free(g);
+            procindex_group_free(g);
             continue;
         }
         x->groups[kept++] = g;
-        if (g->dir && !group_current(g))
-            group_close(g);
-        if (!g->dir && now_ms >= g->retry_ms) {
-            /* Two fds per directory held: a target that makes thousands of TMPDIRs must not
-             * take every fd the watcher has (its attaches need pipes and pidfds). The groups
-             * past the bound are left to the full look, as without the index. */
-            if (held < PROCINDEX_HELD_MAX) {
-                group_open(x, g, now_ms);
-            } else {
-                g->dir_errno = EMFILE;
-                g->retry_ms = now_ms + PROCINDEX_RETRY_MS;
-            }
-        }
-        if (g->dir)
-            group_list(g, now_ms);
-        if (!x->with_stat)
-            group_release(g); /* ps: listed once */
+        /* Two fds per directory held: a target that makes thousands of TMPDIRs must not take
+         * every fd the watcher has (its attaches need pipes and pidfds). The groups past the
+         * bound are left to the full look, as without the index. */
+        procindex_group_scan(g, x->proc_dirfd, held < PROCINDEX_HELD_MAX, x->with_stat, now_ms);
         held += g->dir != NULL;
     }
     x->ngroups = kept;
@@ -879,7 +618,7 @@ static void flag_processes(struct procindex *x, int64_t now_ms)
     for (size_t i = 0; i < x->n; i++) {
         struct rec *rc = &x->v[i];
         rc->pub.flags |= rc->base;
-        struct group *g = rc->g;
+        struct procindex_group *g = rc->g;
         if (!g)
             continue;
         if (!g->valid) {

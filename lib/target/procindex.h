@@ -8,12 +8,11 @@
  * /proc directory, environ, ns/mnt, root: its user, TMPDIR and whether diagnostics are off) and
  * grouped by where its diagnostic socket would live: (mount namespace, root, TMPDIR, owner).
  * Its status (for its namespace pid) is read only when its group's directory holds socket
- * names. Each group's
- * socket directory is opened once, as the user of a member, through lib/rootfs.c, and listed at
- * every scan (getdents: names and inode numbers); a `dotnet-diagnostic-<nspid>-<key>-socket`
- * name points at the members with that namespace pid. A process with no such name costs nothing
- * per scan beyond the listing of /proc (and, with stat on, a read of its stat while it is young
- * and now and then after, for an execve into another TMPDIR).
+ * names. Each group's socket directory (procindex_group.c) is opened once, as the user of a
+ * member, through rootfs.h, and listed at every scan (getdents: names and inode numbers); a
+ * `dotnet-diagnostic-<nspid>-<key>-socket` name points at the members with that namespace pid. A
+ * process with no such name costs nothing per scan beyond the listing of /proc (and, with stat on,
+ * a read of its stat while it is young and now and then after, for an execve into another TMPDIR).
  *
  * The index is a pre-filter only: what a flag points at still gets the full, pinned look
  * (target_open, creds, diag_socket_find, diag_socket_open) before anything is used.
@@ -47,7 +46,7 @@
  * full look (PROCINDEX_UNKNOWN). */
 #define PROCINDEX_HELD_MAX 128
 
-/* ---- flags of a process after a scan ---- */
+/* The flags of a process after a scan (struct procindex_proc). */
 
 /* Its socket directory has an entry named for its nspid. */
 #define PROCINDEX_SOCKET 0x01u
@@ -61,8 +60,7 @@
  * look can tell. */
 #define PROCINDEX_UNKNOWN 0x10u
 
-/* ---- the probe (pure) ---- */
-
+/* What the probe finds in a process's environ alone (pure). */
 struct procindex_probe {
     unsigned flags;               /* PROCINDEX_DISABLED, PROCINDEX_REFUSED */
     char tmpdir[TARGET_PATH_MAX]; /* as target_open() finds it; empty when REFUSED */
@@ -92,8 +90,6 @@ uint64_t procindex_entries_fp(const struct procindex_entry *v, size_t n, pid_t n
 /* The last pid allocated, from /proc/loadavg ("0.00 0.01 0.05 1/123 4567\n"). Returns 0, or
  * -EPROTO when the text is not of that form. Pure. */
 int procindex_parse_loadavg(const char *buf, size_t len, pid_t *ret_last_pid);
-
-/* ---- the index ---- */
 
 struct procindex_proc {
     pid_t pid;

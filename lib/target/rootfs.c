@@ -137,21 +137,17 @@ static int open_walk_contained(int rootfd, const char *path, enum links links_mo
 {
     char todo[TARGET_PATH_MAX], link[TARGET_PATH_MAX], next[TARGET_PATH_MAX];
     snprintf(todo, sizeof(todo), "%s", path);
-    struct walk_stack ws = {.depth = 0};
+    _cleanup_(walk_stack_close) struct walk_stack ws = {.depth = 0};
     ws.fd[0] = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
     if (ws.fd[0] < 0)
         return err_setsys(e, -errno, "open '%s' in the target root", path);
-    int r, links = 0;
+    int links = 0;
     char *p = todo;
     for (;;) {
         while (*p == '/')
             p++;
-        if (!*p) {
-            /* Ends at a directory (the root itself for "" or "/"). */
-            r = ws.fd[ws.depth];
-            ws.fd[ws.depth--] = -1;
-            break;
-        }
+        if (!*p) /* Ends at a directory (the root itself for "" or "/"). */
+            return util_take_fd(&ws.fd[ws.depth]);
         char *s = p;
         while (*p && *p != '/')
             p++;
@@ -159,97 +155,67 @@ static int open_walk_contained(int rootfd, const char *path, enum links links_mo
         if (n == 1 && s[0] == '.')
             continue;
         if (n == 2 && s[0] == '.' && s[1] == '.') {
-            if (ws.depth == 0) {
-                r = err_set(e, -EXDEV, "'%s' in the target root: a link leads out of the root",
-                            path);
-                break;
-            }
+            if (ws.depth == 0)
+                return err_set(e, -EXDEV, "'%s' in the target root: a link leads out of the root",
+                               path);
             util_closep(&ws.fd[ws.depth--]);
             continue;
         }
         char saved = *p;
         *p = '\0';
-        int fd = openat(ws.fd[ws.depth], s, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-            r = err_setsys(e, -errno, "open '%s' in the target root", path);
-            break;
-        }
+        _cleanup_close_ int fd = openat(ws.fd[ws.depth], s, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return err_setsys(e, -errno, "open '%s' in the target root", path);
         *p = saved;
         struct stat st;
-        if (fstat(fd, &st) < 0) {
-            r = err_setsys(e, -errno, "stat '%s' in the target root", path);
-            close(fd);
-            break;
-        }
+        if (fstat(fd, &st) < 0)
+            return err_setsys(e, -errno, "stat '%s' in the target root", path);
         if (S_ISDIR(st.st_mode)) {
-            if (ws.depth >= TARGET_WALK_DEPTH_MAX) {
-                close(fd);
-                r = err_set(e, -ENAMETOOLONG, "'%s' in the target root: more than %d levels", path,
-                            TARGET_WALK_DEPTH_MAX);
-                break;
-            }
-            ws.fd[++ws.depth] = fd;
+            if (ws.depth >= TARGET_WALK_DEPTH_MAX)
+                return err_set(e, -ENAMETOOLONG, "'%s' in the target root: more than %d levels",
+                               path, TARGET_WALK_DEPTH_MAX);
+            ws.fd[++ws.depth] = util_take_fd(&fd);
             continue;
         }
         if (!S_ISLNK(st.st_mode)) {
             /* "file/" is ENOTDIR too, as in the kernel. */
-            if (*p) {
-                close(fd);
-                r = err_set(e, -ENOTDIR, "'%s' in the target root: a %s in a directory position",
-                            path, util_file_type_name(st.st_mode));
-                break;
-            }
-            r = fd;
-            break;
+            if (*p)
+                return err_set(e, -ENOTDIR, "'%s' in the target root: a %s in a directory position",
+                               path, util_file_type_name(st.st_mode));
+            return util_take_fd(&fd);
         }
         /* A link. procfs links (/proc/<pid>/root, fd/N, exe) are the magic ones: the kernel
          * jumps to an inode, anywhere, whatever their text says. Refused by filesystem, as
          * RESOLVE_NO_MAGICLINKS does; an ordinary link's text is ours to resolve. */
         struct statfs sfs;
-        if (fstatfs(fd, &sfs) < 0 || sfs.f_type == PROC_SUPER_MAGIC) {
-            close(fd);
-            r = err_set(e, -ELOOP, "'%s' in the target root: a link of /proc, not followed", path);
-            break;
-        }
-        if (++links > TARGET_LINKS_MAX) {
-            close(fd);
-            r = err_set(e, -ELOOP, "'%s' in the target root: more than %d symbolic links", path,
-                        TARGET_LINKS_MAX);
-            break;
-        }
+        if (fstatfs(fd, &sfs) < 0 || sfs.f_type == PROC_SUPER_MAGIC)
+            return err_set(e, -ELOOP, "'%s' in the target root: a link of /proc, not followed",
+                           path);
+        if (++links > TARGET_LINKS_MAX)
+            return err_set(e, -ELOOP, "'%s' in the target root: more than %d symbolic links", path,
+                           TARGET_LINKS_MAX);
         ssize_t len = readlinkat(fd, "", link, sizeof(link));
-        int saved_errno = errno;
-        close(fd);
-        if (len <= 0 || (size_t)len >= sizeof(link)) {
-            r = len < 0 ? err_setsys(e, -saved_errno, "readlink '%s' in the target root", path)
-                        : err_set(e, -ENAMETOOLONG,
-                                  "'%s' in the target root: a link's text is "
-                                  "empty or too long",
-                                  path);
-            break;
-        }
+        if (len < 0)
+            return err_setsys(e, -errno, "readlink '%s' in the target root", path);
+        if (len == 0 || (size_t)len >= sizeof(link))
+            return err_set(e, -ENAMETOOLONG,
+                           "'%s' in the target root: a link's text is empty or too long", path);
         link[len] = '\0';
-        if (link[0] == '/' && links_mode == LINKS_BENEATH) {
-            r = err_set(e, -EXDEV, "'%s': an absolute link, not followed beneath the directory",
-                        path);
-            break;
-        }
+        if (link[0] == '/' && links_mode == LINKS_BENEATH)
+            return err_set(e, -EXDEV, "'%s': an absolute link, not followed beneath the directory",
+                           path);
         int w = snprintf(next, sizeof(next), "%s%s", link, p);
-        if (w < 0 || (size_t)w >= sizeof(next)) {
-            r = err_set(e, -ENAMETOOLONG,
-                        "'%s' in the target root: longer than %d bytes once "
-                        "its links are expanded",
-                        path, TARGET_PATH_MAX);
-            break;
-        }
+        if (w < 0 || (size_t)w >= sizeof(next))
+            return err_set(e, -ENAMETOOLONG,
+                           "'%s' in the target root: longer than %d bytes once its links are "
+                           "expanded",
+                           path, TARGET_PATH_MAX);
         if (link[0] == '/')
             while (ws.depth > 0)
                 util_closep(&ws.fd[ws.depth--]);
         memcpy(todo, next, (size_t)w + 1);
         p = todo;
     }
-    walk_stack_close(&ws);
-    return r;
 }
 
 /*

@@ -14,6 +14,8 @@
 #include "base/render.h"
 #include "base/util.h"
 #include "base/syscalls.h"
+#include "target/proc_environ.h"
+#include "target/proc_maps.h"
 
 int target_open_proc(const char *path, struct cla_error *e)
 {
