@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The layer rules of lib/ (scripts/layers.sh) hold for the tree, and a planted breach of each
 # kind fails the check: a lower folder reaching up, an include without its folder, a file
-# directly in lib/, a folder with no rule. Each breach is planted in a copy of lib/, never in
+# directly in lib/, a folder with no rule. The README's Layout table matches the rules and the
+# tree (scripts/layout_readme.py), and a planted drift fails that check: a rule changed, a file
+# the table does not name, a module the tree lacks. Each breach is planted in a copy, never in
 # the checkout. Prints ok/FAIL lines and "lint: N passed, M failed".
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,15 +16,23 @@ ok() { echo "ok lint/$1"; pass=$((pass + 1)); }
 bad() { echo "FAIL lint/$1"; [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/    /'; fail=$((fail + 1)); }
 
 if out=$(timeout 60 scripts/layers.sh "$ROOT" 2>&1); then ok layers-hold; else bad layers-hold "$out"; fi
+if out=$(timeout 60 scripts/layout_readme.py "$ROOT" 2>&1); then
+    ok readme-layout-holds
+else
+    bad readme-layout-holds "$out"
+fi
 
-# plant NAME EXPECTED-WORDS COMMAND...: a fresh copy of lib/, the command run in it, then the
-# check must fail and name the breach.
+# plant NAME EXPECTED-WORDS COMMAND...: a fresh copy of lib/, the README and the rules, the
+# command run in it, then the check ($check: layers.sh or layout_readme.py) must fail and name
+# the breach.
+check=layers.sh
 plant() {
     local name=$1 want=$2
     shift 2
-    rm -rf "$tmp/tree" && mkdir -p "$tmp/tree" && cp -a lib "$tmp/tree/lib"
+    rm -rf "$tmp/tree" && mkdir -p "$tmp/tree/scripts" && cp -a lib README.md "$tmp/tree/" &&
+        cp scripts/layers.sh scripts/layout_readme.py "$tmp/tree/scripts/"
     (cd "$tmp/tree" && "$@")
-    if out=$(timeout 60 scripts/layers.sh "$tmp/tree" 2>&1); then
+    if out=$(timeout 60 "scripts/$check" "$tmp/tree" 2>&1); then
         bad "$name" "a planted breach passed the check"
     elif ! grep -qF -- "$want" <<<"$out"; then
         bad "$name" "the breach was not named ('$want' missing): $out"
@@ -42,6 +52,12 @@ plant dotdot 'name the folder' plant_line lib/flow/ps.c '#include "../base/util.
 plant missing-header 'no such header' plant_line lib/flow/ps.c '#include "base/nothing.h"'
 plant loose-file 'directly in lib/' cp lib/base/util.h lib/loose.h
 plant unruled-folder 'has no rule' sh -c 'mkdir lib/extra && cp lib/base/util.h lib/extra/'
+
+check=layout_readme.py
+plant readme-rule-drift 'lib/profset/ may use' sed -i 's/\[profset\]="base target"/[profset]="base"/' \
+    scripts/layers.sh
+plant readme-unnamed-file 'is in the tree but in no row' cp lib/base/util.c lib/base/extra.c
+plant readme-missing-module 'does not exist' rm lib/runtime/hresult.c lib/runtime/hresult.h
 
 echo "lint: $pass passed, $fail failed"
 [ $fail -eq 0 ]
