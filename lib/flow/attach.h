@@ -115,7 +115,8 @@ struct attach_result {
     struct cla_error error; /* for every outcome but ATTACH_OK */
 };
 
-/* Where the target's runtime identifier came from: "--rid", "runtime", "maps+exe". */
+/* Where the target's runtime identifier came from: "--rid", "runtime", "maps+exe", indexed by
+ * enum target_rid_source (profset/target_rid.h). */
 #define ATTACH_RID_SOURCES 3
 extern const char *const attach_rid_sources[ATTACH_RID_SOURCES];
 

@@ -312,6 +312,24 @@ int target_maps_has(const struct target *t, const char *name)
     }
 }
 
+const char *target_maps(struct target *t, size_t *ret_len)
+{
+    if (!t->maps.tried) {
+        t->maps.tried = true;
+        if (target_read_file(t, "maps", PROC_MAPS_MAX, &t->maps.buf, &t->maps.len, NULL) < 0)
+            t->maps.buf = NULL;
+    }
+    *ret_len = t->maps.buf ? t->maps.len : 0;
+    return t->maps.buf;
+}
+
+void target_maps_drop(struct target *t)
+{
+    free(t->maps.buf);
+    t->maps.buf = NULL;
+    t->maps.tried = false;
+}
+
 int target_read_exe(const struct target *t, size_t cap, char **ret_buf, size_t *ret_len,
                     struct cla_error *e)
 {
@@ -338,6 +356,7 @@ void target_close(struct target *t)
     util_closep(&t->rootfd);
     free(t->environ);
     t->environ = NULL;
+    target_maps_drop(t);
 }
 
 void target_closep(struct target **tp)

@@ -35,6 +35,11 @@ struct target {
     char comm[64];                /* stat.comm rendered for people (stat.comm is raw) */
     char cmdline[512];            /* rendered for people (render_cmdline) */
     uint64_t mntns;               /* inode of its mount namespace, 0 when unknown */
+    struct {
+        char *buf; /* NULL: unreadable, or not read yet */
+        size_t len;
+        bool tried;
+    } maps; /* target_maps(): read once, freed by target_maps_drop() or target_close() */
 };
 
 /* Pins `pid` under the /proc directory `proc_dirfd` and reads stat, status, environ, cmdline.
@@ -67,6 +72,17 @@ int target_getenv(const struct target *t, const char *name, const char **ret_val
  * up to the first such line (proc_maps_scan_feed), at most PROC_MAPS_MAX bytes. Returns 1 or 0;
  * -E2BIG past the cap, -EPROTO for a line longer than any path, or -errno. */
 int target_maps_has(const struct target *t, const char *name);
+
+/* The target's /proc/<pid>/maps as it was when first asked for: read at most once (bounded by
+ * PROC_MAPS_MAX) and kept, so that the readers of one attach (the RID guess, the dependency
+ * check) see one snapshot and pay for one read. Returns the buffer with *ret_len, or NULL (and
+ * 0) when it could not be read. What must see the maps as they are now reads them afresh
+ * (target_maps_has, target_read_file). */
+const char *target_maps(struct target *t, size_t *ret_len);
+
+/* Frees the snapshot target_maps() kept: after its last reader, as it may be large. The next
+ * target_maps() reads again. */
+void target_maps_drop(struct target *t);
 
 /* Reads one of the target's /proc files ("mountinfo", "maps") through the pinned dirfd, bounded
  * by `cap`. Returns 0 with a malloc'd NUL-terminated buffer, -E2BIG past the cap, or -errno. */

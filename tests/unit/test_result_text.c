@@ -204,8 +204,8 @@ static enum attach_outcome outcome_of_class(enum hresult_class cls)
     }
 }
 
-/* The note for every HRESULT the table knows, built from the texts lib/flow/attach_explain.c puts
- * in the error (message "the runtime answered NAME (0x...): <cause>", hint <next step>). */
+/* The note for every HRESULT the table knows, built from the texts lib/flow/attach_explain.c
+ * puts in the error (message "the runtime answered NAME (0x...): <cause>", hint <next step>). */
 static void test_note_every_hresult_well_formed(void **state)
 {
     (void)state;

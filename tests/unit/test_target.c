@@ -324,12 +324,61 @@ static void test_maps_has_streamed(void **state)
     free(text);
 }
 
+/* The maps snapshot: read once and kept (a file that appears or changes afterwards is not
+ * seen), not read again after a failure either, and read afresh only after target_maps_drop().
+ * A directory stands in for /proc/<pid>: only its "maps" is read. */
+static void test_maps_read_once(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/clrattach-maps.XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/maps", dir);
+    struct target t = {.pid = 1, .pidfd = -1, .rootfd = -1};
+    t.procfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(t.procfd >= 0);
+    static const char first[] = "7f00-7f01 r-xp 00000000 fe:00 12 /usr/lib/libfirst.so\n";
+    static const char second[] = "7f02-7f03 r-xp 00000000 fe:00 13 /usr/lib/libsecond.so\n";
+
+    size_t len = 99;
+    assert_null(target_maps(&t, &len)); /* no maps yet: unreadable */
+    assert_int_equal(len, 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(first, f);
+    fclose(f);
+    assert_null(target_maps(&t, &len)); /* the failure is the answer of this snapshot */
+
+    target_maps_drop(&t);
+    const char *m = target_maps(&t, &len);
+    assert_non_null(m);
+    assert_int_equal(len, strlen(first));
+    assert_memory_equal(m, first, len);
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(second, f);
+    fclose(f);
+    const char *again = target_maps(&t, &len);
+    assert_ptr_equal(again, m); /* the same snapshot, not a second read */
+    assert_memory_equal(again, first, len);
+
+    target_maps_drop(&t);
+    assert_null(t.maps.buf);
+    m = target_maps(&t, &len);
+    assert_non_null(m);
+    assert_memory_equal(m, second, strlen(second));
+    target_close(&t); /* frees the snapshot (valgrind would see a leak otherwise) */
+    assert_null(t.maps.buf);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_detected),      cmocka_unit_test(test_exe_and_settle),
         cmocka_unit_test(test_tmpdir_refused),     cmocka_unit_test(test_comm_rendered),
         cmocka_unit_test(test_pid_reuse_detected), cmocka_unit_test(test_maps_has_streamed),
+        cmocka_unit_test(test_maps_read_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
