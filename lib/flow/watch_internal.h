@@ -23,8 +23,9 @@ struct procindex;
 
 /* What a child sends back: its result with the one pointer (rid_source) as an index. The field
  * order is the layout both ends read (the magic first, the index at offset 4, the result at 8:
- * tests/unit/test_watch_pool.c overwrites from there); both ends are the same build, forked,
- * so the layout and the index into attach_rid_sources need not be stable across versions. */
+ * tests/unit/test_watch_pool.c overwrites from there). Both ends are the same build, forked, so
+ * the layout, the outcome's number and the index into attach_rid_sources need not be stable
+ * across versions. */
 struct wire {
     uint32_t magic;
     uint32_t rid_source; /* 1 + index into attach_rid_sources, 0 = none */

@@ -220,13 +220,14 @@ static int child_attach(const struct watch_opts *o, struct target *tg, int wfd)
  * flush of the watcher's buffers, nothing printed or reported from here.
  */
 static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
-                                 struct watch_pool *pool, struct procindex *x, size_t slot, int wfd)
+                                 struct watch_pool *pool, struct procindex *x,
+                                 const struct target *pin, int wfd)
 {
     /* Everything of the watcher's that the attach does not need is released: the other jobs'
      * fds and pins, the table, the pool (valgrind checks a child's leaks at its exit too). */
-    struct target tg = *pool->v[slot].pinned;
+    struct target tg = *pin;
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
-        if (i != slot && pool->v[i].used)
+        if (pool->v[i].used)
             watch_job_release(&pool->v[i]);
     watch_pool_free(pool);
     watch_table_free(t);
@@ -238,27 +239,24 @@ int watch_job_start(const struct watch_opts *o, struct watch_table *t, struct wa
                     struct procindex *x, size_t slot, struct cla_error *e)
 {
     struct job *j = &pool->v[slot];
+    /* The watcher's copy of the pin, closed on every way out; the child's copy is its own. */
+    _cleanup_(target_closep) struct target *pin = util_take_ptr(&j->pinned);
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0) {
-        int r = err_setsys(e, -errno, "watch: a pipe for the attach to pid %d", (int)j->pid);
-        target_closep(&j->pinned);
-        return r;
-    }
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return err_setsys(e, -errno, "watch: a pipe for the attach to pid %d", (int)j->pid);
     j->started_ms = util_now_ms();
     pid_t child = fork();
     if (child < 0) {
         int r = err_setsys(e, -errno, "watch: fork for the attach to pid %d", (int)j->pid);
         close(p[0]);
         close(p[1]);
-        target_closep(&j->pinned);
         return r;
     }
     if (child == 0) {
         close(p[0]);
-        child_main(o, t, pool, x, slot, p[1]);
+        child_main(o, t, pool, x, pin, p[1]);
     }
     close(p[1]);
-    target_closep(&j->pinned);
     j->child = child;
     j->rfd = p[0];
     j->pidfd = sys_pidfd_open(child, 0);
