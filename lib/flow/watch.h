@@ -42,7 +42,8 @@
 /* On stop, how long killed children are waited for before the watcher leaves anyway. */
 #define WATCH_REAP_WAIT_MS 500
 
-/* ---- the instance table (pure: time is passed in) ---- */
+/* The instance table (watch_table.c): which instances are due, final or backing off. Pure: the
+ * time is passed in. */
 
 struct watch_table;
 
@@ -94,7 +95,8 @@ uint64_t watch_exec_fp(const struct proc_stat *st);
 /* Is an outcome final for an instance (no retry)? */
 bool watch_outcome_final(enum attach_outcome o);
 
-/* ---- attaches in flight (pure bookkeeping; the loop owns the processes and fds) ---- */
+/* The pool (watch_pool.c): attaches in flight. These calls are pure bookkeeping; the jobs in
+ * the slots own the child processes and their fds (watch_internal.h). */
 
 struct watch_pool;
 
@@ -122,7 +124,7 @@ int64_t watch_pool_next_deadline(const struct watch_pool *p);
 /* How long a child may run an attach with --timeout `timeout_ms` before it is killed. */
 int64_t watch_attach_deadline_ms(int64_t timeout_ms);
 
-/* ---- an attach's result between processes (pure) ---- */
+/* An attach's result between processes (watch_pool.c; pure). */
 
 /* Each attach's child sends its result back as these many bytes. */
 size_t watch_result_wire_size(void);
@@ -137,7 +139,7 @@ void watch_result_encode(const struct attach_result *r, void *buf);
  * rid_source one of attach_rid_sources or NULL. Returns 0 with *ret filled. */
 int watch_result_decode(const void *buf, size_t len, struct attach_result *ret);
 
-/* ---- the loop ---- */
+/* The loop (watch.c). */
 
 struct watch_selector {
     const char *comm;    /* exact /proc comm (15 bytes max), NULL = any */

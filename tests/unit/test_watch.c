@@ -3,355 +3,164 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include "flow/watch.h"
 
-static void test_once_per_instance(void **state)
+/* The loop over a /proc of our making: an empty directory holds no process, so what the loop
+ * does is its own (scans, the ready file, the stop, the bound), not an attach's. */
+struct fake_proc {
+    char dir[64];
+    char ready[96];
+    int fd;
+    volatile sig_atomic_t stop;
+    int results;
+};
+
+static void on_result(const struct attach_result *r, bool retry, void *userdata)
 {
-    (void)state;
-    struct watch_table *t = watch_table_new();
-    assert_true(watch_table_due(t, 10, 100, 0));
-    assert_true(watch_table_record(t, 10, 100, ATTACH_OK, 0));
-    assert_false(watch_table_due(t, 10, 100, 1000000));
-    assert_true(watch_table_final(t, 10, 100));
-    /* Same pid, new start time: a restarted app is a new instance. */
-    assert_true(watch_table_due(t, 10, 200, 0));
-    watch_table_free(t);
+    (void)r;
+    (void)retry;
+    ((struct fake_proc *)userdata)->results++;
 }
 
-static void test_final_outcomes_not_retried(void **state)
+static void fake_proc_open(struct fake_proc *f)
 {
-    (void)state;
-    enum attach_outcome finals[] = {ATTACH_OK, ATTACH_ALREADY_ACTIVE, ATTACH_LOAD_FAILED,
-                                    ATTACH_PERMISSION, ATTACH_DELIVERY, ATTACH_NOT_FOUND};
-    for (size_t i = 0; i < sizeof(finals) / sizeof(finals[0]); i++) {
-        struct watch_table *t = watch_table_new();
-        watch_table_record(t, 1, 1, finals[i], 0);
-        assert_false(watch_table_due(t, 1, 1, 10000000));
-        watch_table_free(t);
-    }
+    memset(f, 0, sizeof(*f));
+    snprintf(f->dir, sizeof(f->dir), "/tmp/clrattach-watch-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    snprintf(f->ready, sizeof(f->ready), "%s/ready", f->dir);
+    f->fd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(f->fd >= 0);
 }
 
-static void test_transient_backoff_then_give_up(void **state)
+static void fake_proc_close(struct fake_proc *f)
 {
-    (void)state;
-    struct watch_table *t = watch_table_new();
-    int64_t now = 0;
-    assert_true(watch_table_record(t, 5, 9, ATTACH_NOT_READY, now));
-    assert_false(watch_table_due(t, 5, 9, now + 999));
-    assert_true(watch_table_due(t, 5, 9, now + 1000));
-    /* The same outcome again is not new: no second report. */
-    now += 1000;
-    assert_false(watch_table_record(t, 5, 9, ATTACH_NOT_READY, now));
-    assert_false(watch_table_due(t, 5, 9, now + 1999));
-    assert_true(watch_table_due(t, 5, 9, now + 2000));
-    /* A different outcome is new. */
-    now += 2000;
-    assert_true(watch_table_record(t, 5, 9, ATTACH_PROTOCOL, now));
-    now += 4000;
-    watch_table_record(t, 5, 9, ATTACH_PROTOCOL, now);
-    now += 8000;
-    watch_table_record(t, 5, 9, ATTACH_PROTOCOL, now);
-    /* Five attempts: given up, never again. */
-    assert_true(watch_table_final(t, 5, 9));
-    assert_false(watch_table_due(t, 5, 9, now + 100000000));
-    watch_table_free(t);
+    char path[128];
+    unlink(f->ready);
+    snprintf(path, sizeof(path), "%s/%d/ns/mnt", f->dir, (int)getpid());
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/%d/ns", f->dir, (int)getpid());
+    rmdir(path);
+    snprintf(path, sizeof(path), "%s/%d", f->dir, (int)getpid());
+    rmdir(path);
+    close(f->fd);
+    assert_int_equal(rmdir(f->dir), 0);
 }
 
-static void test_sweep_drops_dead(void **state)
+static struct watch_opts opts_for(struct fake_proc *f, size_t *tracked, size_t *known)
 {
-    (void)state;
-    struct watch_table *t = watch_table_new();
-    for (int i = 1; i <= 1000; i++)
-        watch_table_record(t, i, (uint64_t)i, ATTACH_OK, 0);
-    assert_int_equal(watch_table_size(t), 1000);
-    watch_table_begin(t);
-    watch_table_seen(t, 7, 7, 0, 0);
-    watch_table_seen(t, 8, 999, 0, 0); /* same pid, other instance: not this one */
-    assert_int_equal(watch_table_sweep(t), 999);
-    assert_int_equal(watch_table_size(t), 1);
-    assert_true(watch_table_final(t, 7, 7));
-    assert_false(watch_table_final(t, 8, 8));
-    watch_table_free(t);
+    return (struct watch_opts){
+        .proc_dirfd = f->fd,
+        .interval_ms = 1,
+        .ready_file = f->ready,
+        .max_scans = 3,
+        .on_result = on_result,
+        .userdata = f,
+        .stop = &f->stop,
+        .ret_tracked = tracked,
+        .ret_known = known,
+    };
 }
 
-static void test_idle_young_then_seldom(void **state)
+/* A bounded run scans max_scans times and ends by itself, the ready file made after the first
+ * scan; nothing to attach, nothing reported, nothing left in the table. */
+static void test_bounded_run(void **state)
 {
     (void)state;
-    struct watch_table *t = watch_table_new();
-    int64_t now = 50000;
-    /* Started 3 s ago: looked at every scan for 7 s more, then every WATCH_IDLE_LOOK_MS. */
-    watch_table_idle(t, 40, 4, 0xAB, 3000, now);
-    assert_true(watch_table_due(t, 40, 4, now));
-    watch_table_idle(t, 40, 4, 0xAB, 6999 + 3000, now + 6999);
-    assert_true(watch_table_due(t, 40, 4, now + 6999));
-    watch_table_idle(t, 40, 4, 0xAB, 10000, now + 7000);
-    assert_false(watch_table_due(t, 40, 4, now + 7000 + WATCH_IDLE_LOOK_MS - 1));
-    assert_true(watch_table_due(t, 40, 4, now + 7000 + WATCH_IDLE_LOOK_MS));
-    assert_false(watch_table_final(t, 40, 4));
-    /* Found already old (the watcher started after it): seldom from the first look. */
-    watch_table_idle(t, 41, 4, 0xAB, 3600000, now);
-    assert_false(watch_table_due(t, 41, 4, now + 1));
-    /* Idle entries are not "tracked instances", but they are entries, and swept alike. */
-    assert_int_equal(watch_table_size(t), 0);
-    assert_int_equal(watch_table_entries(t), 2);
-    watch_table_begin(t);
-    watch_table_seen(t, 41, 4, 0xAB, now);
-    assert_int_equal(watch_table_sweep(t), 1);
-    assert_int_equal(watch_table_entries(t), 1);
-    watch_table_free(t);
+    struct fake_proc f;
+    fake_proc_open(&f);
+    size_t tracked = 99, known = 99;
+    struct watch_opts o = opts_for(&f, &tracked, &known);
+    struct cla_error e = {0};
+    assert_int_equal(watch_run(&o, &e), 0);
+    assert_int_equal(e.code, 0);
+    assert_int_equal(access(f.ready, F_OK), 0);
+    assert_int_equal(f.results, 0);
+    assert_int_equal(tracked, 0);
+    assert_int_equal(known, 0);
+    fake_proc_close(&f);
 }
 
-static void test_exec_starts_over(void **state)
+/* A stop that came before the first scan ends the loop at once: no scan, so no ready file (it
+ * says "scanned once", which did not happen). */
+static void test_stop_before_first_scan(void **state)
 {
     (void)state;
-    struct watch_table *t = watch_table_new();
-    int64_t now = 1000;
-    /* An old shell, idle and seldom looked at, execs dotnet: due at once, and young again. */
-    watch_table_idle(t, 7, 70, 0x1111, 3600000, now);
-    assert_false(watch_table_due(t, 7, 70, now + 10));
-    watch_table_seen(t, 7, 70, 0x2222, now + 10);
-    assert_true(watch_table_due(t, 7, 70, now + 10));
-    watch_table_idle(t, 7, 70, 0x2222, 3600000, now + 20);
-    assert_true(watch_table_due(t, 7, 70, now + 30));
-    /* Attached, then the runtime execs another program: a new instance, attached again. */
-    assert_true(watch_table_record(t, 7, 70, ATTACH_OK, now + 40));
-    assert_true(watch_table_final(t, 7, 70));
-    watch_table_seen(t, 7, 70, 0x2222, now + 50); /* same image: still final */
-    assert_true(watch_table_final(t, 7, 70));
-    watch_table_seen(t, 7, 70, 0, now + 50); /* unknown: no news */
-    assert_true(watch_table_final(t, 7, 70));
-    watch_table_seen(t, 7, 70, 0x3333, now + 60);
-    assert_false(watch_table_final(t, 7, 70));
-    assert_true(watch_table_due(t, 7, 70, now + 60));
-    assert_int_equal(watch_table_size(t), 0);
-    assert_true(watch_table_record(t, 7, 70, ATTACH_OK, now + 70)); /* reported anew */
-    /* A table entry made by record() learns its image on the next scan without a reset. */
-    watch_table_record(t, 9, 90, ATTACH_OK, now);
-    watch_table_seen(t, 9, 90, 0x4444, now + 1);
-    assert_true(watch_table_final(t, 9, 90));
-    watch_table_free(t);
+    struct fake_proc f;
+    fake_proc_open(&f);
+    struct watch_opts o = opts_for(&f, NULL, NULL);
+    o.max_scans = 0;
+    f.stop = 1;
+    struct cla_error e = {0};
+    assert_int_equal(watch_run(&o, &e), 0);
+    assert_int_equal(access(f.ready, F_OK), -1);
+    assert_int_equal(errno, ENOENT);
+    fake_proc_close(&f);
 }
 
-static void test_exec_fp(void **state)
+/* A ready file that cannot be made ends the watcher with an error (an orchestrator would wait
+ * for it forever otherwise). */
+static void test_ready_file_failure(void **state)
 {
     (void)state;
-    struct proc_stat a = {.exec_marks = {0, 0, 0, 0}}, b = {.exec_marks = {1, 2, 3, 4}},
-                     c = {.exec_marks = {1, 2, 3, 5}};
-    assert_int_equal(watch_exec_fp(&a), 0);
-    assert_int_not_equal(watch_exec_fp(&b), 0);
-    assert_int_not_equal(watch_exec_fp(&b), watch_exec_fp(&c));
-    assert_int_equal(watch_exec_fp(&b), watch_exec_fp(&(struct proc_stat){.exec_marks = {1, 2, 3, 4}}));
+    struct fake_proc f;
+    fake_proc_open(&f);
+    char missing[128];
+    snprintf(missing, sizeof(missing), "%s/no-such-dir/ready", f.dir);
+    struct watch_opts o = opts_for(&f, NULL, NULL);
+    o.ready_file = missing;
+    struct cla_error e = {0};
+    int r = watch_run(&o, &e);
+    assert_true(r < 0);
+    assert_int_equal(e.code, r);
+    fake_proc_close(&f);
 }
 
-/* Entries arrive in any pid order (a wrapped pid counter): lookups stay exact. */
-static void test_many_unordered(void **state)
+/* --other-containers needs our own mount namespace, read before any target: without it the
+ * loop does not start; with it, it runs. */
+static void test_other_containers_reads_own_namespace(void **state)
 {
     (void)state;
-    struct watch_table *t = watch_table_new();
-    uint32_t x = 12345;
-    pid_t pids[3000];
-    for (int i = 0; i < 3000; i++) {
-        x = x * 1103515245u + 12345u;
-        pids[i] = (pid_t)(i * 7919 % 30011) + 1;
-        watch_table_idle(t, pids[i], x % 3, 1, 3600000, 0);
-        watch_table_record(t, pids[i], 100, i % 2 ? ATTACH_OK : ATTACH_NOT_READY, 0);
-    }
-    for (int i = 0; i < 3000; i++) {
-        assert_int_equal(watch_table_final(t, pids[i], 100), i % 2 == 1);
-        assert_false(watch_table_final(t, pids[i], 101));
-    }
-    assert_int_equal(watch_table_size(t), 3000);
-    watch_table_free(t);
-}
+    struct fake_proc f;
+    fake_proc_open(&f);
+    struct watch_opts o = opts_for(&f, NULL, NULL);
+    o.sel.other_mntns = true;
+    struct cla_error e = {0};
+    assert_int_equal(watch_run(&o, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "own mount namespace"));
+    assert_int_equal(access(f.ready, F_OK), -1);
 
-/* A runtime that lets every exchange time out costs a whole attempt each time: its next attempt
- * waits as long as the last one took when that is longer than the backoff. */
-static void test_timeout_backs_off_by_its_cost(void **state)
-{
-    (void)state;
-    struct watch_table *t = watch_table_new();
-    int64_t now = 100000;
-    assert_false(watch_table_tried(t, 3, 33));
-    /* 10 s spent in a silent attach: not due for 10 s, although the first backoff is 1 s. */
-    assert_true(watch_table_record_attempt(t, 3, 33, ATTACH_PROTOCOL, 10000, now));
-    assert_true(watch_table_tried(t, 3, 33));
-    assert_false(watch_table_final(t, 3, 33));
-    assert_false(watch_table_due(t, 3, 33, now + WATCH_RETRY_FIRST_MS));
-    assert_false(watch_table_due(t, 3, 33, now + 9999));
-    assert_true(watch_table_due(t, 3, 33, now + 10000));
-    /* A quick failure keeps the plain doubling backoff (2 s at the second attempt). */
-    now += 10000;
-    assert_false(watch_table_record_attempt(t, 3, 33, ATTACH_PROTOCOL, 5, now));
-    assert_false(watch_table_due(t, 3, 33, now + 1999));
-    assert_true(watch_table_due(t, 3, 33, now + 2000));
-    /* Given up after WATCH_RETRY_ATTEMPTS like any transient outcome. */
-    for (int i = 2; i < WATCH_RETRY_ATTEMPTS; i++) {
-        now += 60000;
-        watch_table_record_attempt(t, 3, 33, ATTACH_PROTOCOL, 30000, now);
-    }
-    assert_true(watch_table_final(t, 3, 33));
-    /* An interrupted attach (the watcher stopping) is never final. */
-    assert_false(watch_outcome_final(ATTACH_INTERRUPTED));
-    watch_table_free(t);
-}
-
-static void test_pool_bounds_and_busy(void **state)
-{
-    (void)state;
-    struct watch_pool *p = watch_pool_new();
-    assert_int_equal(watch_pool_count(p), 0);
-    assert_true(watch_pool_next_deadline(p) == INT64_MAX);
-    int slots[WATCH_POOL_MAX];
-    for (int i = 0; i < WATCH_POOL_MAX; i++) {
-        assert_true(watch_pool_may_start(p, false));
-        slots[i] = watch_pool_add(p, 100 + i, 7, false, 5000 - i);
-        assert_in_range(slots[i], 0, WATCH_POOL_MAX - 1);
-        assert_true(watch_pool_busy(p, 100 + i, 7));
-    }
-    /* Full: nothing more starts, whatever it is. */
-    assert_int_equal(watch_pool_count(p), WATCH_POOL_MAX);
-    assert_false(watch_pool_may_start(p, false));
-    assert_false(watch_pool_may_start(p, true));
-    assert_int_equal(watch_pool_add(p, 200, 1, false, 0), -EBUSY);
-    assert_true(watch_pool_next_deadline(p) == 5000 - (WATCH_POOL_MAX - 1));
-    /* Same pid, another instance: not busy (a restarted app is not the one in flight). */
-    assert_false(watch_pool_busy(p, 100, 8));
-    watch_pool_remove(p, (size_t)slots[1]);
-    watch_pool_remove(p, (size_t)slots[1]); /* twice: no effect */
-    assert_int_equal(watch_pool_count(p), WATCH_POOL_MAX - 1);
-    assert_false(watch_pool_busy(p, 101, 7));
-    /* One instance, one attach in flight. */
-    assert_int_equal(watch_pool_add(p, 100, 7, false, 0), -EBUSY);
-    assert_int_equal(watch_pool_add(p, 101, 7, false, 1), slots[1]);
-    assert_true(watch_pool_next_deadline(p) == 1);
-    for (int i = 0; i < WATCH_POOL_MAX; i++)
-        watch_pool_remove(p, (size_t)slots[i]);
-    assert_int_equal(watch_pool_count(p), 0);
-    assert_true(watch_pool_next_deadline(p) == INT64_MAX);
-    watch_pool_free(p);
-}
-
-/* Retries of runtimes that failed (or never answered) never take the last free slot: a new
- * runtime always finds one, however many silent ones are retried. */
-static void test_pool_keeps_a_slot_for_new_runtimes(void **state)
-{
-    (void)state;
-    struct watch_pool *p = watch_pool_new();
-    for (int i = 0; i < WATCH_POOL_MAX - 1; i++) {
-        assert_true(watch_pool_may_start(p, true));
-        assert_true(watch_pool_add(p, 10 + i, 1, true, 0) >= 0);
-    }
-    assert_false(watch_pool_may_start(p, true));
-    assert_true(watch_pool_may_start(p, false));
-    assert_true(watch_pool_add(p, 99, 1, false, 0) >= 0);
-    assert_false(watch_pool_may_start(p, false));
-    watch_pool_free(p);
-}
-
-static void test_attach_deadline(void **state)
-{
-    (void)state;
-    /* Past both exchanges' own deadlines, never before them. */
-    assert_true(watch_attach_deadline_ms(30000) > 2 * 30000);
-    assert_true(watch_attach_deadline_ms(1000) == 2 * 1000 + WATCH_ATTACH_SLACK_MS);
-}
-
-/* A result crosses from an attach's child to the watcher as bytes: round trip, and a hostile
- * child's bytes made harmless. */
-static void test_result_wire_round_trip(void **state)
-{
-    (void)state;
-    size_t n = watch_result_wire_size();
-    unsigned char *buf = calloc(1, n + 1);
-    struct attach_result *r = calloc(1, sizeof(*r)), *d = calloc(1, sizeof(*d));
-    assert_non_null(buf);
-    r->outcome = ATTACH_LOAD_FAILED;
-    r->pid = 42;
-    r->starttime = 4242;
-    r->have_hresult = true;
-    r->hresult = 0x80131363u;
-    r->rid_source = attach_rid_sources[1];
-    snprintf(r->command_line, sizeof(r->command_line), "dotnet app.dll");
-    snprintf(r->error.msg, sizeof(r->error.msg), "the runtime answered");
-    watch_result_encode(r, buf);
-    assert_int_equal(watch_result_decode(buf, n, d), 0);
-    assert_int_equal(d->outcome, ATTACH_LOAD_FAILED);
-    assert_int_equal(d->pid, 42);
-    assert_true(d->starttime == 4242);
-    assert_true(d->have_hresult);
-    assert_true(d->hresult == 0x80131363u);
-    assert_ptr_equal(d->rid_source, attach_rid_sources[1]);
-    assert_string_equal(d->command_line, "dotnet app.dll");
-    assert_string_equal(d->error.msg, "the runtime answered");
-    /* no pointer travels: one that is not a known name is dropped */
-    r->rid_source = "elsewhere";
-    watch_result_encode(r, buf);
-    assert_int_equal(watch_result_decode(buf, n, d), 0);
-    assert_null(d->rid_source);
-    /* short, long, or without the magic: refused */
-    assert_int_equal(watch_result_decode(buf, n - 1, d), -EPROTO);
-    assert_int_equal(watch_result_decode(buf, n + 1, d), -EPROTO);
-    buf[0] ^= 0xff;
-    assert_int_equal(watch_result_decode(buf, n, d), -EPROTO);
-    free(buf);
-    free(r);
-    free(d);
-}
-
-static void test_result_wire_hostile_child(void **state)
-{
-    (void)state;
-    size_t n = watch_result_wire_size();
-    unsigned char *buf = calloc(1, n);
-    struct attach_result *r = calloc(1, sizeof(*r)), *d = calloc(1, sizeof(*d));
-    assert_non_null(buf);
-    r->outcome = ATTACH_OK;
-    watch_result_encode(r, buf);
-    /* Everything after the magic and the rid index overwritten: every string unterminated and
-     * full of escape bytes, flags that are not 0 or 1, a wild outcome, a wild rid index. */
-    memset(buf + 8, 0x1b, n - 8);
-    memcpy(buf + 4, &(uint32_t){0xdeadbeefu}, 4);
-    assert_int_equal(watch_result_decode(buf, n, d), 0);
-    assert_int_equal(d->outcome, ATTACH_INTERNAL);
-    assert_null(d->rid_source);
-    assert_int_equal(strlen(d->command_line), sizeof(d->command_line) - 1);
-    assert_null(strchr(d->command_line, 0x1b));
-    assert_int_equal(strlen(d->error.hint), sizeof(d->error.hint) - 1);
-    assert_null(strchr(d->error.hint, 0x1b));
-    assert_null(strchr(d->delivered_path, 0x1b));
-    unsigned char b;
-    memcpy(&b, &d->mapped, 1);
-    assert_int_equal(b, 1);
-    memcpy(&b, &d->have_hresult, 1);
-    assert_int_equal(b, 1);
-    free(buf);
-    free(r);
-    free(d);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%d", f.dir, (int)getpid());
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/%d/ns", f.dir, (int)getpid());
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/%d/ns/mnt", f.dir, (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    memset(&e, 0, sizeof(e));
+    assert_int_equal(watch_run(&o, &e), 0);
+    assert_int_equal(access(f.ready, F_OK), 0);
+    fake_proc_close(&f);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_once_per_instance),
-        cmocka_unit_test(test_final_outcomes_not_retried),
-        cmocka_unit_test(test_transient_backoff_then_give_up),
-        cmocka_unit_test(test_sweep_drops_dead),
-        cmocka_unit_test(test_idle_young_then_seldom),
-        cmocka_unit_test(test_exec_starts_over),
-        cmocka_unit_test(test_exec_fp),
-        cmocka_unit_test(test_many_unordered),
-        cmocka_unit_test(test_timeout_backs_off_by_its_cost),
-        cmocka_unit_test(test_pool_bounds_and_busy),
-        cmocka_unit_test(test_pool_keeps_a_slot_for_new_runtimes),
-        cmocka_unit_test(test_attach_deadline),
-        cmocka_unit_test(test_result_wire_round_trip),
-        cmocka_unit_test(test_result_wire_hostile_child),
+        cmocka_unit_test(test_bounded_run),
+        cmocka_unit_test(test_stop_before_first_scan),
+        cmocka_unit_test(test_ready_file_failure),
+        cmocka_unit_test(test_other_containers_reads_own_namespace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

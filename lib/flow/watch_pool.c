@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Attaches in flight, each in a child process of its own, and the result each child sends back
+ * over a pipe. The bookkeeping (watch_pool_*) and the wire format (watch_result_*) are pure;
+ * the jobs (watch_job_*) own the children, their pipes and pidfds. */
+#include "flow/watch_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/syscalls.h"
+#include "base/util.h"
+#include "target/procindex.h"
+
+_Static_assert(offsetof(struct wire, rid_source) == 4 && offsetof(struct wire, res) == 8,
+               "the wire layout watch_internal.h describes");
+
+struct watch_pool *watch_pool_new(void)
+{
+    return calloc(1, sizeof(struct watch_pool));
+}
+
+void watch_pool_free(struct watch_pool *p)
+{
+    free(p);
+}
+
+size_t watch_pool_count(const struct watch_pool *p)
+{
+    return p->n;
+}
+
+bool watch_pool_busy(const struct watch_pool *p, pid_t pid, uint64_t starttime)
+{
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++)
+        if (p->v[i].used && p->v[i].pid == pid && p->v[i].starttime == starttime)
+            return true;
+    return false;
+}
+
+bool watch_pool_may_start(const struct watch_pool *p, bool retry)
+{
+    if (p->n >= WATCH_POOL_MAX)
+        return false;
+    if (!retry)
+        return true;
+    /* Retries (runtimes that already failed or timed out once) never take the last free slot:
+     * a few silent runtimes retried again and again cannot keep a new one waiting. */
+    size_t retries = 0;
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++)
+        retries += p->v[i].used && p->v[i].retry;
+    return retries + 1 < WATCH_POOL_MAX;
+}
+
+int watch_pool_add(struct watch_pool *p, pid_t pid, uint64_t starttime, bool retry,
+                   int64_t deadline_ms)
+{
+    if (p->n >= WATCH_POOL_MAX || watch_pool_busy(p, pid, starttime))
+        return -EBUSY;
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
+        struct job *j = &p->v[i];
+        if (j->used)
+            continue;
+        memset(j, 0, sizeof(*j));
+        j->used = true;
+        j->retry = retry;
+        j->pid = pid;
+        j->starttime = starttime;
+        j->deadline_ms = deadline_ms;
+        j->child = -1;
+        j->pidfd = j->rfd = -1;
+        p->n++;
+        return (int)i;
+    }
+    return -EBUSY;
+}
+
+void watch_pool_remove(struct watch_pool *p, size_t slot)
+{
+    if (slot >= WATCH_POOL_MAX || !p->v[slot].used)
+        return;
+    p->v[slot].used = false;
+    p->n--;
+}
+
+int64_t watch_pool_next_deadline(const struct watch_pool *p)
+{
+    int64_t d = INT64_MAX;
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++)
+        if (p->v[i].used && p->v[i].end == JOB_RUNNING && p->v[i].deadline_ms < d)
+            d = p->v[i].deadline_ms;
+    return d;
+}
+
+int64_t watch_attach_deadline_ms(int64_t timeout_ms)
+{
+    /* Two exchanges (ProcessInfo, AttachProfiler) each bounded by --timeout in the child, plus
+     * reading /proc and copying the profiler: past that the child is stuck, not slow. */
+    return 2 * timeout_ms + WATCH_ATTACH_SLACK_MS;
+}
+
+static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t size))
+{
+#define STR(f) fn((f), sizeof(f))
+    STR(r->command_line);
+    STR(r->tmpdir);
+    STR(r->socket_name);
+    STR(r->runtime_version);
+    STR(r->runtime_rid);
+    STR(r->os_arch);
+    STR(r->target_rid);
+    STR(r->variant);
+    STR(r->delivered_path);
+    STR(r->delivered_dir);
+    STR(r->placement);
+    STR(r->holder);
+    STR(r->sha256);
+    STR(r->profiler_env);
+    STR(r->error.msg);
+    STR(r->error.hint);
+#undef STR
+}
+
+/* The sender's side: the bytes after a string's end are zero, not whatever a copy brought along
+ * (nothing of the child's memory beyond the result leaves it). */
+static void zero_tail(char *s, size_t size)
+{
+    size_t n = strnlen(s, size);
+    if (n < size)
+        memset(s + n, 0, size - n);
+}
+
+/* The receiver's side: a child parses hostile input, so what it sends is checked like input,
+ * not trusted like our own memory: terminated, and control bytes replaced. */
+static void clean_string(char *s, size_t size)
+{
+    s[size - 1] = '\0';
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
+static void clean_bool(bool *b)
+{
+    unsigned char c;
+    memcpy(&c, b, 1);
+    *b = c != 0;
+}
+
+size_t watch_result_wire_size(void)
+{
+    return sizeof(struct wire);
+}
+
+void watch_result_encode(const struct attach_result *r, void *buf)
+{
+    struct wire w;
+    memset(&w, 0, sizeof(w));
+    w.magic = WIRE_MAGIC;
+    w.res = *r;
+    for (uint32_t i = 0; i < ATTACH_RID_SOURCES; i++)
+        if (r->rid_source == attach_rid_sources[i])
+            w.rid_source = i + 1;
+    w.res.rid_source = NULL;
+    for_each_string(&w.res, zero_tail);
+    memcpy(buf, &w, sizeof(w));
+}
+
+int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
+{
+    struct wire w;
+    if (len != sizeof(w))
+        return -EPROTO;
+    memcpy(&w, buf, sizeof(w));
+    if (w.magic != WIRE_MAGIC)
+        return -EPROTO;
+    struct attach_result *r = &w.res;
+    int o;
+    memcpy(&o, &r->outcome, sizeof(o));
+    if (o < 0 || o > ATTACH_OUTCOME_LAST)
+        r->outcome = ATTACH_INTERNAL;
+    r->rid_source = w.rid_source >= 1 && w.rid_source <= ATTACH_RID_SOURCES
+                        ? attach_rid_sources[w.rid_source - 1]
+                        : NULL;
+    for_each_string(r, clean_string);
+    clean_bool(&r->have_runtime);
+    clean_bool(&r->mapped);
+    clean_bool(&r->reused);
+    clean_bool(&r->startup_load);
+    clean_bool(&r->have_hresult);
+    clean_bool(&r->removed);
+    clean_bool(&r->died);
+    *ret = *r;
+    return 0;
+}
+
+/* The child's work, with the pin it took along: its result, or 71 (no memory) or 74 (the pipe
+ * failed) for an exit status. */
+static int child_attach(const struct watch_opts *o, struct target *tg, int wfd)
+{
+    _cleanup_(target_closep) struct target *pin = tg;
+    _cleanup_free_ struct attach_result *res = calloc(1, sizeof(*res));
+    _cleanup_free_ struct wire *w = calloc(1, sizeof(*w));
+    if (!res || !w)
+        return 71;
+    attach_run(&o->attach, pin, res);
+    watch_result_encode(res, w);
+    return util_write_all(wfd, w, sizeof(*w)) < 0 ? 74 : 0;
+}
+
+/*
+ * The child attaches to the process the scan pinned (its pidfd and /proc dirfd are inherited,
+ * so it is that process or nothing), tightens its own seccomp stages through the attach's
+ * on_stage, sends the fixed-size result and leaves with _exit: no atexit handler, no stdio
+ * flush of the watcher's buffers, nothing printed or reported from here.
+ */
+static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
+                                 struct watch_pool *pool, struct procindex *x,
+                                 const struct target *pin, int wfd)
+{
+    /* Everything of the watcher's that the attach does not need is released: the other jobs'
+     * fds and pins, the table, the pool (valgrind checks a child's leaks at its exit too). */
+    struct target tg = *pin;
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++)
+        if (pool->v[i].used)
+            watch_job_release(&pool->v[i]);
+    watch_pool_free(pool);
+    watch_table_free(t);
+    procindex_free(x); /* the socket directories of other processes, held open */
+    _exit(child_attach(o, &tg, wfd));
+}
+
+int watch_job_start(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
+                    struct procindex *x, size_t slot, struct cla_error *e)
+{
+    struct job *j = &pool->v[slot];
+    /* The watcher's copy of the pin, closed on every way out; the child's copy is its own. */
+    _cleanup_(target_closep) struct target *pin = util_take_ptr(&j->pinned);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return err_setsys(e, -errno, "watch: a pipe for the attach to pid %d", (int)j->pid);
+    j->started_ms = util_now_ms();
+    pid_t child = fork();
+    if (child < 0) {
+        int r = err_setsys(e, -errno, "watch: fork for the attach to pid %d", (int)j->pid);
+        close(p[0]);
+        close(p[1]);
+        return r;
+    }
+    if (child == 0) {
+        close(p[0]);
+        child_main(o, t, pool, x, pin, p[1]);
+    }
+    close(p[1]);
+    j->child = child;
+    j->rfd = p[0];
+    j->pidfd = sys_pidfd_open(child, 0);
+    return 0;
+}
+
+void watch_job_result_of(const struct job *j, enum attach_outcome outcome, int64_t now,
+                         struct attach_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->outcome = outcome;
+    r->pid = j->pid;
+    r->nspid = j->nspid;
+    r->uid = j->uid;
+    r->gid = j->gid;
+    r->starttime = j->starttime;
+    memcpy(r->command_line, j->command_line, sizeof(r->command_line));
+    r->duration_ms = now - j->started_ms;
+}
+
+bool watch_job_complete(const struct job *j)
+{
+    return j->got == sizeof(j->wire) && !j->excess && j->wire.magic == WIRE_MAGIC;
+}
+
+/* The child's result, made safe to print and report (watch_result_decode); the target's identity
+ * is the one the watcher pinned, whatever the child says. */
+static void result_from_wire(const struct job *j, struct attach_result *r)
+{
+    if (watch_result_decode(&j->wire, j->got, r) < 0) {
+        memset(r, 0, sizeof(*r));
+        r->outcome = ATTACH_INTERNAL;
+    }
+    r->pid = j->pid;
+    r->starttime = j->starttime;
+}
+
+void watch_job_drain(struct job *j)
+{
+    while (j->rfd >= 0 && !j->eof) {
+        struct pollfd p = {.fd = j->rfd, .events = POLLIN};
+        if (poll(&p, 1, 0) <= 0)
+            return;
+        char extra[64];
+        bool full = j->got == sizeof(j->wire);
+        ssize_t n = full ? read(j->rfd, extra, sizeof(extra))
+                         : read(j->rfd, (char *)&j->wire + j->got, sizeof(j->wire) - j->got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            j->eof = true;
+            return;
+        }
+        if (full) {
+            /* More than a result: not ours to read on (a child that writes without end would
+             * keep the watcher here); it is killed, and reported as malformed. */
+            j->excess = j->eof = true;
+            if (j->pidfd >= 0)
+                (void)sys_pidfd_send_signal(j->pidfd, SIGKILL, NULL, 0);
+            return;
+        }
+        j->got += (size_t)n;
+    }
+}
+
+bool watch_job_reap(struct job *j, bool block)
+{
+    if (j->reaped || j->child <= 0) { /* never started: nothing to wait for */
+        j->reaped = true;
+        return true;
+    }
+    int st;
+    pid_t r;
+    do
+        r = waitpid(j->child, &st, block ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == j->child || (r < 0 && errno == ECHILD)) {
+        j->status = r == j->child ? st : 0;
+        j->reaped = true;
+    }
+    return j->reaped;
+}
+
+void watch_job_kill(struct job *j, enum job_end why)
+{
+    if (j->end == JOB_RUNNING)
+        j->end = why;
+    /* Only through the pidfd: the child is ours and unreaped, but a pid in a kill() call is a
+     * number the filter cannot restrict, so kill(2) is not on the seccomp list at all. */
+    if (j->pidfd >= 0 && !j->reaped)
+        (void)sys_pidfd_send_signal(j->pidfd, SIGKILL, NULL, 0);
+}
+
+void watch_job_release(struct job *j)
+{
+    util_closep(&j->rfd);
+    util_closep(&j->pidfd);
+    target_closep(&j->pinned);
+}
+
+void watch_job_result(const struct watch_opts *o, const struct job *j, struct attach_result *r)
+{
+    int64_t now = util_now_ms();
+    if (watch_job_complete(j) && j->end != JOB_INTERRUPTED) {
+        result_from_wire(j, r);
+        return;
+    }
+    if (j->end == JOB_INTERRUPTED) {
+        watch_job_result_of(j, ATTACH_INTERRUPTED, now, r);
+        err_set(&r->error, -EINTR,
+                "the watcher was stopped (SIGTERM or SIGINT) while attaching to pid %d: the "
+                "attach was abandoned after %lld ms",
+                (int)j->pid, (long long)r->duration_ms);
+        err_hint(&r->error, "the next watcher tries this process again (the attach may have "
+                            "been abandoned before or after the runtime got AttachProfiler)");
+    } else if (j->end == JOB_TIMED_OUT) {
+        watch_job_result_of(j, ATTACH_PROTOCOL, now, r);
+        err_set(&r->error, -ETIMEDOUT,
+                "the attach to pid %d did not end within %lld ms (twice --timeout and %d ms): "
+                "abandoned",
+                (int)j->pid, (long long)watch_attach_deadline_ms(o->attach.timeout_ms),
+                WATCH_ATTACH_SLACK_MS);
+        err_hint(&r->error, "the runtime does not answer; it is tried again with backoff");
+    } else if (j->excess) {
+        watch_job_result_of(j, ATTACH_INTERNAL, now, r);
+        err_set(&r->error, -EPROTO,
+                "the attach process for pid %d sent a malformed result (%zu bytes%s, %zu expected)",
+                (int)j->pid, j->got, j->excess ? " and more" : "", sizeof(j->wire));
+    } else if (j->reaped && WIFSIGNALED(j->status)) {
+        int sig = WTERMSIG(j->status);
+        watch_job_result_of(j, ATTACH_INTERNAL, now, r);
+        err_set(&r->error, -EINTR, "the attach process for pid %d died of signal %d (%s)",
+                (int)j->pid, sig, strsignal(sig));
+        if (sig == SIGSYS)
+            err_hint(&r->error, "a syscall outside clrattach's seccomp allow-list: the kernel "
+                                "log (dmesg, audit type=1326) names it; please report it");
+    } else if (j->got > 0) {
+        watch_job_result_of(j, ATTACH_INTERNAL, now, r);
+        err_set(&r->error, -EPROTO,
+                "the attach process for pid %d sent a malformed result (%zu bytes%s, %zu expected)",
+                (int)j->pid, j->got, j->excess ? " and more" : "", sizeof(j->wire));
+    } else {
+        watch_job_result_of(j, ATTACH_INTERNAL, now, r);
+        err_set(&r->error, -EPROTO, "the attach process for pid %d ended (%s %d) without a result",
+                (int)j->pid, j->reaped ? "exit status" : "not reaped",
+                j->reaped && WIFEXITED(j->status) ? WEXITSTATUS(j->status) : -1);
+    }
+}

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Which runtime instances are due, final or backing off. Pure: no I/O, and the time is passed
+ * in, so every schedule is a unit test (tests/unit/test_watch_table.c). */
+#include "flow/watch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+struct instance {
+    pid_t pid;
+    uint64_t starttime;
+    uint64_t exec_fp; /* the program image last seen (0 = unknown) */
+    enum attach_outcome last;
+    bool has_outcome; /* false: only looked at, nothing to attach yet */
+    bool final;
+    int attempts;
+    int64_t next_ms;        /* not before this time */
+    int64_t young_until_ms; /* looked at every scan until then */
+    unsigned gen;           /* last scan that saw it */
+};
+
+/* Sorted by (pid, starttime): a node may show thousands of processes, each looked up per scan. */
+struct watch_table {
+    struct instance *v;
+    size_t n, alloc;
+    unsigned gen;
+};
+
+struct watch_table *watch_table_new(void)
+{
+    return calloc(1, sizeof(struct watch_table));
+}
+
+void watch_table_free(struct watch_table *t)
+{
+    if (!t)
+        return;
+    free(t->v);
+    free(t);
+}
+
+static int cmp_key(pid_t pid, uint64_t starttime, const struct instance *in)
+{
+    if (pid != in->pid)
+        return pid < in->pid ? -1 : 1;
+    if (starttime != in->starttime)
+        return starttime < in->starttime ? -1 : 1;
+    return 0;
+}
+
+/* The index of the instance, or of where it would go (with *found false). */
+static size_t locate(const struct watch_table *t, pid_t pid, uint64_t starttime, bool *found)
+{
+    size_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_key(pid, starttime, &t->v[mid]);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    *found = false;
+    return lo;
+}
+
+static struct instance *find(const struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    bool found;
+    size_t i = locate(t, pid, starttime, &found);
+    return found ? &t->v[i] : NULL;
+}
+
+/* The instance, created (seen in this generation, nothing recorded) when absent, which
+ * *ret_created tells when not NULL; NULL when out of memory. */
+static struct instance *find_or_add(struct watch_table *t, pid_t pid, uint64_t starttime,
+                                    bool *ret_created)
+{
+    bool found;
+    size_t i = locate(t, pid, starttime, &found);
+    if (ret_created)
+        *ret_created = !found;
+    if (found)
+        return &t->v[i];
+    if (t->n == t->alloc) {
+        size_t na = t->alloc ? t->alloc * 2 : 16;
+        struct instance *nv = realloc(t->v, na * sizeof(*nv));
+        if (!nv)
+            return NULL;
+        t->v = nv;
+        t->alloc = na;
+    }
+    memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
+    t->n++;
+    struct instance *in = &t->v[i];
+    memset(in, 0, sizeof(*in));
+    in->pid = pid;
+    in->starttime = starttime;
+    in->gen = t->gen;
+    return in;
+}
+
+bool watch_outcome_final(enum attach_outcome o)
+{
+    switch (o) {
+    case ATTACH_NOT_READY:
+    case ATTACH_PROTOCOL:
+    case ATTACH_NOT_DOTNET:
+    case ATTACH_INTERNAL:
+    case ATTACH_INTERRUPTED:
+        return false; /* may succeed later: runtime starting, socket not there yet, busy */
+    default: return true;
+    }
+}
+
+bool watch_table_due(const struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms)
+{
+    const struct instance *in = find(t, pid, starttime);
+    return !in || (!in->final && now_ms >= in->next_ms);
+}
+
+bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    const struct instance *in = find(t, pid, starttime);
+    return in && in->final;
+}
+
+bool watch_table_tried(const struct watch_table *t, pid_t pid, uint64_t starttime)
+{
+    const struct instance *in = find(t, pid, starttime);
+    return in && in->has_outcome;
+}
+
+bool watch_table_record(struct watch_table *t, pid_t pid, uint64_t starttime,
+                        enum attach_outcome outcome, int64_t now_ms)
+{
+    return watch_table_record_attempt(t, pid, starttime, outcome, 0, now_ms);
+}
+
+bool watch_table_record_attempt(struct watch_table *t, pid_t pid, uint64_t starttime,
+                                enum attach_outcome outcome, int64_t took_ms, int64_t now_ms)
+{
+    struct instance *in = find_or_add(t, pid, starttime, NULL);
+    if (!in)
+        return false;
+    bool is_new = !in->has_outcome || in->last != outcome;
+    in->has_outcome = true;
+    in->last = outcome;
+    in->attempts++;
+    in->final = watch_outcome_final(outcome) || in->attempts >= WATCH_RETRY_ATTEMPTS;
+    int64_t delay = WATCH_RETRY_FIRST_MS;
+    for (int i = 1; i < in->attempts && delay < WATCH_RETRY_MAX_MS; i++)
+        delay *= 2;
+    if (delay > WATCH_RETRY_MAX_MS)
+        delay = WATCH_RETRY_MAX_MS;
+    /* An attempt that took long (a runtime that never answers costs a whole --timeout) waits at
+     * least as long again: a silent instance holds an attach slot at most half of the time. */
+    in->next_ms = now_ms + (took_ms > delay ? took_ms : delay);
+    return is_new;
+}
+
+void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t age_ms, int64_t now_ms)
+{
+    bool created;
+    struct instance *in = find_or_add(t, pid, starttime, &created);
+    if (!in)
+        return; /* out of memory: looked at again next scan, as without a table */
+    if (created) {
+        in->exec_fp = exec_fp;
+        in->young_until_ms = now_ms + (age_ms < WATCH_YOUNG_MS ? WATCH_YOUNG_MS - age_ms : 0);
+    }
+    if (in->has_outcome)
+        return; /* a retry keeps its own backoff */
+    in->next_ms = now_ms < in->young_until_ms ? now_ms : now_ms + WATCH_IDLE_LOOK_MS;
+}
+
+void watch_table_begin(struct watch_table *t)
+{
+    t->gen++;
+}
+
+void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                      int64_t now_ms)
+{
+    struct instance *in = find(t, pid, starttime);
+    if (!in)
+        return;
+    in->gen = t->gen;
+    if (exec_fp == 0 || in->exec_fp == exec_fp)
+        return;
+    if (in->exec_fp != 0) {
+        /* execve since: another program under the same pid and start time (a shell that
+         * execs dotnet, or one runtime exec'ing into another) is a new instance. */
+        unsigned gen = in->gen;
+        memset(in, 0, sizeof(*in));
+        in->pid = pid;
+        in->starttime = starttime;
+        in->gen = gen;
+        in->next_ms = now_ms;
+        in->young_until_ms = now_ms + WATCH_YOUNG_MS;
+    }
+    in->exec_fp = exec_fp;
+}
+
+size_t watch_table_sweep(struct watch_table *t)
+{
+    size_t kept = 0, dropped = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i].gen == t->gen)
+            t->v[kept++] = t->v[i];
+        else
+            dropped++;
+    }
+    t->n = kept;
+    /* Give memory back after a burst of short-lived processes. */
+    if (t->alloc > 64 && t->n < t->alloc / 4) {
+        struct instance *nv = realloc(t->v, (t->alloc / 2) * sizeof(*nv));
+        if (nv) {
+            t->v = nv;
+            t->alloc /= 2;
+        }
+    }
+    return dropped;
+}
+
+size_t watch_table_size(const struct watch_table *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++)
+        n += t->v[i].has_outcome;
+    return n;
+}
+
+size_t watch_table_entries(const struct watch_table *t)
+{
+    return t->n;
+}
+
+uint64_t watch_exec_fp(const struct proc_stat *st)
+{
+    /* FNV-1a over the image addresses; all 0 (hidden, or an old kernel) means unknown. */
+    uint64_t h = 1469598103934665603ULL;
+    bool any = false;
+    for (size_t i = 0; i < ARRAY_SIZE(st->exec_marks); i++) {
+        any |= st->exec_marks[i] != 0;
+        for (int b = 0; b < 64; b += 8) {
+            h ^= (st->exec_marks[i] >> b) & 0xFF;
+            h *= 1099511628211ULL;
+        }
+    }
+    return any ? (h ? h : 1) : 0;
+}
