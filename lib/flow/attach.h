@@ -79,7 +79,8 @@ struct attach_opts {
 
 /* Fixed size on purpose: `watch` runs each attach in a child process that sends this struct back
  * over a pipe. The one pointer, rid_source, points at a static string (attach_rid_sources); the
- * receiver re-derives it and terminates every string (watch.c), a new field must be added there. */
+ * receiver re-derives it and terminates every string (watch_pool.c), a new field must be added
+ * there. */
 struct attach_result {
     enum attach_outcome outcome;
     pid_t pid;
