@@ -171,8 +171,19 @@ static int attach_option(int c, const char *arg, struct attach_cli *a)
     return CLI_GO_ON;
 }
 
+/* "." or ".." as a component of the absolute path `p`: each component follows a '/'. */
+static const char *dot_component(const char *p)
+{
+    size_t n = strlen(p);
+    if (strstr(p, "/../") || (n >= 3 && strcmp(p + n - 3, "/..") == 0))
+        return "..";
+    if (strstr(p, "/./") || (n >= 2 && strcmp(p + n - 2, "/.") == 0))
+        return ".";
+    return NULL;
+}
+
 /* The path is sent to the runtime as UTF-16 and printed: refused now, not after the profiler
- * is in the target. */
+ * is in the target. It is held to the rules of a target's TMPDIR (docs/security.md). */
 static int check_target_dir(const struct attach_cli *a)
 {
     const char *dir = a->target_dir;
@@ -184,12 +195,19 @@ static int check_target_dir(const struct attach_cli *a)
     size_t at;
     uint32_t cp;
     enum render_class rc = render_find(dir, strlen(dir), &at, &cp);
-    if (rc == RENDER_SAFE)
-        return CLI_GO_ON;
     char sh[256];
     render_text(dir, strlen(dir), sh, sizeof(sh));
-    return usage_error(a->cmd, "--target-dir '%s' holds %s at byte %zu", sh, render_class_name(rc),
-                       at);
+    if (rc != RENDER_SAFE)
+        return usage_error(a->cmd, "--target-dir '%s' holds %s at byte %zu", sh,
+                           render_class_name(rc), at);
+    /* "/tmp/a/../" names one directory and resolves to another: the placement checks and the
+     * messages would speak of a place the profiler does not go. */
+    const char *dot = dot_component(dir);
+    if (dot)
+        return usage_error(a->cmd,
+                           "--target-dir '%s' has a '%s' component: give the directory's own path",
+                           sh, dot);
+    return CLI_GO_ON;
 }
 
 /* What the options say together, once they are all read. */
