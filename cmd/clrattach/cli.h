@@ -3,8 +3,8 @@
 #define CLRATTACH_CLI_H
 /*
  * What the command files share: printing (output.c), the options every command takes
- * (options.c), the options of `attach` and `watch` and their job (job.c), and the command
- * table's entry points (one cmd_*.c each).
+ * (options.c), and the command table's entry points (one cmd_*.c each). The command line that
+ * `attach` and `watch` share is attach_cli.h.
  *
  * One return convention throughout cmd/: a step returns CLI_GO_ON to let the command go on,
  * or the exit code to leave with (0 included: --help ends a command successfully).
@@ -55,6 +55,17 @@ int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 int fatal(const char *what, enum attach_outcome o, const struct cla_error *e);
 /* The warning for an out-of-memory end, and its exit code. */
 int out_of_memory(void);
+
+struct event_reporter;
+struct event_report_sent;
+
+/* One attach result: with `json` the document `js` on stdout (nothing when it is NULL) and a
+ * failure's message and next step on stderr; else the result as text. stdout is flushed. */
+void print_attach_result(const struct attach_result *r, const char *js, bool json);
+/* What happened to the Event (`r` and `e` from event_report_send), on stderr; a dry run's
+ * Event on stdout. Nothing when no Event was due. */
+void print_report(const struct event_reporter *rep, const struct event_report_sent *s, int r,
+                  const struct cla_error *e);
 
 /* options.c */
 

@@ -4,7 +4,8 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "job.h"
+#include "attach_cli.h"
+#include "base/util.h"
 #include "target/target.h"
 
 static const char usage_attach[] =
@@ -65,35 +66,31 @@ static const char usage_attach[] =
  * and attaches. *ret is the result in every case. */
 static int pin_and_attach(struct attach_cli *a, pid_t pid, struct attach_result *ret)
 {
-    struct attach_opts ao = job_attach_opts(a);
+    struct attach_opts ao = attach_cli_opts(a);
     struct target t;
     /* One pin for everything about this process: the attach and, in an ephemeral container,
-     * the service account its Event is sent with. */
-    bool pinned = attach_pin(&ao, pid, &t, ret) == 0;
+     * the service account its Event is sent with. Closed on every way out. */
+    _cleanup_(target_closep) struct target *pinned = attach_pin(&ao, pid, &t, ret) == 0 ? &t : NULL;
     if (a->rep.from_target) {
         struct cla_error e = {0};
-        if (event_report_use_target(&a->rep, pinned ? &t : NULL, &ret->error, &e) < 0) {
+        if (event_report_use_target(&a->rep, pinned, &ret->error, &e) < 0) {
             /* Required reporting with no account to report with stops us before the attach,
-             * with the target untouched, as a missing configuration does in job_setup. */
-            if (a->rep.mode == EVENT_MODE_REQUIRED) {
-                if (pinned)
-                    target_close(&t);
+             * with the target untouched, as a missing configuration does in
+             * attach_cli_setup. */
+            if (a->rep.mode == EVENT_MODE_REQUIRED)
                 return fatal("usage error", ATTACH_USAGE, &e);
-            }
             print_error("warning", &e);
         }
     }
-    if (pinned) {
-        attach_run(&ao, &t, ret);
-        target_close(&t);
-    }
+    if (pinned)
+        attach_run(&ao, pinned, ret);
     return CLI_GO_ON;
 }
 
 int cmd_attach(int argc, char **argv)
 {
     struct attach_cli a = ATTACH_CLI_INIT("attach", usage_attach, false);
-    int r = job_parse(argc, argv, &a);
+    int r = attach_cli_parse(argc, argv, &a);
     if (r != CLI_GO_ON)
         return r;
     /* Checked here, not in the shared parser: watch has no --pid. The range is pid_t's; 0
@@ -102,19 +99,18 @@ int cmd_attach(int argc, char **argv)
     if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
         return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
     struct attach_result res;
-    if ((r = job_setup(&a, SANDBOX_STAGE_ATTACH)) == CLI_GO_ON)
+    if ((r = attach_cli_setup(&a, SANDBOX_STAGE_ATTACH)) == CLI_GO_ON)
         r = pin_and_attach(&a, (pid_t)pid, &res);
     if (r != CLI_GO_ON) {
-        job_release(&a);
+        attach_cli_release(&a);
         return r;
     }
     /* The target is behind us: reading service-account files is all that is left, so only
      * the two capabilities that reading needs stay (docs/security.md, Capabilities). With
      * --seccomp off no part of the sandbox applies, as in enter_sandbox(). */
-    struct cla_error e = {0};
     if (a.co.seccomp != SANDBOX_MODE_OFF)
-        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, &e);
-    int code = job_emit_result(&a, &res, true);
-    job_release(&a);
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, NULL);
+    int code = attach_cli_emit_result(&a, &res, true);
+    attach_cli_release(&a);
     return code;
 }

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "cli.h"
-#include "job.h"
+#include "attach_cli.h"
 #include "flow/watch.h"
 
 static const char usage_watch[] =
@@ -66,7 +66,7 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
         w->failed++;
     /* An attach abandoned at a stop is printed, not sent as an Event: the stop must not wait
      * on the API server, and the next watcher reports what really happens to that process. */
-    (void)job_emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
+    (void)attach_cli_emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
 }
 
 /* The selectors from the options. CLI_GO_ON or a usage error. */
@@ -97,7 +97,7 @@ static int setup_watch(struct attach_cli *a)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     /* The FULL stage: unlike one attach, the watcher starts a child process per attach. */
-    int r = job_setup(a, SANDBOX_STAGE_FULL);
+    int r = attach_cli_setup(a, SANDBOX_STAGE_FULL);
     if (r != CLI_GO_ON)
         return r;
     struct cla_error e = {0}, warning = {0};
@@ -130,7 +130,7 @@ static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
         .sel = *sel,
         /* Each attach runs in a child of its own, which tightens its own seccomp stages
          * (on_stage) as it goes: the watcher stays in the first stage for the next ones. */
-        .attach = job_attach_opts(a),
+        .attach = attach_cli_opts(a),
         .interval_ms = (int64_t)a->interval_ms,
         .ready_file = a->ready_file,
         .on_result = on_watch_result,
@@ -151,13 +151,13 @@ int cmd_watch(int argc, char **argv)
 {
     struct attach_cli a = ATTACH_CLI_INIT("watch", usage_watch, true);
     struct watch_selector sel;
-    int r = job_parse(argc, argv, &a);
+    int r = attach_cli_parse(argc, argv, &a);
     if (r == CLI_GO_ON)
         r = parse_selector(&a, &sel);
     if (r != CLI_GO_ON)
         return r;
     if ((r = setup_watch(&a)) == CLI_GO_ON)
         r = run_watch(&a, &sel);
-    job_release(&a);
+    attach_cli_release(&a);
     return r;
 }

@@ -7,8 +7,6 @@
 
 int parse_common(int c, const char *arg, struct common *co, const char *cmd)
 {
-    /* Not NULL: err_hint answers 0 for a NULL error, and the parser returns what it says. */
-    struct cla_error e = {0};
     switch (c) {
     case 'o':
         if (strcmp(arg, "json") == 0)
@@ -19,7 +17,7 @@ int parse_common(int c, const char *arg, struct common *co, const char *cmd)
             return usage_error(cmd, "--output takes 'text' or 'json', not '%s'", arg);
         return CLI_GO_ON;
     case 'S':
-        if (sandbox_parse_mode(arg, &co->seccomp, &e) < 0)
+        if (sandbox_parse_mode(arg, &co->seccomp, NULL) < 0)
             return usage_error(cmd, "--seccomp takes kill, log or off, not '%s'", arg);
         return CLI_GO_ON;
     case 'P': co->proc = arg; return CLI_GO_ON;

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "base/render.h"
+#include "report/event_report.h"
 #include "report/result_json.h"
 #include "base/util.h"
 
@@ -93,4 +94,73 @@ int out_of_memory(void)
 {
     fputs("clrattach: internal error: out of memory\n", stderr);
     return 1;
+}
+
+static void print_attach_text(const struct attach_result *r)
+{
+    if (r->outcome == ATTACH_OK) {
+        say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
+            (unsigned)r->uid);
+        if (r->runtime_rid[0])
+            say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
+        say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
+            r->reused ? ", reused" : "");
+        if (r->delivered_dir[0])
+            say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
+        say(stdout, "  sha256:   %s", r->sha256);
+        say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+        return;
+    }
+    print_error(attach_outcome_name(r->outcome), &r->error);
+    if (r->removed)
+        say(stderr, "clrattach: removed what this attach delivered (%s); --keep keeps it",
+            r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
+}
+
+void print_report(const struct event_reporter *rep, const struct event_report_sent *s, int r,
+                  const struct cla_error *e)
+{
+    if (!s->sent)
+        return;
+    if (s->dry_run) {
+        if (r < 0) {
+            print_error("events", e);
+            return;
+        }
+        fprintf(stderr, "clrattach: dry run: would POST this Event:\n");
+        printf("%s\n", s->body);
+        return;
+    }
+    if (r < 0) {
+        say(stderr, "clrattach: %s: could not report the Event: %s",
+            rep->mode == EVENT_MODE_REQUIRED ? "error" : "warning", e->msg);
+        if (e->hint[0])
+            say(stderr, "clrattach: next step: %s", e->hint);
+        return;
+    }
+    const struct k8s_report_outcome *out = &s->out;
+    if (out->patched)
+        say(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)",
+            rep->pod.namespace_, out->event_name, s->reason, out->series_count, out->attempts,
+            out->attempts == 1 ? "" : "s");
+    else
+        say(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)", rep->pod.namespace_,
+            out->event_name, s->reason, out->attempts, out->attempts == 1 ? "" : "s");
+}
+
+void print_attach_result(const struct attach_result *r, const char *js, bool json)
+{
+    if (json) {
+        if (js)
+            printf("%s\n", js);
+        /* stdout stays one JSON document per result for a program; the person reading the
+         * log still gets the message and its next step on stderr. */
+        if (r->outcome != ATTACH_OK)
+            print_error(attach_outcome_name(r->outcome), &r->error);
+    } else {
+        print_attach_text(r);
+    }
+    /* Under a container runtime stdout is a pipe, fully buffered: without the flush a
+     * watcher's results would reach its log only when the buffer fills. */
+    fflush(stdout);
 }

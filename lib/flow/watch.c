@@ -21,6 +21,7 @@
 #include "target/proc_parse.h"
 #include "target/procindex.h"
 #include "target/target.h"
+#include "base/opfile.h"
 
 /* Is the process in the mount namespace `own` (device and inode of ns/mnt)? Unknown counts as
  * yes: a process whose namespace cannot be read is not selected as "another container". */
@@ -214,9 +215,11 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
 
 static int create_ready_file(const char *path, struct cla_error *e)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* An operator's path, written as root and often in a directory the app can write too: a
+     * link, FIFO or device planted there is refused, never followed or waited on (opfile.h). */
+    int fd = opfile_open_for_write(path, "--ready-file", O_CREAT | O_TRUNC, 0644, e);
     if (fd < 0)
-        return err_setsys(e, -errno, "ready file '%s'", path);
+        return fd;
     (void)util_write_all(fd, "ready\n", 6);
     close(fd);
     return 0;

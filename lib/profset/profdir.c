@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "base/sha256.h"
-#include "profset/tarstream.h"
 #include "base/util.h"
 
 /* Linear: with at most PROFDIR_FILES_MAX entries a whole tree costs at most 512^2 compares,
@@ -240,37 +239,6 @@ int profdir_choose_entry(struct profdir *pd, const char *want, const char *shown
                            "Engine: --entry libInstrumentationEngine.so)");
     }
     pd->entry = at;
-    return 0;
-}
-
-int profdir_from_tar(const uint8_t *buf, size_t len, struct profdir *ret, struct cla_error *e)
-{
-    struct profdir pd = {0};
-    size_t off = 0;
-    struct tar_entry en;
-    int r;
-    while ((r = tar_next(buf, len, &off, &en, e)) == 1) {
-        uint8_t *copy = NULL;
-        if (!en.is_dir) {
-            /* A copy, since the profdir owns its bytes and the stream is the caller's; at least
-             * one byte, because malloc(0) may return NULL and read as out of memory. */
-            copy = malloc(en.size ? en.size : 1);
-            if (!copy) {
-                r = err_set(e, -ENOMEM, "out of memory");
-                break;
-            }
-            memcpy(copy, en.data, en.size);
-        }
-        if ((r = profdir_add(&pd, en.path, en.is_dir, en.executable, copy, en.size, e)) < 0)
-            break;
-    }
-    if (r == 0)
-        r = profdir_seal(&pd, e);
-    if (r < 0) {
-        profdir_free(&pd);
-        return r;
-    }
-    *ret = pd;
     return 0;
 }
 

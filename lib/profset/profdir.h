@@ -9,10 +9,10 @@
  * is delivered whole, names kept, under one content-addressed directory, so those relative
  * lookups keep working in the target's view.
  *
- * This module is the in-memory model, pure: files are added with their bytes (from a directory
- * on disk, profdir_read.c, or a tar stream, tarstream.c), shared objects are parsed, the entry is
- * chosen and the tree's digest computed. Caps: PROFDIR_FILES_MAX entries, PROFDIR_DEPTH_MAX
- * levels, PROFILER_MAX_SIZE bytes in all.
+ * This module is the in-memory model, pure: files are added with their bytes, shared objects
+ * are parsed, the entry is chosen and the tree's digest computed. It reads nothing itself:
+ * profdir_read.h fills it, from a directory on disk or a tar stream, and is what a loader calls.
+ * Caps: PROFDIR_FILES_MAX entries, PROFDIR_DEPTH_MAX levels, PROFILER_MAX_SIZE bytes in all.
  */
 
 #include <stdbool.h>
@@ -57,10 +57,6 @@ int profdir_seal(struct profdir *pd, struct cla_error *e);
  * the directory in messages. */
 int profdir_choose_entry(struct profdir *pd, const char *want, const char *shown,
                          struct cla_error *e);
-
-/* Loads a tar stream (a profiler directory on stdin) into *ret; the stream stays owned by the
- * caller (file bytes are copied). Returns 0, -EPROTO/-EPERM from the reader, -E2BIG, -ENOMEM. */
-int profdir_from_tar(const uint8_t *buf, size_t len, struct profdir *ret, struct cla_error *e);
 
 void profdir_free(struct profdir *pd);
 

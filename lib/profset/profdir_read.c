@@ -10,8 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "target/rootfs.h"
 #include "base/util.h"
+#include "profset/tarstream.h"
+#include "target/rootfs.h"
 
 /* Opens a link's target for reading only if it resolves beneath the tree's root (`rootfd`):
  * absolute targets and ".." that would leave it are refused, with or without openat2. */
@@ -149,16 +150,64 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
     return r;
 }
 
-int profdir_read(int dirfd, const char *shown, struct profdir *ret, struct cla_error *e)
+/* Hands a finished tree to the caller, or frees it on failure (`r` < 0). */
+static int keep_or_free(struct profdir *pd, int r, struct profdir *ret)
+{
+    if (r < 0) {
+        profdir_free(pd);
+        return r;
+    }
+    *ret = *pd;
+    return r;
+}
+
+int profdir_read(int dirfd, const char *shown, const char *entry, struct profdir *ret,
+                 struct cla_error *e)
 {
     struct profdir pd = {0};
     int r = walk(dirfd, dirfd, shown, "", 0, &pd, e);
     if (r >= 0)
         r = profdir_seal(&pd, e);
-    if (r < 0) {
-        profdir_free(&pd);
-        return r;
+    if (r >= 0 && !entry && pd.n == 1 && pd.files[0].elf)
+        r = 1;
+    else if (r >= 0)
+        r = profdir_choose_entry(&pd, entry, shown, e);
+    return keep_or_free(&pd, r, ret);
+}
+
+/* Adds every entry of the stream to `pd`. */
+static int add_tar(const uint8_t *buf, size_t len, struct profdir *pd, struct cla_error *e)
+{
+    size_t off = 0;
+    struct tar_entry en;
+    int r;
+    while ((r = tar_next(buf, len, &off, &en, e)) == 1) {
+        uint8_t *copy = NULL;
+        if (!en.is_dir) {
+            /* A copy, since the profdir owns its bytes and the stream is the caller's; at least
+             * one byte, because malloc(0) may return NULL and read as out of memory. */
+            copy = malloc(en.size ? en.size : 1);
+            if (!copy)
+                return err_set(e, -ENOMEM, "out of memory");
+            memcpy(copy, en.data, en.size);
+        }
+        if ((r = profdir_add(pd, en.path, en.is_dir, en.executable, copy, en.size, e)) < 0)
+            return r;
     }
-    *ret = pd;
-    return 0;
+    return r;
+}
+
+int profdir_read_tar(const uint8_t *buf, size_t len, const char *entry, const char *shown,
+                     struct profdir *ret, struct cla_error *e)
+{
+    struct profdir pd = {0};
+    int r = add_tar(buf, len, &pd, e);
+    if (r >= 0)
+        r = profdir_seal(&pd, e);
+    /* The stream reader's messages name no file of ours; the entry's already name `shown`. */
+    if (r < 0)
+        err_prefix(e, "%s", shown);
+    else
+        r = profdir_choose_entry(&pd, entry, shown, e);
+    return keep_or_free(&pd, r, ret);
 }

@@ -61,11 +61,11 @@ static int take_single(uint8_t *buf, size_t len, const char *name, const char *s
     return 0;
 }
 
-static int read_build(int dirfd, const char *name, const char *shown, struct profset_build *b,
-                      struct cla_error *e)
+/* A single file named on the command line. */
+static int read_build(const char *path, struct profset_build *b, struct cla_error *e)
 {
     /* A FIFO or a device here is refused, never waited on (userfile.h). */
-    _cleanup_close_ int fd = userfile_open(dirfd, name, shown, "--profiler", e);
+    _cleanup_close_ int fd = userfile_open(AT_FDCWD, path, path, "--profiler", e);
     if (fd < 0) {
         if (fd == -ENXIO)
             err_hint(e, "pass the profiler's .so itself, or its directory");
@@ -75,21 +75,17 @@ static int read_build(int dirfd, const char *name, const char *shown, struct pro
     size_t len;
     int r = userfile_read_fd(fd, PROFILER_MAX_SIZE, &buf, &len);
     if (r == -E2BIG)
-        return err_set(e, -EFBIG, "profiler '%s' is over %d bytes", shown, PROFILER_MAX_SIZE);
+        return err_set(e, -EFBIG, "profiler '%s' is over %d bytes", path, PROFILER_MAX_SIZE);
     if (r < 0)
-        return err_setsys(e, r, "read profiler '%s'", shown);
-    return take_single((uint8_t *)buf, len, name, shown, b, e);
+        return err_setsys(e, r, "read profiler '%s'", path);
+    /* The base name is the stem of the name the file gets in the target. */
+    const char *slash = strrchr(path, '/');
+    return take_single((uint8_t *)buf, len, slash ? slash + 1 : path, path, b, e);
 }
 
-/* A directory build: the whole tree, its entry chosen. */
-static int take_dir(struct profdir *pd, const char *entry, const char *shown,
-                    struct profset_build *b, struct cla_error *e)
+/* A directory build: the whole tree, read and its entry chosen (profdir_read.h). */
+static int take_dir(struct profdir *pd, struct profset_build *b, struct cla_error *e)
 {
-    int r = profdir_choose_entry(pd, entry, shown, e);
-    if (r < 0) {
-        profdir_free(pd);
-        return r;
-    }
     b->dir = malloc(sizeof(*b->dir));
     if (!b->dir) {
         profdir_free(pd);
@@ -108,19 +104,23 @@ static int read_dir_build(int dfd, const char *entry, const char *shown, struct 
                           struct cla_error *e)
 {
     struct profdir pd;
-    int r = profdir_read(dfd, shown, &pd, e);
+    int r = profdir_read(dfd, shown, entry, &pd, e);
     if (r < 0)
         return r;
-    if (pd.n == 1 && pd.files[0].elf && !entry) {
-        char one[PROFDIR_PATH_MAX + 1];
-        snprintf(one, sizeof(one), "%s", pd.files[0].path);
-        profdir_free(&pd);
-        /* `shown` is a command-line path (up to PATH_MAX) plus a relative name. */
-        char path[4400];
-        snprintf(path, sizeof(path), "%s/%s", shown, one);
-        return read_build(dfd, one, path, b, e);
-    }
-    return take_dir(&pd, entry, shown, b, e);
+    if (r == 0)
+        return take_dir(&pd, b, e);
+    /* The library's bytes, already read, leave the tree for a build of their own. */
+    struct profdir_file *f = &pd.files[0];
+    uint8_t *data = f->data;
+    size_t len = f->len;
+    f->data = NULL;
+    char one[PROFDIR_PATH_MAX + 1];
+    snprintf(one, sizeof(one), "%s", f->path);
+    profdir_free(&pd);
+    /* `shown` is a command-line path (up to PATH_MAX) plus a relative name. */
+    char path[4400];
+    snprintf(path, sizeof(path), "%s/%s", shown, one);
+    return take_single(data, len, one, path, b, e);
 }
 
 /* Opens `rel` below `root` as a directory, or returns -ENOENT quietly. */
@@ -226,12 +226,7 @@ int profset_load(const char *path, const char *entry, struct profset *ret, struc
         }
         ps.layout = "file";
         struct profset_build *b = add_build(&ps, e);
-        r = b ? read_build(AT_FDCWD, path, path, b, e) : -ENOMEM;
-        /* The base name is the stem of the name the file gets in the target. */
-        if (r == 0) {
-            const char *slash = strrchr(path, '/');
-            snprintf(b->name, sizeof(b->name), "%s", slash ? slash + 1 : path);
-        }
+        r = b ? read_build(path, b, e) : -ENOMEM;
     }
     if (r < 0) {
         profset_free(&ps);
@@ -269,12 +264,10 @@ int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_e
     } else if (tar_detect((const uint8_t *)buf, len)) {
         struct profdir pd;
         /* The tree holds copies of the file bytes, so the stream goes at once. */
-        r = profdir_from_tar((const uint8_t *)buf, len, &pd, e);
+        r = profdir_read_tar((const uint8_t *)buf, len, entry, "the tar stream on stdin", &pd, e);
         free(buf);
         if (r == 0)
-            r = take_dir(&pd, entry, "the tar stream on stdin", b, e);
-        else
-            err_prefix(e, "the tar stream on stdin");
+            r = take_dir(&pd, b, e);
     } else {
         free(buf);
         r = err_set(e, -EINVAL,

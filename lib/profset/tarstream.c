@@ -255,9 +255,9 @@ int tar_next(const uint8_t *buf, size_t len, size_t *off, struct tar_entry *ret,
             continue;
         }
         struct tar_entry en = {0};
-        struct cla_error ne = {0};
-        if (tar_normalise_path(raw, strlen(raw), en.path, sizeof(en.path), &ne) < 0)
-            return err_set(e, -EPERM, "tar: %s", ne.msg);
+        /* Its every refusal is -EPERM with a message of its own. */
+        if (tar_normalise_path(raw, strlen(raw), en.path, sizeof(en.path), e) < 0)
+            return err_prefix(e, "tar");
         /* '0', V7's '\0' and '7' (contiguous) are regular files. Links are refused, not
          * followed: one could name a file outside the directory on the target's side. */
         if (type != '0' && type != '\0' && type != '7' && type != '5')

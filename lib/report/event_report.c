@@ -9,24 +9,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report/result_text.h"
+#include "base/opfile.h"
 #include "base/util.h"
+#include "report/result_text.h"
 
 extern char **environ;
 
-/* Opens the termination log now: creating files is forbidden by the sandbox after delivery. */
+/* Opens the termination log now: creating files is forbidden by the sandbox after delivery.
+ * The path is written as root, so it is opened as an operator's file (opfile.h): a link, FIFO
+ * or device planted under it is refused, never followed or waited on. */
 static int open_termination_log(struct event_reporter *rep, struct cla_error *e)
 {
     if (rep->termination_log) {
-        rep->termination_fd =
-            open(rep->termination_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-        if (rep->termination_fd < 0)
-            return err_setsys(e, -errno, "--termination-log '%s'", rep->termination_log);
-        return 0;
+        rep->termination_fd = opfile_open_for_write(rep->termination_log, "--termination-log",
+                                                    O_CREAT | O_TRUNC, 0644, e);
+        return rep->termination_fd < 0 ? rep->termination_fd : 0;
     }
     /* The kubelet creates /dev/termination-log in every container; elsewhere it is absent and
-     * we never create it. */
-    rep->termination_fd = open("/dev/termination-log", O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+     * we never create it. Anything but a regular file there is passed over just as quietly. */
+    rep->termination_fd =
+        opfile_open_for_write("/dev/termination-log", "--termination-log", O_TRUNC, 0, NULL);
     return 0;
 }
 

@@ -92,6 +92,9 @@ static const struct sandbox_rule rules[] = {
      * argument to check. Absent on arm64, where musl calls clone, checked above. */
     ALLOW("fork", WATCHER, "watch: one child process per attach (musl fork)"),
     ALLOW("wait4", WATCHER, "watch: reaping an attach's child"),
+    /* The ready file is opened without O_TRUNC and emptied only once fstat has shown a regular
+     * file (opfile.c): truncating at open would act on whatever was planted there. */
+    ALLOW("ftruncate", WATCHER, "watch: emptying the ready file, checked to be a regular file"),
     /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
     ALLOW_EQ("pidfd_send_signal", WATCHER, 1, SIGKILL,
              "watch: ending an attach's child (past its deadline, or at a stop)"),

@@ -47,7 +47,7 @@ static int setup(void **state)
     snprintf(p, sizeof(p), "%s/src", base);
     _cleanup_close_ int sfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct cla_error e = {0};
-    assert_int_equal(profdir_read(sfd, p, &pd, &e), 0);
+    assert_int_equal(profdir_read(sfd, p, NULL, &pd, &e), 0);
     assert_int_equal(profdir_choose_entry(&pd, NULL, "src", &e), 0);
     snprintf(p, sizeof(p), "%s/root", base);
     rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);

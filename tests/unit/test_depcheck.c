@@ -73,7 +73,7 @@ static int check(const char *maps, struct cla_error *e)
     snprintf(p, sizeof(p), "%s/root/tmp/prof", base);
     _cleanup_close_ int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct profdir pd;
-    assert_int_equal(profdir_read(dfd, p, &pd, e), 0);
+    assert_int_equal(profdir_read(dfd, p, "libentry.so", &pd, e), 0);
     assert_int_equal(profdir_choose_entry(&pd, "libentry.so", "prof", e), 0);
     struct profset_build b = {.dir = &pd, .elf = *pd.files[pd.entry].elf};
     struct depcheck_input in = {.rootfd = rootfd,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Profiler directories (lib/profset/profdir.c, lib/profset/profdir_read.c): reading a vendor-shaped
- * tree from disk, links inside and outside it, FIFOs and devices refused without blocking, the
- * entry chosen by DllGetClassObject or --entry, the digest stable and equal for the same tree read
- * from disk or from a tar stream.
+ * The profiler-directory model (lib/profset/profdir.c), on trees built in memory: the entry
+ * chosen by DllGetClassObject or --entry and every refusal named, the digest independent of
+ * the order files arrive in, the caps on entries and bytes. Reading trees from disk or a tar
+ * stream is test_profdir_read.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,153 +14,111 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-#include "shell.h"
-
-#include "profset/profdir.h"
-#include "target/rootfs.h"
-#include "profset/profdir_read.h"
 #include "base/util.h"
+#include "profset/profdir.h"
 
 #define FIX "tests/fixtures/elf/"
 
-static char root[64];
-
-/* A vendor-shaped tree: the entry, a helper in lib/, a config, a link to the entry. */
-static int setup(void **state)
+/* Adds `path` to the tree with the bytes of fixture `fix` (NULL: "conf-v1\n"). */
+static void add(struct profdir *pd, const char *path, const char *fix, bool exec)
 {
-    (void)state;
-    snprintf(root, sizeof(root), "/tmp/clrattach-profdir-XXXXXX");
-    assert_non_null(mkdtemp(root));
-    sh("mkdir -p %s/v/lib && cp " FIX "entry-gnu.so %s/v/libvendor.so && cp " FIX
-       "glibc-x64.so %s/v/lib/libfxhelper.so && printf 'conf-v1\\n' >%s/v/vendor.conf && "
-       "ln -s libvendor.so %s/v/libvendor.so.1 && chmod 755 %s/v/libvendor.so",
-       root, root, root, root, root, root);
-    return 0;
+    char *buf;
+    size_t len;
+    if (fix) {
+        _cleanup_close_ int fd = open(fix, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(util_read_all(fd, 1 << 20, &buf, &len), 0);
+    } else {
+        buf = strdup("conf-v1\n");
+        assert_non_null(buf);
+        len = strlen(buf);
+    }
+    struct cla_error e = {0};
+    assert_int_equal(profdir_add(pd, path, false, exec, (uint8_t *)buf, len, &e), 0);
 }
 
-static int teardown(void **state)
+/* A vendor-shaped tree: the entry, a copy of it under its versioned name, a helper in lib/
+ * (the directory implied), a config. Sealed. */
+static void vendor_tree(struct profdir *pd, bool with_copy)
 {
-    (void)state;
-    sh("rm -rf %s", root);
-    return 0;
+    *pd = (struct profdir){0};
+    add(pd, "lib/libfxhelper.so", FIX "glibc-x64.so", false);
+    add(pd, "vendor.conf", NULL, false);
+    add(pd, "libvendor.so", FIX "entry-gnu.so", true);
+    if (with_copy)
+        add(pd, "libvendor.so.1", FIX "entry-gnu.so", false);
+    struct cla_error e = {0};
+    assert_int_equal(profdir_seal(pd, &e), 0);
 }
 
-static int read_tree(const char *sub, struct profdir *pd, struct cla_error *e)
-{
-    char path[128];
-    snprintf(path, sizeof(path), "%s/%s", root, sub);
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    assert_true(fd >= 0);
-    return profdir_read(fd, path, pd, e);
-}
-
-static const struct profdir_file *file(const struct profdir *pd, const char *path)
-{
-    for (size_t i = 0; i < pd->n; i++)
-        if (strcmp(pd->files[i].path, path) == 0)
-            return &pd->files[i];
-    return NULL;
-}
-
-static void test_vendor_tree(void **state)
+static void test_choose_entry(void **state)
 {
     (void)state;
     struct profdir pd;
     struct cla_error e = {0};
-    assert_int_equal(read_tree("v", &pd, &e), 0);
-    assert_int_equal(pd.n, 5); /* lib/, lib/libfxhelper.so, libvendor.so, .so.1, vendor.conf */
-    const struct profdir_file *f = file(&pd, "libvendor.so.1");
-    assert_non_null(f);
-    assert_false(f->is_dir);
-    assert_string_equal(f->sha256, file(&pd, "libvendor.so")->sha256); /* a link is a copy */
-    assert_true(file(&pd, "lib")->is_dir);
-    assert_true(file(&pd, "libvendor.so")->executable);
-    assert_false(file(&pd, "vendor.conf")->executable);
-    assert_null(file(&pd, "vendor.conf")->elf);
-    assert_non_null(file(&pd, "lib/libfxhelper.so")->elf);
+    vendor_tree(&pd, true);
+    assert_int_equal(pd.n, 5); /* lib/ was implied by lib/libfxhelper.so */
 
-    /* The entry and its link both export DllGetClassObject: ambiguous until --entry says. */
+    /* The entry and its copy both export DllGetClassObject: ambiguous until --entry says. */
     assert_int_equal(profdir_choose_entry(&pd, NULL, "v", &e), -EINVAL);
     assert_non_null(strstr(e.msg, "libvendor.so, libvendor.so.1"));
     assert_non_null(strstr(e.hint, "--entry"));
     assert_int_equal(profdir_choose_entry(&pd, "libvendor.so", "v", &e), 0);
     assert_string_equal(pd.files[pd.entry].path, "libvendor.so");
-
-    /* The helper is not a profiler; a name not in the tree is named as such. */
+    /* The helper (found by its bare name below lib/) is not a profiler, nor is the config; a
+     * name not in the tree is named as such. */
     assert_int_equal(profdir_choose_entry(&pd, "libfxhelper.so", "v", &e), -EINVAL);
     assert_non_null(strstr(e.msg, "does not export DllGetClassObject"));
     assert_int_equal(profdir_choose_entry(&pd, "nope.so", "v", &e), -EINVAL);
     assert_non_null(strstr(e.msg, "no such file"));
+    assert_int_equal(profdir_choose_entry(&pd, "vendor.conf", "v", &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "not an ELF shared object"));
     profdir_free(&pd);
 
-    /* Without the link the only exporter is chosen by itself. */
-    sh("rm %s/v/libvendor.so.1", root);
-    assert_int_equal(read_tree("v", &pd, &e), 0);
+    /* Without the copy the only exporter is chosen by itself. */
+    vendor_tree(&pd, false);
     assert_int_equal(profdir_choose_entry(&pd, NULL, "v", &e), 0);
     assert_string_equal(pd.files[pd.entry].path, "libvendor.so");
-    char digest[65];
-    memcpy(digest, pd.digest, sizeof(digest));
     profdir_free(&pd);
 
-    /* The same tree as a tar stream: the same digest. A changed byte: another one. */
-    sh("tar -C %s/v -cf %s/v.tar .", root, root);
-    char path[128];
-    snprintf(path, sizeof(path), "%s/v.tar", root);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    char *buf;
-    size_t len;
-    assert_int_equal(util_read_all(fd, 1 << 20, &buf, &len), 0);
-    close(fd);
-    assert_int_equal(profdir_from_tar((uint8_t *)buf, len, &pd, &e), 0);
-    assert_string_equal(pd.digest, digest);
-    profdir_free(&pd);
-    free(buf);
-    sh("printf 'conf-v2\\n' >%s/v/vendor.conf", root);
-    assert_int_equal(read_tree("v", &pd, &e), 0);
-    assert_string_not_equal(pd.digest, digest);
-    profdir_free(&pd);
-    sh("ln -s libvendor.so %s/v/libvendor.so.1", root);
-}
-
-static void test_refused(void **state)
-{
-    (void)state;
-    struct profdir pd;
-    struct cla_error e = {0};
-    /* A link leaving the tree, a FIFO (must not block), a dangling link, a link to a dir. */
-    sh("mkdir -p %s/out && cp -r %s/v %s/out/a && ln -s /etc/passwd %s/out/a/passwd", root, root,
-       root, root);
-    assert_int_equal(read_tree("out/a", &pd, &e), -EINVAL);
-    assert_non_null(strstr(e.msg, "symbolic link"));
-    sh("cp -r %s/v %s/out/b && ln -s ../../v/vendor.conf %s/out/b/up.conf", root, root, root);
-    assert_int_equal(read_tree("out/b", &pd, &e), -EINVAL);
-    sh("cp -r %s/v %s/out/c && mkfifo %s/out/c/fifo.so", root, root, root);
-    alarm(10); /* a blocking open would hang here: let SIGALRM fail the test instead */
-    assert_int_equal(read_tree("out/c", &pd, &e), -ENXIO);
-    alarm(0);
-    assert_non_null(strstr(e.msg, "fifo.so' is a FIFO"));
-    sh("cp -r %s/v %s/out/d && ln -s lib %s/out/d/libdir", root, root, root);
-    assert_int_equal(read_tree("out/d", &pd, &e), -EINVAL);
-    assert_non_null(strstr(e.msg, "not a regular file"));
-    /* An empty directory, and one with no profiler in it. */
-    sh("mkdir -p %s/out/empty/sub %s/out/noprof && cp " FIX "glibc-x64.so %s/out/noprof/", root,
-       root, root);
-    assert_int_equal(read_tree("out/empty", &pd, &e), -EINVAL);
-    assert_non_null(strstr(e.msg, "no file"));
-    assert_int_equal(read_tree("out/noprof", &pd, &e), 0);
+    /* A library that is no profiler, alone. */
+    add(&pd, "glibc-x64.so", FIX "glibc-x64.so", false);
+    assert_int_equal(profdir_seal(&pd, &e), 0);
     assert_int_equal(profdir_choose_entry(&pd, NULL, "noprof", &e), -EINVAL);
     assert_non_null(strstr(e.msg, "no library in noprof exports DllGetClassObject"));
     profdir_free(&pd);
-    /* Too deep. */
-    sh("mkdir -p %s/out/deep/1/2/3/4/5/6/7/8/9/10 && touch %s/out/deep/1/2/3/4/5/6/7/8/9/10/f",
-       root, root);
-    assert_int_equal(read_tree("out/deep", &pd, &e), -E2BIG);
-    assert_non_null(strstr(e.msg, "deep"));
+}
+
+/* The digest is of the sealed (sorted) tree: arrival order does not change it, one byte
+ * does, and a tree of directories only holds nothing to load. */
+static void test_digest(void **state)
+{
+    (void)state;
+    struct profdir a, b = {0};
+    struct cla_error e = {0};
+    vendor_tree(&a, false);
+    add(&b, "libvendor.so", FIX "entry-gnu.so", true);
+    add(&b, "vendor.conf", NULL, false);
+    add(&b, "lib/libfxhelper.so", FIX "glibc-x64.so", false);
+    assert_int_equal(profdir_seal(&b, &e), 0);
+    assert_string_equal(a.digest, b.digest);
+    profdir_free(&b);
+    add(&b, "libvendor.so", FIX "entry-gnu.so", false); /* the x bit is part of the tree */
+    add(&b, "vendor.conf", NULL, false);
+    add(&b, "lib/libfxhelper.so", FIX "glibc-x64.so", false);
+    assert_int_equal(profdir_seal(&b, &e), 0);
+    assert_string_not_equal(a.digest, b.digest);
+    profdir_free(&b);
+    profdir_free(&a);
+
+    assert_int_equal(profdir_add(&b, "empty/sub", true, true, NULL, 0, &e), 0);
+    assert_int_equal(profdir_seal(&b, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "no file"));
+    profdir_free(&b);
 }
 
 static void test_model_caps(void **state)
@@ -188,31 +146,12 @@ static void test_model_caps(void **state)
     profdir_free(&pd);
 }
 
-/* The same trees where openat2 is missing: links are followed by rootfs.c's walk. */
-static void test_vendor_tree_walk(void **state)
-{
-    sh("printf 'conf-v1\\n' >%s/v/vendor.conf", root); /* the first run changed it */
-    rootfs_force_fallback(true);
-    test_vendor_tree(state);
-    rootfs_force_fallback(false);
-}
-
-static void test_refused_walk(void **state)
-{
-    sh("rm -rf %s/out", root);
-    rootfs_force_fallback(true);
-    test_refused(state);
-    rootfs_force_fallback(false);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vendor_tree),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_vendor_tree_walk),
-        cmocka_unit_test(test_refused_walk),
+        cmocka_unit_test(test_choose_entry),
+        cmocka_unit_test(test_digest),
         cmocka_unit_test(test_model_caps),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "job.h"
+#include "attach_cli.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -14,7 +14,7 @@
 #include "base/util.h"
 
 /* Long-only options take codes above any character getopt returns for a short one; watch's
- * own start at 1101, so that job_parse() tells them apart by range. */
+ * own start at 1101, so that attach_cli_parse() tells them apart by range. */
 enum {
     OPT_API_URL = 1001,
     OPT_TOKEN_FILE,
@@ -134,7 +134,7 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
 }
 
 /* One option; what the attach itself takes here, the rest passed down. */
-static int job_option(int c, const char *arg, struct attach_cli *a)
+static int attach_option(int c, const char *arg, struct attach_cli *a)
 {
     const char *cmd = a->cmd;
     switch (c) {
@@ -171,8 +171,19 @@ static int job_option(int c, const char *arg, struct attach_cli *a)
     return CLI_GO_ON;
 }
 
+/* "." or ".." as a component of the absolute path `p`: each component follows a '/'. */
+static const char *dot_component(const char *p)
+{
+    size_t n = strlen(p);
+    if (strstr(p, "/../") || (n >= 3 && strcmp(p + n - 3, "/..") == 0))
+        return "..";
+    if (strstr(p, "/./") || (n >= 2 && strcmp(p + n - 2, "/.") == 0))
+        return ".";
+    return NULL;
+}
+
 /* The path is sent to the runtime as UTF-16 and printed: refused now, not after the profiler
- * is in the target. */
+ * is in the target. It is held to the rules of a target's TMPDIR (docs/security.md). */
 static int check_target_dir(const struct attach_cli *a)
 {
     const char *dir = a->target_dir;
@@ -184,12 +195,19 @@ static int check_target_dir(const struct attach_cli *a)
     size_t at;
     uint32_t cp;
     enum render_class rc = render_find(dir, strlen(dir), &at, &cp);
-    if (rc == RENDER_SAFE)
-        return CLI_GO_ON;
     char sh[256];
     render_text(dir, strlen(dir), sh, sizeof(sh));
-    return usage_error(a->cmd, "--target-dir '%s' holds %s at byte %zu", sh, render_class_name(rc),
-                       at);
+    if (rc != RENDER_SAFE)
+        return usage_error(a->cmd, "--target-dir '%s' holds %s at byte %zu", sh,
+                           render_class_name(rc), at);
+    /* "/tmp/a/../" names one directory and resolves to another: the placement checks and the
+     * messages would speak of a place the profiler does not go. */
+    const char *dot = dot_component(dir);
+    if (dot)
+        return usage_error(a->cmd,
+                           "--target-dir '%s' has a '%s' component: give the directory's own path",
+                           sh, dot);
+    return CLI_GO_ON;
 }
 
 /* What the options say together, once they are all read. */
@@ -225,7 +243,7 @@ static int check_options(struct attach_cli *a)
 
 /* Every option is checked here, before the sandbox and before any target byte: a mistake
  * found after delivery would leave a profiler in the target for nothing. */
-int job_parse(int argc, char **argv, struct attach_cli *a)
+int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
 {
     int c, r;
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
@@ -234,7 +252,7 @@ int job_parse(int argc, char **argv, struct attach_cli *a)
         bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
         if ((watch_only && !a->watch) || (a->watch && (c == 'p' || c == 'U')))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
-        if ((r = job_option(c, optarg, a)) != CLI_GO_ON)
+        if ((r = attach_option(c, optarg, a)) != CLI_GO_ON)
             return r;
     }
     if (optind < argc)
@@ -267,7 +285,7 @@ static int read_client_data(const char *arg, uint8_t **ret, size_t *ret_len, str
     return 0;
 }
 
-int job_setup(struct attach_cli *a, enum sandbox_stage stage)
+int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage)
 {
     struct cla_error e = {0}, warning = {0};
     if (a->data_s && read_client_data(a->data_s, &a->data, &a->data_len, &e) < 0)
@@ -302,7 +320,7 @@ static int on_stage(enum attach_stage stage, void *userdata, struct cla_error *e
         stage == ATTACH_STAGE_DELIVERED ? SANDBOX_STAGE_DELIVERED : SANDBOX_STAGE_REPORT, e);
 }
 
-struct attach_opts job_attach_opts(struct attach_cli *a)
+struct attach_opts attach_cli_opts(struct attach_cli *a)
 {
     struct attach_opts ao = {
         .proc_dirfd = a->procfd,
@@ -327,65 +345,12 @@ struct attach_opts job_attach_opts(struct attach_cli *a)
 }
 
 /* Leaves nothing set that a second release would free or close again. */
-void job_release(struct attach_cli *a)
+void attach_cli_release(struct attach_cli *a)
 {
     event_report_close(&a->rep);
     free(a->data);
     a->data = NULL;
     util_closep(&a->procfd); /* leaves -1 */
-}
-
-static void print_attach_text(const struct attach_result *r)
-{
-    if (r->outcome == ATTACH_OK) {
-        say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
-            (unsigned)r->uid);
-        if (r->runtime_rid[0])
-            say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
-        say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
-            r->reused ? ", reused" : "");
-        if (r->delivered_dir[0])
-            say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
-        say(stdout, "  sha256:   %s", r->sha256);
-        say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
-        return;
-    }
-    print_error(attach_outcome_name(r->outcome), &r->error);
-    if (r->removed)
-        say(stderr, "clrattach: removed what this attach delivered (%s); --keep keeps it",
-            r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
-}
-
-/* What happened to the Event, on stderr (the dry run's Event on stdout). */
-static void print_report(const struct event_reporter *rep, const struct event_report_sent *s, int r,
-                         const struct cla_error *e)
-{
-    if (!s->sent)
-        return;
-    if (s->dry_run) {
-        if (r < 0) {
-            print_error("events", e);
-            return;
-        }
-        fprintf(stderr, "clrattach: dry run: would POST this Event:\n");
-        printf("%s\n", s->body);
-        return;
-    }
-    if (r < 0) {
-        say(stderr, "clrattach: %s: could not report the Event: %s",
-            rep->mode == EVENT_MODE_REQUIRED ? "error" : "warning", e->msg);
-        if (e->hint[0])
-            say(stderr, "clrattach: next step: %s", e->hint);
-        return;
-    }
-    const struct k8s_report_outcome *out = &s->out;
-    if (out->patched)
-        say(stderr, "clrattach: updated Event %s/%s (%s, seen %d times, %d request%s)",
-            rep->pod.namespace_, out->event_name, s->reason, out->series_count, out->attempts,
-            out->attempts == 1 ? "" : "s");
-    else
-        say(stderr, "clrattach: reported Event %s/%s (%s, %d request%s)", rep->pod.namespace_,
-            out->event_name, s->reason, out->attempts, out->attempts == 1 ? "" : "s");
 }
 
 /* Reports the Event first: its failure can change the code (--events=required), and stdout
@@ -402,7 +367,7 @@ static int report(struct attach_cli *a, const struct attach_result *res, int cod
     return code;
 }
 
-int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event)
+int attach_cli_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event)
 {
     int code = attach_outcome_exit_code(res->outcome);
     if (send_event)
@@ -411,21 +376,9 @@ int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool 
     bool want_json = a->co.json || a->rep.termination_fd >= 0;
     _cleanup_free_ char *js =
         want_json ? result_attach_json(res, a->profiler, &a->clsid, code) : NULL;
-    if (a->co.json) {
-        if (js)
-            printf("%s\n", js);
-        /* stdout stays one JSON document per result for a program; the person reading the
-         * log still gets the message and its next step on stderr. */
-        if (res->outcome != ATTACH_OK)
-            print_error(attach_outcome_name(res->outcome), &res->error);
-    } else {
-        print_attach_text(res);
-    }
-    /* Under a container runtime stdout is a pipe, fully buffered: without the flush a
-     * watcher's results would reach its log only when the buffer fills. */
-    fflush(stdout);
+    print_attach_result(res, a->co.json ? js : NULL, a->co.json);
     int r = event_report_termination_log(&a->rep, res, js, code);
     if (r < 0)
-        fprintf(stderr, "clrattach: warning: cannot write the termination log: %s\n", strerror(-r));
+        say(stderr, "clrattach: warning: cannot write the termination log: %s", strerror(-r));
     return code;
 }

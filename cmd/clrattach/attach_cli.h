@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_JOB_H
-#define CLRATTACH_JOB_H
+#ifndef CLRATTACH_ATTACH_CLI_H
+#define CLRATTACH_ATTACH_CLI_H
 /*
- * The options `attach` and `watch` share, what they set up before any target is touched, and
- * how one result is reported and printed.
+ * The command line of `attach` and `watch`: the options they share, what they set up before any
+ * target is touched, and how one result is reported (the lines it prints are output.c's).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,15 +42,15 @@ struct attach_cli {
     }
 
 /* Parses and checks the options. CLI_GO_ON or the exit code. */
-int job_parse(int argc, char **argv, struct attach_cli *a);
+int attach_cli_parse(int argc, char **argv, struct attach_cli *a);
 /* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
  * then the seccomp filter at `stage`. CLI_GO_ON or the exit code. */
-int job_setup(struct attach_cli *a, enum sandbox_stage stage);
+int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage);
 /* The lib/ options of one attach. */
-struct attach_opts job_attach_opts(struct attach_cli *a);
+struct attach_opts attach_cli_opts(struct attach_cli *a);
 /* Reports a result's Event (unless !send_event), then prints it and writes the termination
  * log; returns the exit code for it. */
-int job_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event);
-void job_release(struct attach_cli *a);
+int attach_cli_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event);
+void attach_cli_release(struct attach_cli *a);
 
 #endif
