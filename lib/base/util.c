@@ -40,7 +40,7 @@ int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len)
     for (;;) {
         if (len == alloc) {
             /* 4 KiB first (most files are smaller), then 64 KiB at once: a /proc maps of a
-             * runtime is 15-30 KiB, and each doubling step was a fresh mapping (the static
+             * runtime is 15-30 KiB, and each doubling step would be a fresh mapping (the static
              * build's allocator serves these sizes with mmap), a copy and an unmap. */
             size_t next = alloc < 2048 ? 4096 : alloc < 65536 ? 65536 : alloc * 2;
             if (next > cap + 1)
