@@ -174,6 +174,20 @@ int deliver_probe_open(int dirfd, const char *name, bool dir, uid_t uid, int *re
     return 1;
 }
 
+int deliver_refused(int dirfd, uid_t uid, int r, const struct stat *held, uid_t *ret_uid,
+                    struct cla_error *e)
+{
+    struct stat d;
+    if ((r == -EEXIST || r == -ELOOP) && fstat(dirfd, &d) == 0 &&
+        (deliver_foreign(&d, uid) || ((d.st_mode & 0022) && !(d.st_mode & S_ISVTX)))) {
+        err_clear(e);
+        *ret_uid = held->st_uid;
+        return DELIVER_SQUATTED;
+    }
+    return err_hint(e, "clrattach never overwrites files a process may have mapped; remove it if "
+                       "no process uses it, or deliver elsewhere with --target-dir");
+}
+
 /* Looks at what holds the final name: 1 an identical file (reuse), 0 nothing, DELIVER_SQUATTED
  * (the caller falls back), < 0 refused. Anything but a regular file there (a FIFO, a pty, a
  * device, a directory, a socket) is refused by rootfs_open() before it is opened, so it can
@@ -191,15 +205,10 @@ static int probe_existing(int dirfd, const struct deliver_opts *o, const char *n
                     st.st_mode && !S_ISREG(st.st_mode) ? util_file_type_name(st.st_mode)
                                                        : "file of another type");
     else if (fd < 0)
-        return err_prefix(e, "existing '%s%s'", o->dir, name);
+        r = err_prefix(e, "existing '%s%s'", o->dir, name);
     else
         r = check_identical(fd, o, name, e);
-    if (r < 0) {
-        err_hint(e, "clrattach never overwrites a file a process may have mapped; remove it if "
-                    "no process uses it, or deliver elsewhere with --target-dir");
-        return r;
-    }
-    return 1;
+    return r < 0 ? deliver_refused(dirfd, o->uid, r, &st, ret_uid, e) : 1;
 }
 
 static struct deliver_test_hooks hooks;

@@ -14,10 +14,12 @@
  * The content-addressed name is predictable: anyone with the .so can compute it. Where another
  * uid shares the directory (an emptyDir of mode 0777 shared by two apps), it can hold the name
  * first, with our very bytes, and would keep the power to rewrite them under the target. So an
- * entry there owned by a uid that is neither the target's nor root is left alone and the
- * profiler goes under a fallback name of ours, "<usual stem>-<16 random hex>", which nobody can
- * predict or hold in advance; an earlier fallback is reused only when reuse would be allowed
- * under the usual name (the target's or root's, writable by no one else, our exact bytes).
+ * entry there owned by a uid that is neither the target's nor root is left alone, and so is any
+ * entry we would refuse in a directory where others may rename entries (no sticky bit: it may be
+ * the target's own file, renamed over our name by a co-tenant); the profiler then goes under a
+ * fallback name of ours, "<usual stem>-<16 random hex>", which nobody can predict or hold in
+ * advance. An earlier fallback is reused only when reuse would be allowed under the usual name
+ * (the target's or root's, writable by no one else, our exact bytes).
  *
  * A delivery that was killed leaves its temporary behind, ".clrattach-<16 hex of the digest>-
  * <16 hex of a nonce>.tmp" (a file) or ".tmpdir" (a directory of deliver_dir.h), in the target's
@@ -53,8 +55,9 @@ struct deliver_result {
     char sha256[65];
     bool reused;
     uint64_t dev, ino; /* the file this run created (reused: 0), for deliver_undo() */
-    /* The content-addressed name was held by an entry of squatter_uid (neither the target's uid
-     * nor root), left alone: `path` is a fallback name of ours, created or reused. */
+    /* The content-addressed name was held by an entry of squatter_uid that we left alone (of
+     * another uid, or refused in a directory others may write): `path` is a fallback name of
+     * ours, created or reused. */
     bool squatted;
     uid_t squatter_uid;
 };
@@ -84,7 +87,7 @@ int deliver_final_name(const char *basename, const char *sha256_hex, char *out, 
 
 /* Delivers into `dir` below `rootfd`. Returns 0 and fills *ret; -EEXIST when a different file,
  * or something that is not a regular file (FIFO, device, directory, socket), of the target's uid
- * or root holds the name (another uid's: the fallback above);
+ * or root holds the name in a directory no one else may rename entries in (else: the fallback);
  * -ELOOP/-ENOTDIR for links on the way; -EACCES/-EROFS/-ENOSPC from the target's filesystem;
  * -EIO when the read-back differs or the target replaced the temporary file meanwhile. Nothing
  * of ours is left behind on failure, and nothing of the target's is removed. */
@@ -109,6 +112,15 @@ void deliver_remove_if_ours(int dirfd, const char *name, const struct stat *ours
 #define DELIVER_SQUATTED 2
 int deliver_probe_open(int dirfd, const char *name, bool dir, uid_t uid, int *ret_fd,
                        struct stat *ret_st, uid_t *ret_uid, struct cla_error *e);
+
+/* Ends a probe that refused what holds the name (r < 0, message in e). A conflict (-EEXIST,
+ * -ELOOP) becomes DELIVER_SQUATTED (the owner of `held` in *ret_uid, e cleared) when uids other
+ * than `uid` and root may add or rename entries in the directory: group or others may write it
+ * without the sticky bit holding each to its own, or another uid owns it. The entry, whoever owns
+ * it, may then be one of the target's own files renamed over our name by a co-tenant. Otherwise
+ * only the target's user or root can have put it there: returns r, with the next step. */
+int deliver_refused(int dirfd, uid_t uid, int r, const struct stat *held, uid_t *ret_uid,
+                    struct cla_error *e);
 
 /* Whom an entry under our name belongs to. deliver_foreign(): to a uid that is neither `uid` (the
  * target's) nor root, a squatter as far as we can tell, whatever the entry is. deliver_trusted():

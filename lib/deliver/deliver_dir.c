@@ -182,12 +182,7 @@ static int probe_existing(int dirfd, const char *name, const struct deliver_dir_
         r = err_prefix(e, "existing '%s'", shown);
     else
         r = verify_tree(fd, o, shown, e);
-    if (r < 0) {
-        err_hint(e, "clrattach never overwrites files a process may have mapped; remove it if no "
-                    "process uses it, or deliver elsewhere with --target-dir");
-        return r;
-    }
-    return 1;
+    return r < 0 ? deliver_refused(dirfd, o->uid, r, &st, ret_uid, e) : 1;
 }
 
 /* The delivered directory's name: "<entry stem>-<first 16 hex of the digest>", [A-Za-z0-9._-]

@@ -11,8 +11,8 @@
  * renameat2(RENAME_NOREPLACE) and checked to be our inode after. An identical tree already there
  * is reused (same files, bytes, modes, nothing extra, owned by the target's user or root, writable
  * by no one else); anything else under the name is never touched. An entry there of another uid
- * (neither the target's nor root) sends the tree to a fallback name of ours, and a delivery first
- * sweeps stale temporaries, as for a single file (deliver.h).
+ * (or one refused, in a directory others may write) sends the tree to a fallback name of ours,
+ * and a delivery first sweeps stale temporaries, as for a single file (deliver.h).
  */
 
 #include <stdbool.h>
@@ -35,14 +35,15 @@ struct deliver_dir_result {
     char entry[TARGET_PATH_MAX]; /* the entry library's path there: what the runtime dlopen()s */
     bool reused;
     uint64_t dev, ino; /* of the directory this run created (reused: 0), for deliver_undo() */
-    /* The content-addressed name was held by an entry of squatter_uid (neither the target's uid
-     * nor root), left alone: `path` is a fallback name of ours, created or reused (deliver.h). */
+    /* The content-addressed name was held by an entry of squatter_uid that we left alone: `path`
+     * is a fallback name of ours, created or reused (deliver.h). */
     bool squatted;
     uid_t squatter_uid;
 };
 
 /* Delivers o->pd into o->dir below `rootfd`. Returns 0 and fills *ret; -EEXIST when something
- * else of the target's uid or root holds the name (another uid's: the fallback above);
+ * else of the target's uid or root holds the name in a directory no one else may rename entries
+ * in (else: the fallback above);
  * -ELOOP/-ENOTDIR for links on the way; -EACCES/-EROFS/-ENOSPC from the target's filesystem; -EIO
  * when the target swapped what we created. On failure nothing of ours is left behind and nothing of
  * the target's is removed. */

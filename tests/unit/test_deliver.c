@@ -776,6 +776,58 @@ static void test_squatter_decoys_not_reused(void **state)
     assert_int_equal(count_entries("root/tmp"), 4);
 }
 
+/* In a directory others may write without the sticky bit (the documented emptyDir, 0777), a
+ * co-tenant can rename the target's own files, or root's, over our name: an entry we would refuse
+ * there sends the profiler to a fallback name whoever owns it, and is left alone. The same
+ * entries in the sticky /tmp are refused (test_never_overwrites, check_planted). */
+static void test_shared_dir_any_conflict(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the planted file is handed to uid 1000");
+    char dir[600];
+    path_of(dir, sizeof(dir), "root/shared");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(chmod(dir, 0777), 0);
+    char usual[5000], name[256];
+    learn_final(usual, sizeof(usual), name, sizeof(name));
+    char p[5200];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 0) {
+            /* The target's own file with other bytes. */
+            FILE *f = fopen(p, "w");
+            fputs("the target's log", f);
+            fclose(f);
+            assert_int_equal(chown(p, 1000, 1000), 0);
+        } else {
+            assert_int_equal(mkfifo(p, 0644), 0); /* root's */
+        }
+        struct stat before, after, st;
+        assert_int_equal(lstat(p, &before), 0);
+        struct deliver_opts o = opts("/shared/", payload, sizeof(payload));
+        struct deliver_result r;
+        struct cla_error e = {0};
+        volatile int rc = 0;
+        BOUNDED(5, rc = deliver_profiler(rootfd, &o, &r, &e));
+        if (rc != 0)
+            fail_msg("kind %d: %d: %s", kind, (int)rc, e.msg);
+        assert_true(r.squatted);
+        assert_int_equal(r.squatter_uid, kind == 0 ? 1000 : 0);
+        assert_int_equal(strncmp(r.path, "/shared/libclrprobe-", 20), 0);
+        assert_int_equal(strlen(r.path), strlen("/shared/") + strlen(name) + 17);
+        char fb[5200];
+        snprintf(fb, sizeof(fb), "%s/root%s", base, r.path);
+        assert_true(holds_payload(fb));
+        assert_int_equal(lstat(p, &after), 0);
+        assert_int_equal(after.st_ino, before.st_ino);
+        assert_int_equal(after.st_size, before.st_size);
+        assert_int_equal(unlink(fb), 0);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(lstat(p, &st), -1);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
 /* The sweep's clock, set so that entries changed up to `old` are stale and later ones are not. */
 static void set_sweep_clock(int64_t old_ctime_ns)
 {
@@ -988,6 +1040,7 @@ int main(void)
         cmocka_unit_test_teardown(test_publish_by_rename, clean_tmp),
         cmocka_unit_test_teardown(test_squatter_gets_fallback, clean_tmp),
         cmocka_unit_test_teardown(test_squatter_decoys_not_reused, clean_tmp),
+        cmocka_unit_test_teardown(test_shared_dir_any_conflict, clean_tmp),
         cmocka_unit_test_teardown(test_sweep_stale_temporaries, clean_tmp),
         cmocka_unit_test_teardown(test_sweep_bounded, clean_tmp),
         cmocka_unit_test_teardown(test_nonce_names_and_sweeps, clean_tmp),
