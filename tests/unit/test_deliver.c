@@ -667,6 +667,19 @@ static void plant(const char *p, enum squat_kind kind)
     assert_int_equal(lchown(p, 1001, 1001), 0);
 }
 
+/* A delivery into `dir` that succeeds under a fallback name, past an entry of uid `held_by`. */
+static void deliver_past_squatter(const char *dir, uid_t held_by, struct deliver_result *r)
+{
+    struct deliver_opts o = opts(dir, payload, sizeof(payload));
+    struct cla_error e = {0};
+    volatile int rc = 0;
+    BOUNDED(5, rc = deliver_profiler(rootfd, &o, r, &e));
+    if (rc != 0)
+        fail_msg("%d: %s", (int)rc, e.msg);
+    assert_true(r->squatted);
+    assert_int_equal(r->squatter_uid, held_by);
+}
+
 /*
  * Another uid (1001) sharing the target's directory holds the content-addressed name first, with
  * our very bytes or with a trap. The delivery must not fail (it used to end "not trusted for
@@ -689,12 +702,7 @@ static void test_squatter_gets_fallback(void **state)
         struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
         struct deliver_result r;
         struct cla_error e = {0};
-        volatile int rc = 0;
-        BOUNDED(5, rc = deliver_profiler(rootfd, &o, &r, &e));
-        if (rc != 0)
-            fail_msg("kind %zu: %d: %s", k, (int)rc, e.msg);
-        assert_true(r.squatted);
-        assert_int_equal(r.squatter_uid, 1001);
+        deliver_past_squatter("/tmp/", 1001, &r);
         assert_false(r.reused);
         /* "/tmp/<usual stem>-<16 hex>.so" */
         size_t stem = strlen(name) - 3;
@@ -804,15 +812,8 @@ static void test_shared_dir_any_conflict(void **state)
         }
         struct stat before, after, st;
         assert_int_equal(lstat(p, &before), 0);
-        struct deliver_opts o = opts("/shared/", payload, sizeof(payload));
         struct deliver_result r;
-        struct cla_error e = {0};
-        volatile int rc = 0;
-        BOUNDED(5, rc = deliver_profiler(rootfd, &o, &r, &e));
-        if (rc != 0)
-            fail_msg("kind %d: %d: %s", kind, (int)rc, e.msg);
-        assert_true(r.squatted);
-        assert_int_equal(r.squatter_uid, kind == 0 ? 1000 : 0);
+        deliver_past_squatter("/shared/", kind == 0 ? 1000 : 0, &r);
         assert_int_equal(strncmp(r.path, "/shared/libclrprobe-", 20), 0);
         assert_int_equal(strlen(r.path), strlen("/shared/") + strlen(name) + 17);
         char fb[5200];
