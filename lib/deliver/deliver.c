@@ -730,7 +730,7 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
     if (deliver_join(o->dir, name, res.path, sizeof(res.path) - 1 - DELIVER_NONCE_LEN) < 0)
         return err_set(e, -ENAMETOOLONG, "target path too long");
 
-    /* O_PATH is all the *at calls below need: the directory itself is never read. */
+    /* O_PATH is all the *at calls below need; a listing reopens it readable through this pin. */
     _cleanup_close_ int dirfd = rootfs_open(rootfd, o->dir, ROOTFS_DIR, O_PATH, 0, e);
     if (dirfd < 0)
         return err_prefix(e, "target directory '%s'", o->dir);
