@@ -43,6 +43,18 @@
 /* The profiler we copy. */
 #define PROFILER_MAX_SIZE (256 * 1024 * 1024)
 
+/* The directory a delivery writes into (lib/deliver/deliver.c) is the target's: anyone sharing it
+ * decides how many entries it holds. A delivery lists it at most twice (the sweep of stale
+ * temporaries, and the search for a fallback of ours when another uid holds the usual name),
+ * each time reading at most DELIVER_SCAN_ENTRIES_MAX entries. The sweep removes a temporary of
+ * ours only once it is DELIVER_STALE_AFTER_S old (far beyond any delivery: one copies at most
+ * PROFILER_MAX_SIZE bytes), and at most DELIVER_SWEEP_REMOVE_MAX files and directories in all,
+ * trees' contents included, PROFDIR_DEPTH_MAX levels deep; the rest waits for the next one. */
+#define DELIVER_SCAN_ENTRIES_MAX    4096
+#define DELIVER_STALE_AFTER_S       600 /* ten minutes */
+#define DELIVER_SWEEP_REMOVE_MAX    1024
+#define DELIVER_FALLBACK_CHECKS_MAX 4 /* fallback candidates of ours whose bytes are compared */
+
 /* A profiler directory (vendor profilers: the library, its plugins, configs), from disk or a tar
  * stream on stdin: relative names, files, depth; all its bytes together stay within
  * PROFILER_MAX_SIZE. */

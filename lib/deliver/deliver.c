@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "deliver/deliver.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "target/rootfs.h"
@@ -109,6 +111,16 @@ static int same_bytes(int fd, const uint8_t *data, size_t len)
     }
 }
 
+bool deliver_foreign(const struct stat *st, uid_t uid)
+{
+    return st->st_uid != uid && st->st_uid != 0;
+}
+
+bool deliver_trusted(const struct stat *st, uid_t uid)
+{
+    return !deliver_foreign(st, uid) && !(st->st_mode & 0022);
+}
+
 /* Is the file at `fd` exactly our bytes, owned by the target (or root) and writable by nobody
  * else? Anything else under our content-addressed name is refused, never reused: a file another
  * user owns could be rewritten under the target after we checked it. */
@@ -120,7 +132,7 @@ static int check_identical(int fd, const struct deliver_opts *o, const char *nam
         return err_setsys(e, -errno, "stat '%s'", name);
     if (!S_ISREG(st.st_mode))
         return err_set(e, -EEXIST, "'%s%s' exists and is not a regular file", o->dir, name);
-    if ((st.st_uid != o->uid && st.st_uid != 0) || (st.st_mode & 0022))
+    if (!deliver_trusted(&st, o->uid))
         return err_set(e, -EEXIST,
                        "'%s%s' exists, owned by uid %u with mode 0%o: not trusted for reuse",
                        o->dir, name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
@@ -138,35 +150,65 @@ static int check_identical(int fd, const struct deliver_opts *o, const char *nam
                    have);
 }
 
-/* Looks for an existing file under the final name: 1 = identical (reuse), 0 = absent. Anything
- * but a regular file there (a FIFO, a pty, a device, a directory, a socket) is refused by
- * rootfs_open() before it is opened, so it can neither block us nor become our terminal. */
-static int probe_existing(int dirfd, const struct deliver_opts *o, const char *name,
+int deliver_probe_open(int dirfd, const char *name, bool dir, uid_t uid, int *ret_fd,
+                       struct stat *ret_st, uid_t *ret_uid, struct cla_error *e)
+{
+    memset(ret_st, 0, sizeof(*ret_st));
+    int fd = rootfs_open(dirfd, name, dir ? ROOTFS_DIR : ROOTFS_REG, O_RDONLY, 0, e);
+    if (fd == -ENOENT) {
+        err_clear(e);
+        return 0;
+    }
+    bool seen =
+        fd >= 0 ? fstat(fd, ret_st) == 0 : fstatat(dirfd, name, ret_st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (seen && deliver_foreign(ret_st, uid)) {
+        if (fd >= 0)
+            close(fd);
+        err_clear(e);
+        *ret_uid = ret_st->st_uid;
+        return DELIVER_SQUATTED;
+    }
+    if (!seen)
+        memset(ret_st, 0, sizeof(*ret_st));
+    *ret_fd = fd;
+    return 1;
+}
+
+int deliver_refused(int dirfd, uid_t uid, int r, const struct stat *held, uid_t *ret_uid,
+                    struct cla_error *e)
+{
+    struct stat d;
+    if ((r == -EEXIST || r == -ELOOP) && fstat(dirfd, &d) == 0 &&
+        (deliver_foreign(&d, uid) || ((d.st_mode & 0022) && !(d.st_mode & S_ISVTX)))) {
+        err_clear(e);
+        *ret_uid = held->st_uid;
+        return DELIVER_SQUATTED;
+    }
+    return err_hint(e, "clrattach never overwrites files a process may have mapped; remove it if "
+                       "no process uses it, or deliver elsewhere with --target-dir");
+}
+
+/* Looks at what holds the final name: 1 an identical file (reuse), 0 nothing, DELIVER_SQUATTED
+ * (the caller falls back), < 0 refused. Anything but a regular file there (a FIFO, a pty, a
+ * device, a directory, a socket) is refused by rootfs_open() before it is opened, so it can
+ * neither block us nor become our terminal. */
+static int probe_existing(int dirfd, const struct deliver_opts *o, const char *name, uid_t *ret_uid,
                           struct cla_error *e)
 {
-    struct cla_error sub = {0};
-    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_REG, O_RDONLY, 0, &sub);
-    if (fd == -ENOENT)
-        return 0;
-    int r;
-    if (fd == -ENXIO || fd == -EISDIR) {
-        /* Named for the message only: the refusal above already decided. */
-        struct stat st;
-        bool seen = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode);
-        r = err_set(e, -EEXIST, "'%s%s' exists and is not a regular file: it is a %s", o->dir, name,
-                    seen ? util_file_type_name(st.st_mode) : "file of another type");
-    } else if (fd < 0) {
-        *e = sub;
-        return err_prefix(e, "existing '%s%s'", o->dir, name);
-    } else {
-        r = check_identical(fd, o, name, e);
-    }
-    if (r < 0) {
-        err_hint(e, "clrattach never overwrites a file a process may have mapped; remove it if "
-                    "no process uses it, or deliver elsewhere with --target-dir");
+    _cleanup_close_ int fd = -1;
+    struct stat st;
+    int r = deliver_probe_open(dirfd, name, false, o->uid, &fd, &st, ret_uid, e);
+    if (r != 1)
         return r;
-    }
-    return 1;
+    if (fd == -ENXIO || fd == -EISDIR)
+        r = err_set(e, -EEXIST, "'%s%s' exists and is not a regular file: it is a %s", o->dir, name,
+                    st.st_mode && !S_ISREG(st.st_mode) ? util_file_type_name(st.st_mode)
+                                                       : "file of another type");
+    else if (fd < 0)
+        r = err_prefix(e, "existing '%s%s'", o->dir, name);
+    else
+        r = check_identical(fd, o, name, e);
+    return r < 0 ? deliver_refused(dirfd, o->uid, r, &st, ret_uid, e) : 1;
 }
 
 static struct deliver_test_hooks hooks;
@@ -300,6 +342,370 @@ static int publish(int dirfd, int fd, const struct stat *st, const char *tmp, co
     return 0;
 }
 
+static bool lower_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+static int random_hex(char out[DELIVER_NONCE_LEN + 1])
+{
+    uint8_t rnd[DELIVER_NONCE_LEN / 2];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return -errno;
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
+int deliver_new_nonce(char out[DELIVER_NONCE_LEN + 1])
+{
+    return random_hex(out);
+}
+
+bool deliver_nonce_valid(const char *nonce)
+{
+    return !nonce || (strlen(nonce) == DELIVER_NONCE_LEN && lower_hex(nonce, DELIVER_NONCE_LEN));
+}
+
+int deliver_temp_name(const char *digest_hex, const char *nonce, const char *suffix, char *out,
+                      size_t size)
+{
+    char fresh[DELIVER_NONCE_LEN + 1];
+    if (!nonce) {
+        int r = random_hex(fresh);
+        if (r < 0)
+            return r;
+        nonce = fresh;
+    }
+    if (!deliver_nonce_valid(nonce))
+        return -EINVAL;
+    int w = snprintf(out, size, ".clrattach-%.16s-%s%s", digest_hex, nonce, suffix);
+    return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
+}
+
+int deliver_join(const char *dir, const char *name, char *out, size_t size)
+{
+    size_t dlen = strlen(dir);
+    const char *sep = dlen && dir[dlen - 1] == '/' ? "" : "/";
+    int w = snprintf(out, size, "%s%s%s", dir, sep, name);
+    return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
+}
+
+int deliver_fallback_name(const char *stem, const char *ext, char *out, size_t size)
+{
+    char rnd[DELIVER_NONCE_LEN + 1];
+    int r = random_hex(rnd);
+    if (r < 0)
+        return r;
+    int w = snprintf(out, size, "%s-%s%s", stem, rnd, ext);
+    return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Calls `fn` on each entry of the directory at `dirfd` but "." and "..", at most
+ * DELIVER_SCAN_ENTRIES_MAX, until it returns non-zero. Returns that, 0, or a negative errno. */
+static int scan_dir(int dirfd, int (*fn)(int dirfd, const char *name, void *arg), void *arg)
+{
+    /* readdir needs a readable fd; the one given may be O_PATH. */
+    int lfd = rootfs_open(dirfd, "/", ROOTFS_DIR, O_RDONLY, 0, NULL);
+    if (lfd < 0)
+        return lfd;
+    DIR *d = fdopendir(lfd);
+    if (!d) {
+        int r = -errno;
+        close(lfd);
+        return r;
+    }
+    int r = 0;
+    for (int n = 0; r == 0 && n < DELIVER_SCAN_ENTRIES_MAX; n++) {
+        errno = 0;
+        struct dirent *de = readdir(d);
+        if (!de) {
+            r = -errno;
+            break;
+        }
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            r = fn(dirfd, de->d_name, arg);
+    }
+    closedir(d);
+    return r;
+}
+
+struct fallback_search {
+    const char *stem, *ext;
+    size_t stem_len, ext_len;
+    mode_t type;
+    uid_t uid;
+    int (*same)(int dirfd, const char *name, void *arg);
+    void *arg;
+    int checks;
+    char *found; /* the name, when found */
+    size_t size;
+};
+
+static int fallback_candidate(int dirfd, const char *name, void *arg)
+{
+    struct fallback_search *s = arg;
+    size_t n = strlen(name), at = s->stem_len + 1;
+    if (n != at + DELIVER_NONCE_LEN + s->ext_len || strncmp(name, s->stem, s->stem_len) != 0 ||
+        name[s->stem_len] != '-' || !lower_hex(name + at, DELIVER_NONCE_LEN) ||
+        strcmp(name + at + DELIVER_NONCE_LEN, s->ext) != 0)
+        return 0;
+    /* Cheap first: the decoys a squatter plants are its own and cost no comparison. */
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || (st.st_mode & S_IFMT) != s->type ||
+        !deliver_trusted(&st, s->uid))
+        return 0;
+    if (s->checks++ >= DELIVER_FALLBACK_CHECKS_MAX)
+        return -E2BIG;
+    if (s->same(dirfd, name, s->arg) != 1)
+        return 0;
+    return (size_t)snprintf(s->found, s->size, "%s", name) < s->size ? 1 : -ENAMETOOLONG;
+}
+
+int deliver_find_fallback(int dirfd, const char *stem, const char *ext, mode_t type, uid_t uid,
+                          int (*same)(int dirfd, const char *name, void *arg), void *arg,
+                          char *ret_name, size_t size)
+{
+    struct fallback_search s = {.stem = stem,
+                                .ext = ext,
+                                .stem_len = strlen(stem),
+                                .ext_len = strlen(ext),
+                                .type = type,
+                                .uid = uid,
+                                .same = same,
+                                .arg = arg,
+                                .found = ret_name,
+                                .size = size};
+    int r = scan_dir(dirfd, fallback_candidate, &s);
+    return r == -E2BIG ? 0 : r;
+}
+
+/* Empties the directory at `dfd` (ours) depth first; each entry removed costs one of *budget. */
+static int empty_dir(int dfd, unsigned depth, int *budget)
+{
+    if (depth > PROFDIR_DEPTH_MAX)
+        return -ELOOP;
+    if (fchmod(dfd, 0700) < 0)
+        return -errno;
+    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        int r = -errno;
+        if (lfd >= 0)
+            close(lfd);
+        return r;
+    }
+    int r = 0;
+    struct dirent *de;
+    while (r == 0 && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (--*budget < 0) {
+            r = -E2BIG;
+            break;
+        }
+        struct stat st;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            r = -errno;
+            break;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            int sub = rootfs_open(dfd, de->d_name, ROOTFS_DIR, O_RDONLY, 0, NULL);
+            if (sub < 0) {
+                r = sub;
+                break;
+            }
+            r = empty_dir(sub, depth + 1, budget);
+            close(sub);
+            if (r == 0 && unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0)
+                r = -errno;
+        } else if (unlinkat(dfd, de->d_name, 0) < 0) {
+            r = -errno;
+        }
+    }
+    closedir(d);
+    return r;
+}
+
+int deliver_remove_dir(int parentfd, const char *name, const struct stat *ours, int *budget)
+{
+    _cleanup_close_ int fd = rootfs_open(parentfd, name, ROOTFS_DIR, O_RDONLY, 0, NULL);
+    if (fd == -ENXIO || fd == -EISDIR || fd == -ELOOP)
+        return -ENOTDIR;
+    if (fd < 0)
+        return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (st.st_dev != ours->st_dev || st.st_ino != ours->st_ino)
+        return -ESTALE;
+    int r = empty_dir(fd, 0, budget);
+    if (r == 0 && --*budget < 0)
+        r = -E2BIG;
+    if (r == 0 && unlinkat(parentfd, name, AT_REMOVEDIR) < 0)
+        r = -errno;
+    return r;
+}
+
+/* Temporaries are ".clrattach-<16 hex>-<16 hex>" + ".tmp" (a file) or ".tmpdir" (a directory). */
+enum temp_kind { TEMP_NONE, TEMP_FILE, TEMP_DIR };
+
+static enum temp_kind temp_kind(const char *name, const char *nonce)
+{
+    static const char prefix[] = ".clrattach-";
+    const size_t plen = sizeof(prefix) - 1, hex = DELIVER_NONCE_LEN, at = plen + hex + 1;
+    if (strncmp(name, prefix, plen) != 0 || strlen(name) < at + hex ||
+        !lower_hex(name + plen, hex) || name[plen + hex] != '-' || !lower_hex(name + at, hex))
+        return TEMP_NONE;
+    if (nonce && strncmp(name + at, nonce, hex) != 0)
+        return TEMP_NONE;
+    const char *suffix = name + at + hex;
+    return strcmp(suffix, ".tmp") == 0      ? TEMP_FILE
+           : strcmp(suffix, ".tmpdir") == 0 ? TEMP_DIR
+                                            : TEMP_NONE;
+}
+
+struct sweep {
+    uid_t uid;
+    const char *nonce; /* NULL: stale ones only */
+    int64_t now_ns;
+    int budget, removed;
+};
+
+static int64_t ns_of(struct timespec ts)
+{
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int sweep_one(int dirfd, const char *name, void *arg)
+{
+    struct sweep *s = arg;
+    enum temp_kind kind = temp_kind(name, s->nonce);
+    struct stat st;
+    if (kind == TEMP_NONE || fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    /* A temporary of ours is the target's user's, never anyone else's: others' are not ours to
+     * judge. ctime, which no one can set back (mtime can be), dates its last change; a
+     * temporary being written now is younger than any delivery takes. */
+    if (st.st_uid != s->uid || !(kind == TEMP_FILE ? S_ISREG(st.st_mode) : S_ISDIR(st.st_mode)))
+        return 0;
+    if (!s->nonce && s->now_ns - ns_of(st.st_ctim) < (int64_t)DELIVER_STALE_AFTER_S * 1000000000)
+        return 0;
+    if (kind == TEMP_DIR) {
+        int before = s->budget;
+        (void)deliver_remove_dir(dirfd, name, &st, &s->budget);
+        s->removed += before - (s->budget < 0 ? 0 : s->budget);
+    } else if (s->budget > 0 && deliver_is_ours(dirfd, name, &st) &&
+               unlinkat(dirfd, name, 0) == 0) {
+        s->budget--;
+        s->removed++;
+    }
+    return s->budget > 0 ? 0 : 1;
+}
+
+int deliver_sweep_at(int dirfd, uid_t uid, const char *nonce)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct sweep s = {.uid = uid,
+                      .nonce = nonce,
+                      .now_ns = hooks.now_ns ? hooks.now_ns : ns_of(now),
+                      .budget = DELIVER_SWEEP_REMOVE_MAX};
+    int r = scan_dir(dirfd, sweep_one, &s);
+    return r < 0 ? r : s.removed;
+}
+
+int deliver_sweep(int rootfd, const char *dir, uid_t uid, const char *nonce, struct cla_error *e)
+{
+    if (!deliver_nonce_valid(nonce))
+        return err_set(e, -EINVAL, "nonce '%s' is not %d lowercase hex", nonce, DELIVER_NONCE_LEN);
+    _cleanup_close_ int dirfd = rootfs_open(rootfd, dir, ROOTFS_DIR, O_PATH, 0, e);
+    if (dirfd < 0)
+        return err_prefix(e, "sweep '%s'", dir);
+    int r = deliver_sweep_at(dirfd, uid, nonce);
+    return r < 0 ? err_setsys(e, r, "sweep '%s'", dir) : r;
+}
+
+/* Our temporary file: created on first need, filled and verified; `fd` -1 until then. */
+struct temp {
+    int fd;
+    struct stat st;
+    char name[96];
+};
+
+static int make_temp(int dirfd, const struct deliver_opts *o, const char *sha256, struct temp *t,
+                     struct cla_error *e)
+{
+    int r = deliver_temp_name(sha256, o->nonce, ".tmp", t->name, sizeof(t->name));
+    if (r < 0)
+        return err_setsys(e, r, "temporary name in '%s'", o->dir);
+    /* O_RDWR: the bytes are read back through this same fd. 0444: nobody, the target included,
+     * should rewrite a library that may be mapped. */
+    int fd = rootfs_open(dirfd, t->name, ROOTFS_REG, O_RDWR | O_CREAT | O_EXCL, 0444, e);
+    if (fd < 0)
+        return err_prefix(e, "create in '%s'", o->dir);
+    t->fd = fd;
+    if (fstat(fd, &t->st) < 0) {
+        /* Unknown inode: nothing can be proven ours, so nothing is removed. */
+        r = err_setsys(e, -errno, "stat '%s%s'", o->dir, t->name);
+        memset(&t->st, 0, sizeof(t->st));
+        return r;
+    }
+    return deliver_fill(fd, &t->st, o, t->name, e);
+}
+
+/* Puts our bytes under `name`: reuses an identical file there (1), or publishes our temporary,
+ * made on first need, under it (0); DELIVER_SQUATTED when another uid holds it; < 0 refused. */
+static int place(int dirfd, const struct deliver_opts *o, const char *sha256, const char *name,
+                 struct temp *t, uid_t *ret_uid, struct cla_error *e)
+{
+    int r = probe_existing(dirfd, o, name, ret_uid, e);
+    if (r != 0)
+        return r;
+    if (t->fd < 0 && (r = make_temp(dirfd, o, sha256, t, e)) < 0)
+        return r;
+    r = publish(dirfd, t->fd, &t->st, t->name, name, o, e);
+    if (r != -EEXIST)
+        return r;
+    /* Someone published the name between our probe and now: judged as if it had been there. */
+    r = probe_existing(dirfd, o, name, ret_uid, e);
+    if (r == 0)
+        return err_set(e, -EAGAIN, "'%s%s' appeared and vanished during delivery", o->dir, name);
+    return r;
+}
+
+/* An earlier fallback of ours is reused on the same proof as the usual name. */
+static int same_file(int dirfd, const char *name, void *arg)
+{
+    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_REG, O_RDONLY, 0, NULL);
+    return fd >= 0 && check_identical(fd, arg, name, NULL) == 0;
+}
+
+/* The usual name `name` is another uid's: an earlier fallback of ours is reused (1), or our
+ * temporary is published under a fresh one (0); `name` becomes the name used. A directory we
+ * cannot list only means no earlier fallback is found. */
+static int fall_back(int dirfd, const struct deliver_opts *o, const char *sha256, char *name,
+                     size_t size, struct temp *t, struct cla_error *e)
+{
+    char stem[128];
+    snprintf(stem, sizeof(stem), "%.*s", (int)strlen(name) - 3, name); /* without ".so" */
+    if (deliver_find_fallback(dirfd, stem, ".so", S_IFREG, o->uid, same_file, (void *)o, name,
+                              size) == 1)
+        return 1;
+    int r = deliver_fallback_name(stem, ".so", name, size);
+    if (r < 0)
+        return err_setsys(e, r, "fallback name in '%s'", o->dir);
+    uid_t uid;
+    r = place(dirfd, o, sha256, name, t, &uid, e);
+    if (r == DELIVER_SQUATTED)
+        return err_set(e, -EEXIST, "'%s%s', a fresh random name, is taken by uid %u too", o->dir,
+                       name, (unsigned)uid);
+    return r;
+}
+
 int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_result *ret,
                      struct cla_error *e)
 {
@@ -308,6 +714,9 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
                        PROFILER_MAX_SIZE);
     if (o->dir[0] != '/')
         return err_set(e, -EINVAL, "target directory '%s' is not absolute", o->dir);
+    if (!deliver_nonce_valid(o->nonce))
+        return err_set(e, -EINVAL, "nonce '%s' is not %d lowercase hex", o->nonce,
+                       DELIVER_NONCE_LEN);
 
     struct deliver_result res = {0};
     uint8_t digest[SHA256_DIGEST_SIZE];
@@ -317,63 +726,37 @@ int deliver_profiler(int rootfd, const struct deliver_opts *o, struct deliver_re
     char name[128];
     if (deliver_final_name(o->basename, res.sha256, name, sizeof(name)) < 0)
         return err_set(e, -ENAMETOOLONG, "profiler file name");
-    size_t dlen = strlen(o->dir);
-    bool slash = o->dir[dlen - 1] == '/';
-    int w = snprintf(res.path, sizeof(res.path), "%s%s%s", o->dir, slash ? "" : "/", name);
-    if (w < 0 || (size_t)w >= sizeof(res.path))
+    /* Room for a fallback name's "-<16 hex>" too: whatever name is used, its path fits. */
+    if (deliver_join(o->dir, name, res.path, sizeof(res.path) - 1 - DELIVER_NONCE_LEN) < 0)
         return err_set(e, -ENAMETOOLONG, "target path too long");
 
-    /* O_PATH is all the *at calls below need: the directory itself is never read. */
+    /* O_PATH is all the *at calls below need; a listing reopens it readable through this pin. */
     _cleanup_close_ int dirfd = rootfs_open(rootfd, o->dir, ROOTFS_DIR, O_PATH, 0, e);
     if (dirfd < 0)
         return err_prefix(e, "target directory '%s'", o->dir);
+    (void)deliver_sweep_at(dirfd, o->uid, NULL);
 
-    int r = probe_existing(dirfd, o, name, e);
+    struct temp t = {.fd = -1};
+    int r = place(dirfd, o, res.sha256, name, &t, &res.squatter_uid, e);
+    if (r == DELIVER_SQUATTED) {
+        res.squatted = true;
+        r = fall_back(dirfd, o, res.sha256, name, sizeof(name), &t, e);
+        (void)deliver_join(o->dir, name, res.path, sizeof(res.path));
+    }
+    /* Our temporary goes unless it became the published file (linked: its temporary name is
+     * gone already; renamed: it is the final name). */
+    if (t.fd >= 0) {
+        if (r != 0 && t.st.st_ino)
+            deliver_remove_if_ours(dirfd, t.name, &t.st);
+        close(t.fd);
+    }
     if (r < 0)
         return r;
-    if (r == 1) {
-        res.reused = true;
-        *ret = res;
-        return 0;
+    res.reused = r == 1;
+    if (!res.reused) {
+        res.dev = (uint64_t)t.st.st_dev;
+        res.ino = (uint64_t)t.st.st_ino;
     }
-
-    uint8_t rnd[8];
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        return err_setsys(e, -errno, "getrandom");
-    char tmp[96];
-    snprintf(tmp, sizeof(tmp), ".clrattach-%.16s-%02x%02x%02x%02x%02x%02x%02x%02x.tmp", res.sha256,
-             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-
-    /* O_RDWR: the bytes are read back through this same fd. 0444: nobody, the target included,
-     * should rewrite a library that may be mapped. */
-    _cleanup_close_ int fd =
-        rootfs_open(dirfd, tmp, ROOTFS_REG, O_RDWR | O_CREAT | O_EXCL, 0444, e);
-    if (fd < 0)
-        return err_prefix(e, "create in '%s'", o->dir);
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return err_setsys(e, -errno, "stat '%s%s'", o->dir, tmp);
-    r = deliver_fill(fd, &st, o, tmp, e);
-    if (r == 0)
-        r = publish(dirfd, fd, &st, tmp, name, o, e);
-    if (r == -EEXIST) {
-        /* Someone published the same name between our probe and now: reuse if identical. */
-        deliver_remove_if_ours(dirfd, tmp, &st);
-        r = probe_existing(dirfd, o, name, e);
-        if (r < 0)
-            return r;
-        if (r == 0)
-            return err_set(e, -EAGAIN, "'%s' appeared and vanished during delivery", res.path);
-        res.reused = true;
-        *ret = res;
-        return 0;
-    }
-    if (r < 0) {
-        deliver_remove_if_ours(dirfd, tmp, &st);
-        return r;
-    }
-    res.dev = (uint64_t)st.st_dev;
-    res.ino = (uint64_t)st.st_ino;
     *ret = res;
     return 0;
 }

@@ -65,12 +65,6 @@ static size_t children_of(const struct profdir *pd, const char *dir)
     return n;
 }
 
-/* Owned by the target's user or root, writable by no one else: what reuse may trust. */
-static bool trusted(const struct stat *st, uid_t uid)
-{
-    return (st->st_uid == uid || st->st_uid == 0) && !(st->st_mode & 0022);
-}
-
 /* Is the tree at `topfd` exactly o->pd? 0 yes; -EEXIST (with the first difference) otherwise. */
 static int verify_tree(int topfd, const struct deliver_dir_opts *o, const char *shown,
                        struct cla_error *e)
@@ -79,7 +73,7 @@ static int verify_tree(int topfd, const struct deliver_dir_opts *o, const char *
     struct stat st;
     if (fstat(topfd, &st) < 0)
         return err_setsys(e, -errno, "stat '%s'", shown);
-    if (!trusted(&st, o->uid))
+    if (!deliver_trusted(&st, o->uid))
         return err_set(e, -EEXIST,
                        "'%s' exists, owned by uid %u with mode 0%o: not trusted for "
                        "reuse",
@@ -100,7 +94,7 @@ static int verify_tree(int topfd, const struct deliver_dir_opts *o, const char *
                            sub.msg);
         if (fstat(fd, &st) < 0)
             return err_setsys(e, -errno, "stat '%s/%s'", shown, f->path);
-        if (!trusted(&st, o->uid))
+        if (!deliver_trusted(&st, o->uid))
             return err_set(e, -EEXIST,
                            "'%s/%s' is owned by uid %u with mode 0%o: not trusted "
                            "for reuse",
@@ -129,34 +123,6 @@ static int chmod_dir(int topfd, const char *rel, mode_t mode)
     if (fd < 0)
         return fd;
     return fchmod(fd, mode) < 0 ? -errno : 0;
-}
-
-/*
- * Removes the tree `name` in `parentfd` that this run created as o->pd, pinned as `top`:
- * directories made writable again, then entries removed deepest first, each relative to a
- * directory fd of ours. Best effort; the top is removed only while it is still our inode.
- */
-static void remove_tree(int parentfd, const char *name, const struct stat *top,
-                        const struct profdir *pd)
-{
-    if (!deliver_is_ours(parentfd, name, top))
-        return;
-    _cleanup_close_ int topfd = rootfs_open(parentfd, name, ROOTFS_DIR, O_PATH, 0, NULL);
-    if (topfd < 0)
-        return;
-    (void)chmod_dir(topfd, "/", 0700);
-    for (size_t i = 0; i < pd->n; i++)
-        if (pd->files[i].is_dir)
-            (void)chmod_dir(topfd, pd->files[i].path, 0700);
-    for (size_t i = pd->n; i-- > 0;) {
-        char parent[PROFDIR_PATH_MAX + 1];
-        const char *base;
-        parent_of(pd->files[i].path, parent, sizeof(parent), &base);
-        _cleanup_close_ int pfd = rootfs_open(topfd, parent, ROOTFS_DIR, O_PATH, 0, NULL);
-        if (pfd >= 0)
-            (void)unlinkat(pfd, base, pd->files[i].is_dir ? AT_REMOVEDIR : 0);
-    }
-    (void)unlinkat(parentfd, name, AT_REMOVEDIR);
 }
 
 /* Creates every directory and file of the tree below `topfd` (our new, empty, private top). */
@@ -200,27 +166,23 @@ static int fill_tree(int topfd, const struct deliver_dir_opts *o, const char *sh
     return r < 0 ? err_setsys(e, r, "chmod '%s'", shown) : 0;
 }
 
-/* Looks for the tree under its final name: 1 identical (reuse), 0 absent, < 0 refused. */
+/* Looks at what holds the final name: 1 an identical tree (reuse), 0 nothing, DELIVER_SQUATTED
+ * (the caller falls back), < 0 refused. */
 static int probe_existing(int dirfd, const char *name, const struct deliver_dir_opts *o,
-                          const char *shown, struct cla_error *e)
+                          const char *shown, uid_t *ret_uid, struct cla_error *e)
 {
-    struct cla_error sub = {0};
-    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_DIR, O_RDONLY, 0, &sub);
-    if (fd == -ENOENT)
-        return 0;
-    int r = fd;
+    _cleanup_close_ int fd = -1;
+    struct stat st;
+    int r = deliver_probe_open(dirfd, name, true, o->uid, &fd, &st, ret_uid, e);
+    if (r != 1)
+        return r;
     if (fd == -ENOTDIR || fd == -ELOOP)
         r = err_set(e, -EEXIST, "'%s' exists and is not a directory", shown);
     else if (fd < 0)
-        r = err_set(e, fd, "existing '%s': %s", shown, sub.msg);
+        r = err_prefix(e, "existing '%s'", shown);
     else
         r = verify_tree(fd, o, shown, e);
-    if (r < 0) {
-        err_hint(e, "clrattach never overwrites files a process may have mapped; remove it if no "
-                    "process uses it, or deliver elsewhere with --target-dir");
-        return r;
-    }
-    return 1;
+    return r < 0 ? deliver_refused(dirfd, o->uid, r, &st, ret_uid, e) : 1;
 }
 
 /* The delivered directory's name: "<entry stem>-<first 16 hex of the digest>", [A-Za-z0-9._-]
@@ -238,6 +200,100 @@ static int dir_name(const struct profdir *pd, char *out, size_t size)
     return 0;
 }
 
+/* Our temporary tree: made on first need, filled and read-only; `fd` -1 until it is proven
+ * ours (a fresh, empty directory of the target's uid). */
+struct temp_tree {
+    int fd;
+    struct stat top;
+    char name[96];
+    char shown[TARGET_PATH_MAX];
+};
+
+static int make_tree(int dirfd, const struct deliver_dir_opts *o, struct temp_tree *t,
+                     struct cla_error *e)
+{
+    int r = deliver_temp_name(o->pd->digest, o->nonce, ".tmpdir", t->name, sizeof(t->name));
+    if (r < 0)
+        return err_setsys(e, r, "temporary name in '%s'", o->dir);
+    if (deliver_join(o->dir, t->name, t->shown, sizeof(t->shown)) < 0)
+        return err_set(e, -ENAMETOOLONG, "target path too long");
+    /* 0700 while it fills: the target's user owns it either way, but no one else reads a half
+     * written profiler. */
+    if (mkdirat(dirfd, t->name, 0700) < 0)
+        return err_setsys(e, -errno, "mkdir '%s'", t->shown);
+    _cleanup_close_ int fd = rootfs_open(dirfd, t->name, ROOTFS_DIR, O_RDONLY, 0, e);
+    if (fd < 0 || fstat(fd, &t->top) < 0) {
+        (void)unlinkat(dirfd, t->name, AT_REMOVEDIR);
+        return fd < 0 ? err_prefix(e, "'%s'", t->shown) : err_setsys(e, -errno, "stat");
+    }
+    if (t->top.st_uid != o->uid || count_entries(fd, 1) != 0) {
+        err_set(e, -EIO, "the target replaced '%s' while we created it", t->shown);
+        return err_hint(e,
+                        "a process in the target renames files in '%s': deliver elsewhere "
+                        "with --target-dir",
+                        o->dir);
+    }
+    t->fd = util_take_fd(&fd);
+    return fill_tree(t->fd, o, t->shown, e);
+}
+
+/* Puts o->pd under `name` (`shown` in messages): reuses an identical tree there (1), or renames
+ * our temporary tree, made on first need, to it (0); DELIVER_SQUATTED when another uid holds it; <
+ * 0 refused. */
+static int place(int dirfd, const struct deliver_dir_opts *o, const char *name, const char *shown,
+                 struct temp_tree *t, uid_t *ret_uid, struct cla_error *e)
+{
+    int r = probe_existing(dirfd, name, o, shown, ret_uid, e);
+    if (r != 0)
+        return r;
+    if (t->fd < 0 && (r = make_tree(dirfd, o, t, e)) < 0)
+        return r;
+    if (!deliver_is_ours(dirfd, t->name, &t->top))
+        return err_set(e, -EIO, "the target replaced '%s' while we filled it", t->shown);
+    if (renameat2(dirfd, t->name, dirfd, name, RENAME_NOREPLACE) == 0) {
+        if (!deliver_is_ours(dirfd, name, &t->top))
+            return err_set(e, -EIO, "'%s' is not the directory we wrote after the rename", shown);
+        return 0;
+    }
+    if (errno != EEXIST)
+        return err_setsys(e, -errno, "rename '%s' to '%s'", t->shown, name);
+    /* Published meanwhile, by another attach or not: judged as if it had been there. */
+    r = probe_existing(dirfd, name, o, shown, ret_uid, e);
+    if (r == 0)
+        return err_set(e, -EAGAIN, "'%s' appeared and vanished during delivery", shown);
+    return r;
+}
+
+/* An earlier fallback of ours is reused on the same proof as the usual name. */
+static int same_tree(int dirfd, const char *name, void *arg)
+{
+    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_DIR, O_RDONLY, 0, NULL);
+    return fd >= 0 && verify_tree(fd, arg, name, NULL) == 0;
+}
+
+/* The usual name `name` is another uid's: an earlier fallback of ours is reused (1), or our
+ * temporary tree is renamed to a fresh one (0); `name` and `ret_path` become the ones used. */
+static int fall_back(int dirfd, const struct deliver_dir_opts *o, char *name, size_t size,
+                     struct temp_tree *t, char *ret_path, size_t path_size, struct cla_error *e)
+{
+    char stem[128];
+    snprintf(stem, sizeof(stem), "%s", name);
+    int r =
+        deliver_find_fallback(dirfd, stem, "", S_IFDIR, o->uid, same_tree, (void *)o, name, size);
+    if (r != 1 && (r = deliver_fallback_name(stem, "", name, size)) < 0)
+        return err_setsys(e, r, "fallback name in '%s'", o->dir);
+    if (deliver_join(o->dir, name, ret_path, path_size) < 0)
+        return err_set(e, -ENAMETOOLONG, "target path too long");
+    if (r == 1)
+        return 1;
+    uid_t uid;
+    r = place(dirfd, o, name, ret_path, t, &uid, e);
+    if (r == DELIVER_SQUATTED)
+        return err_set(e, -EEXIST, "'%s', a fresh random name, is taken by uid %u too", ret_path,
+                       (unsigned)uid);
+    return r;
+}
+
 int deliver_dir(int rootfd, const struct deliver_dir_opts *o, struct deliver_dir_result *ret,
                 struct cla_error *e)
 {
@@ -246,128 +302,46 @@ int deliver_dir(int rootfd, const struct deliver_dir_opts *o, struct deliver_dir
     char name[128];
     if (o->dir[0] != '/')
         return err_set(e, -EINVAL, "target directory '%s' is not absolute", o->dir);
+    if (!deliver_nonce_valid(o->nonce))
+        return err_set(e, -EINVAL, "nonce '%s' is not %d lowercase hex", o->nonce,
+                       DELIVER_NONCE_LEN);
     if (dir_name(pd, name, sizeof(name)) < 0)
         return err_set(e, -ENAMETOOLONG, "profiler directory name");
-    size_t dlen = strlen(o->dir);
-    const char *sep = o->dir[dlen - 1] == '/' ? "" : "/";
-    int w = snprintf(res.path, sizeof(res.path), "%s%s%s", o->dir, sep, name);
-    int w2 = snprintf(res.entry, sizeof(res.entry), "%s/%s", res.path, pd->files[pd->entry].path);
-    if (w < 0 || (size_t)w >= sizeof(res.path) || w2 < 0 || (size_t)w2 >= sizeof(res.entry))
+    /* Room for a fallback name's "-<16 hex>" too: whatever name is used, its paths fit. */
+    const size_t room = sizeof(res.entry) - 1 - DELIVER_NONCE_LEN;
+    if (deliver_join(o->dir, name, res.path, room) < 0 ||
+        strlen(res.path) + 1 + strlen(pd->files[pd->entry].path) >= room)
         return err_set(e, -ENAMETOOLONG, "target path too long");
 
     _cleanup_close_ int dirfd = rootfs_open(rootfd, o->dir, ROOTFS_DIR, O_PATH, 0, e);
     if (dirfd < 0)
         return err_prefix(e, "target directory '%s'", o->dir);
-    int r = probe_existing(dirfd, name, o, res.path, e);
-    if (r != 0) {
-        res.reused = r == 1;
-        if (r == 1)
-            *ret = res;
-        return r < 0 ? r : 0;
-    }
+    (void)deliver_sweep_at(dirfd, o->uid, NULL);
 
-    uint8_t rnd[8];
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        return err_setsys(e, -errno, "getrandom");
-    char tmp[96];
-    snprintf(tmp, sizeof(tmp), ".clrattach-%.16s-%02x%02x%02x%02x%02x%02x%02x%02x.tmpdir",
-             pd->digest, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-    char shown[TARGET_PATH_MAX];
-    snprintf(shown, sizeof(shown), "%s%s%s", o->dir, sep, tmp);
-    /* 0700 while it fills: the target's user owns it either way, but no one else reads a half
-     * written profiler. */
-    if (mkdirat(dirfd, tmp, 0700) < 0)
-        return err_setsys(e, -errno, "mkdir '%s'", shown);
-    struct stat top;
-    _cleanup_close_ int topfd = rootfs_open(dirfd, tmp, ROOTFS_DIR, O_RDONLY, 0, e);
-    if (topfd < 0 || fstat(topfd, &top) < 0) {
-        (void)unlinkat(dirfd, tmp, AT_REMOVEDIR);
-        return topfd < 0 ? err_prefix(e, "'%s'", shown) : err_setsys(e, -errno, "stat");
+    struct temp_tree t = {.fd = -1};
+    int r = place(dirfd, o, name, res.path, &t, &res.squatter_uid, e);
+    if (r == DELIVER_SQUATTED) {
+        res.squatted = true;
+        r = fall_back(dirfd, o, name, sizeof(name), &t, res.path, sizeof(res.path), e);
     }
-    if (top.st_uid != o->uid || count_entries(topfd, 1) != 0) {
-        err_set(e, -EIO, "the target replaced '%s' while we created it", shown);
-        return err_hint(e,
-                        "a process in the target renames files in '%s': deliver elsewhere "
-                        "with --target-dir",
-                        o->dir);
+    /* Our temporary tree goes unless it became the published one. */
+    if (t.fd >= 0) {
+        if (r != 0) {
+            int budget = PROFDIR_FILES_MAX + 1;
+            (void)deliver_remove_dir(dirfd, t.name, &t.top, &budget);
+        }
+        close(t.fd);
     }
-    r = fill_tree(topfd, o, shown, e);
-    if (r == 0 && !deliver_is_ours(dirfd, tmp, &top))
-        r = err_set(e, -EIO, "the target replaced '%s' while we filled it", shown);
-    if (r == 0 && renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE) < 0) {
-        r = -errno;
-        if (r != -EEXIST)
-            err_setsys(e, r, "rename '%s' to '%s'", shown, name);
-    }
-    if (r == -EEXIST) {
-        /* Published meanwhile by another attach: reuse it if it is the same tree. */
-        remove_tree(dirfd, tmp, &top, pd);
-        r = probe_existing(dirfd, name, o, res.path, e);
-        if (r == 0)
-            return err_set(e, -EAGAIN, "'%s' appeared and vanished during delivery", res.path);
-        if (r < 0)
-            return r;
-        res.reused = true;
-        *ret = res;
-        return 0;
-    }
-    if (r < 0) {
-        remove_tree(dirfd, tmp, &top, pd);
+    if (r < 0)
         return r;
+    snprintf(res.entry, sizeof(res.entry), "%s/%s", res.path, pd->files[pd->entry].path);
+    res.reused = r == 1;
+    if (!res.reused) {
+        res.dev = (uint64_t)t.top.st_dev;
+        res.ino = (uint64_t)t.top.st_ino;
     }
-    if (!deliver_is_ours(dirfd, name, &top))
-        return err_set(e, -EIO, "'%s' is not the directory we wrote after the rename", res.path);
-    res.dev = (uint64_t)top.st_dev;
-    res.ino = (uint64_t)top.st_ino;
     *ret = res;
     return 0;
-}
-
-/* Empties the directory at `dfd` (ours) depth first; `budget` bounds the entries visited. */
-static int empty_dir(int dfd, unsigned depth, int *budget)
-{
-    if (depth > PROFDIR_DEPTH_MAX)
-        return -ELOOP;
-    if (fchmod(dfd, 0700) < 0)
-        return -errno;
-    int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-    if (!d) {
-        int r = -errno;
-        if (lfd >= 0)
-            close(lfd);
-        return r;
-    }
-    int r = 0;
-    struct dirent *de;
-    while (r == 0 && (de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (--*budget < 0) {
-            r = -E2BIG;
-            break;
-        }
-        struct stat st;
-        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            r = -errno;
-            break;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            int sub = rootfs_open(dfd, de->d_name, ROOTFS_DIR, O_RDONLY, 0, NULL);
-            if (sub < 0) {
-                r = sub;
-                break;
-            }
-            r = empty_dir(sub, depth + 1, budget);
-            close(sub);
-            if (r == 0 && unlinkat(dfd, de->d_name, AT_REMOVEDIR) < 0)
-                r = -errno;
-        } else if (unlinkat(dfd, de->d_name, 0) < 0) {
-            r = -errno;
-        }
-    }
-    closedir(d);
-    return r;
 }
 
 int deliver_undo(int rootfd, const char *path, uint64_t dev, uint64_t ino, struct cla_error *e)
@@ -385,19 +359,12 @@ int deliver_undo(int rootfd, const char *path, uint64_t dev, uint64_t ino, struc
     if (!deliver_is_ours(dirfd, name, &ours))
         return err_set(e, -ESTALE, "'%s' no longer holds what this run delivered; left alone",
                        path);
-    struct cla_error sub = {0};
-    _cleanup_close_ int fd = rootfs_open(dirfd, name, ROOTFS_DIR, O_RDONLY, 0, &sub);
-    if (fd == -ENOTDIR || fd == -ENXIO || fd == -ELOOP) {
-        /* A single file: not a directory, so the typed open refused it. */
-        if (unlinkat(dirfd, name, 0) < 0)
-            return err_setsys(e, -errno, "remove '%s'", path);
-        return 0;
-    }
-    if (fd < 0)
-        return err_set(e, fd, "remove '%s': %s", path, sub.msg);
-    int budget = PROFDIR_FILES_MAX;
-    int r = empty_dir(fd, 0, &budget);
-    if (r == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
+    int budget = PROFDIR_FILES_MAX + 1;
+    int r = deliver_remove_dir(dirfd, name, &ours, &budget);
+    /* A single file: the typed open refused it as not a directory. */
+    if (r == -ENOTDIR && unlinkat(dirfd, name, 0) < 0)
         r = -errno;
+    else if (r == -ENOTDIR)
+        r = 0;
     return r < 0 ? err_setsys(e, r, "remove '%s'", path) : 0;
 }

@@ -10,7 +10,9 @@
  * fd it was written with, directories made read-only (0555) once full, published with
  * renameat2(RENAME_NOREPLACE) and checked to be our inode after. An identical tree already there
  * is reused (same files, bytes, modes, nothing extra, owned by the target's user or root, writable
- * by no one else); anything else under the name is never touched.
+ * by no one else); anything else under the name is never touched. An entry there of another uid
+ * (or one refused, in a directory others may write) sends the tree to a fallback name of ours,
+ * and a delivery first sweeps stale temporaries, as for a single file (deliver.h).
  */
 
 #include <stdbool.h>
@@ -25,6 +27,7 @@ struct deliver_dir_opts {
     const struct profdir *pd; /* sealed, entry chosen */
     const char *dir;          /* absolute directory as the target sees it */
     uid_t uid;                /* the target's user: owner of everything created */
+    const char *nonce;        /* names this run's temporary tree, as in deliver_opts; or NULL */
 };
 
 struct deliver_dir_result {
@@ -32,12 +35,18 @@ struct deliver_dir_result {
     char entry[TARGET_PATH_MAX]; /* the entry library's path there: what the runtime dlopen()s */
     bool reused;
     uint64_t dev, ino; /* of the directory this run created (reused: 0), for deliver_undo() */
+    /* The content-addressed name was held by an entry of squatter_uid that we left alone: `path`
+     * is a fallback name of ours, created or reused (deliver.h). */
+    bool squatted;
+    uid_t squatter_uid;
 };
 
 /* Delivers o->pd into o->dir below `rootfd`. Returns 0 and fills *ret; -EEXIST when something
- * else holds the name; -ELOOP/-ENOTDIR for links on the way; -EACCES/-EROFS/-ENOSPC from the
- * target's filesystem; -EIO when the target swapped what we created. On failure nothing of ours
- * is left behind and nothing of the target's is removed. */
+ * else of the target's uid or root holds the name in a directory no one else may rename entries
+ * in (else: the fallback above);
+ * -ELOOP/-ENOTDIR for links on the way; -EACCES/-EROFS/-ENOSPC from the target's filesystem; -EIO
+ * when the target swapped what we created. On failure nothing of ours is left behind and nothing of
+ * the target's is removed. */
 int deliver_dir(int rootfd, const struct deliver_dir_opts *o, struct deliver_dir_result *ret,
                 struct cla_error *e);
 

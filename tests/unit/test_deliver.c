@@ -25,6 +25,7 @@
 #include "guards.h"
 #include "root.h"
 #include "deliver/deliver.h"
+#include "deliver/deliver_dir.h"
 
 static char base[256];
 static int rootfd = -1;
@@ -478,16 +479,10 @@ static int clean_tmp(void **state)
         close(racer.inotify_fd);
         racer.inotify_fd = -1;
     }
-    char dir[600];
-    path_of(dir, sizeof(dir), "root/tmp");
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            if (unlinkat(dirfd(d), de->d_name, 0) < 0)
-                unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
-    closedir(d);
+    /* Trees too (a swept test leaves read-only ones): find deletes depth first, as root. */
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "find '%s/root/tmp' -mindepth 1 -delete", base);
+    assert_int_equal(WEXITSTATUS(system(cmd)), 0);
     return 0;
 }
 
@@ -637,6 +632,394 @@ static void test_publish_by_rename(void **state)
     assert_int_equal(count_entries("root/tmp"), 1);
 }
 
+/* The bytes of the file at host path `p`, compared with the payload. */
+static bool holds_payload(const char *p)
+{
+    uint8_t buf[sizeof(payload) + 1];
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return false;
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    return n == sizeof(payload) && memcmp(buf, payload, n) == 0;
+}
+
+/* What a squatter of uid 1001 plants under the content-addressed name of a uid-1000 target. */
+enum squat_kind { SQUAT_SAME_BYTES, SQUAT_FIFO, SQUAT_SYMLINK, SQUAT_DIR };
+
+static void plant(const char *p, enum squat_kind kind)
+{
+    char victim[600];
+    path_of(victim, sizeof(victim), "helper-own");
+    switch (kind) {
+    case SQUAT_SAME_BYTES: {
+        /* The public profiler itself, 0444: what reuse would accept from the target's uid. */
+        int fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, payload, sizeof(payload)), (ssize_t)sizeof(payload));
+        close(fd);
+        break;
+    }
+    case SQUAT_FIFO: assert_int_equal(mkfifo(p, 0666), 0); break;
+    case SQUAT_SYMLINK: assert_int_equal(symlink(victim, p), 0); break;
+    case SQUAT_DIR: assert_int_equal(mkdir(p, 0755), 0); break;
+    }
+    assert_int_equal(lchown(p, 1001, 1001), 0);
+}
+
+/* A delivery into `dir` that succeeds under a fallback name, past an entry of uid `held_by`. */
+static void deliver_past_squatter(const char *dir, uid_t held_by, struct deliver_result *r)
+{
+    struct deliver_opts o = opts(dir, payload, sizeof(payload));
+    struct cla_error e = {0};
+    volatile int rc = 0;
+    BOUNDED(5, rc = deliver_profiler(rootfd, &o, r, &e));
+    if (rc != 0)
+        fail_msg("%d: %s", (int)rc, e.msg);
+    assert_true(r->squatted);
+    assert_int_equal(r->squatter_uid, held_by);
+}
+
+/*
+ * Another uid (1001) sharing the target's directory holds the content-addressed name first, with
+ * our very bytes or with a trap. The delivery must not fail (it used to end "not trusted for
+ * reuse", for every attach, for ever): the profiler goes under a fallback name of ours, owned by
+ * the target and verified; the squatter's entry is left exactly as it was; a second delivery
+ * reuses that fallback; undo removes it like any file this run created.
+ */
+static void test_squatter_gets_fallback(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the squatter's file is handed to uid 1001");
+    const enum squat_kind kinds[] = {SQUAT_SAME_BYTES, SQUAT_FIFO, SQUAT_SYMLINK, SQUAT_DIR};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        char usual[5000], name[256];
+        learn_final(usual, sizeof(usual), name, sizeof(name));
+        plant(usual, kinds[k]);
+        struct stat before, after;
+        assert_int_equal(lstat(usual, &before), 0);
+
+        struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+        struct deliver_result r;
+        struct cla_error e = {0};
+        deliver_past_squatter("/tmp/", 1001, &r);
+        assert_false(r.reused);
+        /* "/tmp/<usual stem>-<16 hex>.so" */
+        size_t stem = strlen(name) - 3;
+        const char *fb = strrchr(r.path, '/') + 1;
+        assert_int_equal(strlen(fb), stem + 1 + 16 + 3);
+        assert_int_equal(strncmp(fb, name, stem), 0);
+        assert_int_equal(fb[stem], '-');
+        assert_int_equal(strspn(fb + stem + 1, "0123456789abcdef"), 16);
+        assert_string_equal(fb + stem + 17, ".so");
+        char p[5000];
+        snprintf(p, sizeof(p), "%s/root%s", base, r.path);
+        struct stat st;
+        assert_int_equal(lstat(p, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(st.st_uid, 1000);
+        assert_int_equal(st.st_mode & 07777, 0444);
+        assert_true(holds_payload(p));
+        assert_int_equal(r.ino, (uint64_t)st.st_ino);
+
+        /* The squatter's entry: the same inode, owner, mode and time. */
+        assert_int_equal(lstat(usual, &after), 0);
+        assert_int_equal(after.st_ino, before.st_ino);
+        assert_int_equal(after.st_uid, 1001);
+        assert_int_equal(after.st_mode, before.st_mode);
+        assert_int_equal(after.st_ctim.tv_nsec, before.st_ctim.tv_nsec);
+        if (kinds[k] == SQUAT_SAME_BYTES)
+            assert_true(holds_payload(usual));
+
+        /* Again: the fallback of ours is found and reused, nothing new is created. */
+        struct deliver_result r2;
+        assert_int_equal(deliver_profiler(rootfd, &o, &r2, &e), 0);
+        assert_true(r2.reused && r2.squatted);
+        assert_string_equal(r2.path, r.path);
+        assert_int_equal(count_entries("root/tmp"), 2);
+
+        /* Undo after a refused load takes the fallback, never the squatter's entry. */
+        assert_int_equal(deliver_undo(rootfd, r.path, r.dev, r.ino, &e), 0);
+        assert_int_equal(lstat(p, &st), -1);
+        assert_int_equal(lstat(usual, &after), 0);
+        assert_int_equal(after.st_ino, before.st_ino);
+        assert_int_equal(count_entries("root/tmp"), 1);
+        if (kinds[k] == SQUAT_DIR)
+            assert_int_equal(rmdir(usual), 0);
+        else
+            assert_int_equal(unlink(usual), 0);
+    }
+    assert_int_equal(count_entries("helper-own"), 0); /* nothing through the squatter's link */
+}
+
+/* A fallback is reused only on the proof the usual name needs: the squatter's decoys under the
+ * fallback pattern (its own, or with other bytes) are passed over, and a fresh one is made. */
+static void test_squatter_decoys_not_reused(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the squatter's files are handed to uid 1001");
+    char usual[5000], name[256];
+    learn_final(usual, sizeof(usual), name, sizeof(name));
+    plant(usual, SQUAT_SAME_BYTES);
+    char decoy[5200];
+    snprintf(decoy, sizeof(decoy), "%.*s-0123456789abcdef.so", (int)strlen(usual) - 3, usual);
+    plant(decoy, SQUAT_SAME_BYTES);
+    /* The target's own uid, but other bytes: not ours either. */
+    char other[5200];
+    snprintf(other, sizeof(other), "%.*s-fedcba9876543210.so", (int)strlen(usual) - 3, usual);
+    FILE *f = fopen(other, "w");
+    fputs("other bytes", f);
+    fclose(f);
+    assert_int_equal(chmod(other, 0444), 0);
+    assert_int_equal(chown(other, 1000, 1000), 0);
+
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    assert_int_equal(deliver_profiler(rootfd, &o, &r, &e), 0);
+    assert_true(r.squatted);
+    assert_false(r.reused);
+    assert_null(strstr(r.path, "0123456789abcdef"));
+    assert_null(strstr(r.path, "fedcba9876543210"));
+    assert_int_equal(count_entries("root/tmp"), 4);
+}
+
+/* In a directory others may write without the sticky bit (the documented emptyDir, 0777), a
+ * co-tenant can rename the target's own files, or root's, over our name: an entry we would refuse
+ * there sends the profiler to a fallback name whoever owns it, and is left alone. The same
+ * entries in the sticky /tmp are refused (test_never_overwrites, check_planted). */
+static void test_shared_dir_any_conflict(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the planted file is handed to uid 1000");
+    char dir[600];
+    path_of(dir, sizeof(dir), "root/shared");
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(chmod(dir, 0777), 0);
+    char usual[5000], name[256];
+    learn_final(usual, sizeof(usual), name, sizeof(name));
+    char p[5200];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    for (int kind = 0; kind < 2; kind++) {
+        if (kind == 0) {
+            /* The target's own file with other bytes. */
+            FILE *f = fopen(p, "w");
+            fputs("the target's log", f);
+            fclose(f);
+            assert_int_equal(chown(p, 1000, 1000), 0);
+        } else {
+            assert_int_equal(mkfifo(p, 0644), 0); /* root's */
+        }
+        struct stat before, after, st;
+        assert_int_equal(lstat(p, &before), 0);
+        struct deliver_result r;
+        deliver_past_squatter("/shared/", kind == 0 ? 1000 : 0, &r);
+        assert_int_equal(strncmp(r.path, "/shared/libclrprobe-", 20), 0);
+        assert_int_equal(strlen(r.path), strlen("/shared/") + strlen(name) + 17);
+        char fb[5200];
+        snprintf(fb, sizeof(fb), "%s/root%s", base, r.path);
+        assert_true(holds_payload(fb));
+        assert_int_equal(lstat(p, &after), 0);
+        assert_int_equal(after.st_ino, before.st_ino);
+        assert_int_equal(after.st_size, before.st_size);
+        assert_int_equal(unlink(fb), 0);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(lstat(p, &st), -1);
+    }
+    assert_int_equal(rmdir(dir), 0);
+}
+
+/* The sweep's clock, set so that entries changed up to `old` are stale and later ones are not. */
+static void set_sweep_clock(int64_t old_ctime_ns)
+{
+    struct deliver_test_hooks h = {.now_ns =
+                                       old_ctime_ns + (int64_t)DELIVER_STALE_AFTER_S * 1000000000};
+    deliver_set_test_hooks(&h);
+}
+
+static int64_t ctime_ns(const char *p)
+{
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    return (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+}
+
+/* Makes `rel` under the target's /tmp: a file, a directory (with a read-only subdirectory and a
+ * file inside, as a delivery killed after filling leaves it) or a symlink, owned by `uid`.
+ * Returns its ctime after the last change. */
+static int64_t make_entry(const char *rel, char type, uid_t uid)
+{
+    char p[600], sub[700];
+    snprintf(p, sizeof(p), "%s/root/tmp/%s", base, rel);
+    if (type == 'f') {
+        int fd = open(p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "partial", 7), 7);
+        close(fd);
+    } else if (type == 'd') {
+        assert_int_equal(mkdir(p, 0700), 0);
+        snprintf(sub, sizeof(sub), "%s/lib", p);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        snprintf(sub, sizeof(sub), "%s/lib/libx.so", p);
+        int fd = open(sub, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(chown(sub, uid, uid), 0);
+        snprintf(sub, sizeof(sub), "%s/lib", p);
+        assert_int_equal(chown(sub, uid, uid), 0);
+        assert_int_equal(chmod(sub, 0555), 0);
+    } else {
+        char victim[600];
+        path_of(victim, sizeof(victim), "helper-own");
+        assert_int_equal(symlink(victim, p), 0);
+    }
+    assert_int_equal(lchown(p, uid, uid), 0);
+    return ctime_ns(p);
+}
+
+static bool exists_in_tmp(const char *rel)
+{
+    char p[600];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/root/tmp/%s", base, rel);
+    return lstat(p, &st) == 0;
+}
+
+#define HEX_A "0123456789abcdef"
+#define HEX_B "00112233445566ff"
+
+/*
+ * Temporaries left by killed deliveries are swept at the next delivery into the directory: only
+ * ours beyond doubt (our exact name pattern, the right type, the target's uid) and older than
+ * DELIVER_STALE_AFTER_S. Younger ones (a delivery at work), others' ones, other names and a
+ * symlink under our pattern stay, and nothing is followed through the link.
+ */
+static void test_sweep_stale_temporaries(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the entries are handed to uid 1000 and 1001");
+    char victim[600];
+    path_of(victim, sizeof(victim), "helper-own/keep");
+    assert_int_equal(mkdir(victim, 0755), 0);
+    static const struct {
+        const char *name;
+        char type;
+        uid_t uid;
+        bool swept;
+    } old[] = {
+        {".clrattach-" HEX_A "-" HEX_B ".tmp", 'f', 1000, true},
+        {".clrattach-" HEX_B "-" HEX_A ".tmpdir", 'd', 1000, true},
+        {".clrattach-" HEX_A "-" HEX_A ".tmp", 'f', 1001, false},    /* another uid's */
+        {".clrattach-" HEX_B "-" HEX_B ".tmpdir", 'd', 1001, false}, /* another uid's */
+        {".clrattach-" HEX_A "-" HEX_A ".tmpdir", 'l', 1000, false}, /* a symlink */
+        {".clrattach-" HEX_B "-" HEX_A ".tmp", 'l', 1000, false},    /* a symlink */
+        {".clrattach-" HEX_B "-" HEX_B ".tmp", 'd', 1000, false},    /* not a file */
+        {".clrattach-" HEX_A "-" HEX_B ".tmpdir", 'f', 1000, false}, /* not a directory */
+        {".clrattach-0123456789ABCDEF-" HEX_B ".tmp", 'f', 1000, false},
+        {".clrattach-" HEX_A "-" HEX_B ".tmpx", 'f', 1000, false},
+        {".clrattach-" HEX_A ".tmp", 'f', 1000, false},
+        {"clrattach-" HEX_A "-" HEX_B ".tmp", 'f', 1000, false},
+        {"app-data.tmp", 'f', 1000, false},
+    };
+    int64_t newest_old = 0;
+    for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
+        int64_t c = make_entry(old[i].name, old[i].type, old[i].uid);
+        newest_old = c > newest_old ? c : newest_old;
+    }
+    /* Young ones: changed after the clock's bound. The kernel's timestamps are coarse. */
+    usleep(50000);
+    const char *young[] = {".clrattach-fedcba9876543210-" HEX_B ".tmp",
+                           ".clrattach-fedcba9876543210-" HEX_A ".tmpdir"};
+    for (size_t i = 0; i < 2; i++)
+        assert_true(make_entry(young[i], i ? 'd' : 'f', 1000) > newest_old);
+
+    set_sweep_clock(newest_old);
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    struct deliver_result r;
+    struct cla_error e = {0};
+    int rc = deliver_profiler(rootfd, &o, &r, &e);
+    deliver_set_test_hooks(NULL);
+    if (rc != 0)
+        fail_msg("%d: %s", rc, e.msg);
+    for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++)
+        if (exists_in_tmp(old[i].name) == old[i].swept)
+            fail_msg("'%s' (%c, uid %u) %s", old[i].name, old[i].type, (unsigned)old[i].uid,
+                     old[i].swept ? "was left" : "was removed");
+    for (size_t i = 0; i < 2; i++)
+        if (!exists_in_tmp(young[i]))
+            fail_msg("young '%s' was removed", young[i]);
+    assert_int_equal(access(victim, F_OK), 0); /* nothing through the links */
+    assert_int_equal(rmdir(victim), 0);
+}
+
+/* One sweep removes at most DELIVER_SWEEP_REMOVE_MAX entries; the next one goes on. */
+static void test_sweep_bounded(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the entries are handed to uid 1000");
+    const int n = DELIVER_SWEEP_REMOVE_MAX + 5;
+    int64_t newest = 0;
+    for (int i = 0; i < n; i++) {
+        char name[96];
+        snprintf(name, sizeof(name), ".clrattach-" HEX_A "-%016x.tmp", (unsigned)i);
+        int64_t c = make_entry(name, 'f', 1000);
+        newest = c > newest ? c : newest;
+    }
+    set_sweep_clock(newest);
+    struct cla_error e = {0};
+    int removed = deliver_sweep(rootfd, "/tmp", 1000, NULL, &e);
+    assert_int_equal(removed, DELIVER_SWEEP_REMOVE_MAX);
+    assert_int_equal(count_entries("root/tmp"), 5);
+    assert_int_equal(deliver_sweep(rootfd, "/tmp", 1000, NULL, &e), 5);
+    deliver_set_test_hooks(NULL);
+    assert_int_equal(count_entries("root/tmp"), 0);
+}
+
+/* The hook for a run that must stop mid-way, or its parent: a nonce chosen before the delivery
+ * names its temporary, and deliver_sweep() with it removes that run's temporaries however young,
+ * and only those. */
+static void seen_tmp(int dirfd, const char *tmp_name, void *arg)
+{
+    (void)dirfd;
+    snprintf(arg, 96, "%s", tmp_name);
+}
+
+static void test_nonce_names_and_sweeps(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("the entries are handed to uid 1000");
+    char nonce[DELIVER_NONCE_LEN + 1], tmp[96] = "";
+    assert_int_equal(deliver_new_nonce(nonce), 0);
+    assert_int_equal(strlen(nonce), DELIVER_NONCE_LEN);
+    struct deliver_test_hooks h = {.before_publish = seen_tmp, .arg = tmp};
+    deliver_set_test_hooks(&h);
+    struct deliver_opts o = opts("/tmp/", payload, sizeof(payload));
+    o.nonce = nonce;
+    struct deliver_result r;
+    struct cla_error e = {0};
+    assert_int_equal(deliver_profiler(rootfd, &o, &r, &e), 0);
+    deliver_set_test_hooks(NULL);
+    char want[96];
+    snprintf(want, sizeof(want), ".clrattach-%.16s-%s.tmp", r.sha256, nonce);
+    assert_string_equal(tmp, want);
+    o.nonce = "not-hex-at-all!!";
+    assert_int_equal(deliver_profiler(rootfd, &o, &r, &e), -EINVAL);
+
+    /* As a killed run leaves them: this run's file and tree, young; another run's, young too. */
+    char mine_f[96], mine_d[96], other[96];
+    snprintf(mine_f, sizeof(mine_f), ".clrattach-" HEX_A "-%s.tmp", nonce);
+    snprintf(mine_d, sizeof(mine_d), ".clrattach-" HEX_B "-%s.tmpdir", nonce);
+    snprintf(other, sizeof(other), ".clrattach-" HEX_A "-" HEX_B ".tmp");
+    make_entry(mine_f, 'f', 1000);
+    make_entry(mine_d, 'd', 1000);
+    make_entry(other, 'f', 1000);
+    assert_int_equal(deliver_sweep(rootfd, "/tmp", 1000, nonce, &e), 4);
+    assert_false(exists_in_tmp(mine_f));
+    assert_false(exists_in_tmp(mine_d));
+    assert_true(exists_in_tmp(other));
+    assert_int_equal(deliver_sweep(rootfd, "/tmp", 1000, "xyz", &e), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -656,6 +1039,12 @@ int main(void)
         cmocka_unit_test_teardown(test_swap_same_bytes_before_link, clean_tmp),
         cmocka_unit_test_teardown(test_swap_fifo_before_rename, clean_tmp),
         cmocka_unit_test_teardown(test_publish_by_rename, clean_tmp),
+        cmocka_unit_test_teardown(test_squatter_gets_fallback, clean_tmp),
+        cmocka_unit_test_teardown(test_squatter_decoys_not_reused, clean_tmp),
+        cmocka_unit_test_teardown(test_shared_dir_any_conflict, clean_tmp),
+        cmocka_unit_test_teardown(test_sweep_stale_temporaries, clean_tmp),
+        cmocka_unit_test_teardown(test_sweep_bounded, clean_tmp),
+        cmocka_unit_test_teardown(test_nonce_names_and_sweeps, clean_tmp),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
