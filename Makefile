@@ -167,10 +167,10 @@ test-image: image
 unit: $(UNIT_BINS) all
 	tests/run-unit.sh $(UNIT_BINS)
 
-e2e: all target profiler-musl vendorprof clrie $(NO_OPENAT2)
+e2e: all target profiler-musl vendorprof $(NO_OPENAT2)
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof clrie $(REPLAY_BINS) \
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof $(REPLAY_BINS) \
       $(FUZZ_BINS) $(NO_OPENAT2) $(ARM64_TEST_DEPS) static-arm64 image
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 ARM64_UNIT_BINS="$(ARM64_UNIT_BINS)" \

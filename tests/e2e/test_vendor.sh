@@ -1,19 +1,16 @@
 #!/usr/bin/env bash
 # Profilers shaped like real vendor ones, against a real runtime. tests/vendorprof/ builds a
 # profiler that finds its config beside itself (dladdr), needs a helper through RUNPATH
-# $ORIGIN/lib, and can fail or crash the app after a failed attach; the CLR Instrumentation
-# Engine is restored from NuGet (make clrie) and attached from its package root. Each case checks
-# the outcome, what the target's view holds, and what the profiler itself wrote.
+# $ORIGIN/lib, and can fail or crash the app after a failed attach. Each case checks the outcome,
+# what the target's view holds, and what the profiler itself wrote. No vendor's binary is used:
+# only open-source packages may enter the tests, and the vendor shape is ours (tests/vendorprof).
 . "$(dirname "$0")/lib.sh"
 require_env
 
 VP="$ROOT/$BUILD/vendorprof"
 VP_CLSID='{7C1E4B52-3A9D-4F60-B8E2-5D0A91C36F17}'
-CLRIE_PKG="$ROOT/$BUILD/nuget/microsoft.testing.extensions.codecoverage/18.12.0"
-CLRIE_CLSID='{324F817A-7420-4E6D-B3C1-143FBED6D855}'
-for f in "$VP/libvendorprof.so" "$VP/lib/libvendorhelper.so" "$VP/vendor.conf" \
-    "$CLRIE_PKG/runtimes/linux-x64/native/libInstrumentationEngine.so"; do
-    [ -e "$f" ] || { echo "FAIL vendor-prerequisites: $f missing (make vendorprof clrie)"; exit 1; }
+for f in "$VP/libvendorprof.so" "$VP/lib/libvendorhelper.so" "$VP/vendor.conf"; do
+    [ -e "$f" ] || { echo "FAIL vendor-prerequisites: $f missing (make vendorprof)"; exit 1; }
 done
 
 # vp_report PID PATH: the vendor profiler's report in the target (JSON), waited for briefly.
@@ -193,29 +190,15 @@ if start_target vendor-stdin --pidns; then
     fi
 fi
 
-# 9. The CLR Instrumentation Engine from its NuGet package root, its plugin named by config in
-# the delivered directory ({dir}). Proof: its log file in the target, the plugin mapped.
-if start_target vendor-clrie --pidns --uid 1000 --env MicrosoftInstrumentationEngine_LogLevel=All \
-    --env MicrosoftInstrumentationEngine_FileLogPath=/tmp/clrie/ --pre "mkdir -m 1777 -p /tmp/clrie"; then
-    P=$TARGET_PID
-    XML='<InstrumentationEngineConfiguration><InstrumentationMethods><AddInstrumentationMethod ConfigPath="{dir}/Cov_x64.config"/></InstrumentationMethods></InstrumentationEngineConfiguration>'
-    clr attach --pid "$P" --profiler "$CLRIE_PKG" --entry libInstrumentationEngine.so \
-        --clsid "$CLRIE_CLSID" --client-data "$XML" -o json
-    sleep 1
-    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" variant)" = linux-x64 ] &&
-        grep -q "libInstrumentationEngine.so" "/proc/$P/maps" &&
-        grep -q "libCoverageInstrumentationMethod.so" "/proc/$P/maps" &&
-        [ -n "$(ls "/proc/$P/root/tmp/clrie/" 2>/dev/null)" ]; then
-        ok "vendor-clrie-nuget (engine and plugin mapped, log $(ls "/proc/$P/root/tmp/clrie/"))"
-    else
-        fail "vendor-clrie-nuget" "exit $RC $(cat "$OUT" "$ERR"; grep -c Instrumentation "/proc/$P/maps")"
-    fi
-fi
-# Without --entry the two exporters of the package are named.
-clr attach --pid 1 --profiler "$CLRIE_PKG" --clsid "$CLRIE_CLSID"
-[ $RC -eq 2 ] && grep -q "libCoverageInstrumentationMethod.so, libInstrumentationEngine.so" "$ERR" &&
-    grep -q -- "--entry" "$ERR" && ok "vendor-clrie-entry-candidates" ||
-    fail "vendor-clrie-entry-candidates" "exit $RC $(cat "$ERR")"
+# 9. A package with two libraries that export DllGetClassObject (an engine and its plugin, as
+# instrumentation engines ship): without --entry both are named and nothing is sent.
+mkdir -p "$WORK/two/plugins"
+cp -a "$VP/." "$WORK/two/"
+cp "$VP/libvendorprof.so" "$WORK/two/plugins/libvendorplugin.so"
+clr attach --pid 1 --profiler "$WORK/two" --clsid "$VP_CLSID"
+[ $RC -eq 2 ] && grep -q "libvendorprof.so, plugins/libvendorplugin.so" "$ERR" &&
+    grep -q -- "--entry" "$ERR" && ok "vendor-entry-candidates" ||
+    fail "vendor-entry-candidates" "exit $RC $(cat "$ERR")"
 
 # 10. --startup cannot carry client data: refused, and said why.
 clr attach --pid 1 --profiler "$VP" --clsid "$VP_CLSID" --startup --client-data x

@@ -22,16 +22,3 @@ $(VENDORPROF_DIR)/libvendorprof.so: tests/vendorprof/vendorprof.c tests/vendorpr
 $(VENDORPROF_DIR)/vendor.conf: tests/vendorprof/vendor.conf
 	@mkdir -p $(dir $@)
 	cp $< $@
-
-# A real vendor profiler from NuGet (the CLR Instrumentation Engine), restored once into
-# $(BUILD)/nuget; the package root is what `--profiler` is given in tests/e2e/test_vendor.sh.
-CLRIE_PKG := $(BUILD)/nuget/microsoft.testing.extensions.codecoverage/18.12.0
-
-.PHONY: clrie
-clrie: $(CLRIE_PKG)/.restored
-
-$(CLRIE_PKG)/.restored: tests/vendorprof/clrie/ClrieRestore.csproj
-	dotnet restore tests/vendorprof/clrie/ClrieRestore.csproj --packages $(BUILD)/nuget \
-	    -p:BaseIntermediateOutputPath=$(abspath $(BUILD))/clrie-obj/ --nologo -v q
-	test -f $(CLRIE_PKG)/runtimes/linux-x64/native/libInstrumentationEngine.so
-	touch $@
