@@ -133,8 +133,6 @@ static int setup_handle(struct session *s, struct cla_error *e)
     return 0;
 }
 
-/* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
- * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
 /* The request's headers into *ret (caller frees, also on failure): the token, JSON, and the
  * body's media type. Returns false when out of memory. */
 static bool build_headers(const char *auth, const char *body, bool patch, struct curl_slist **ret)
@@ -167,6 +165,8 @@ static void read_reply_info(CURL *c, struct reply *r)
         r->retry_after_s = ra > K8S_RETRY_AFTER_MAX_S ? K8S_RETRY_AFTER_MAX_S : (long)ra;
 }
 
+/* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
+ * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
 static void do_request(struct session *s, const char *method, const char *path, const char *body,
                        struct reply *r)
 {
@@ -332,8 +332,7 @@ static int http_error(const struct session *s, const char *what, const struct re
 {
     char detail[CLA_ERR_MSG_MAX];
     struct k8s_status st;
-    struct cla_error perr = {0};
-    if (r->json && r->body && k8s_status_parse(r->body, r->len, &st, &perr) == 0) {
+    if (r->json && r->body && k8s_status_parse(r->body, r->len, &st, NULL) == 0) {
         k8s_status_describe(&st, detail, sizeof(detail));
     } else {
         /* Text bodies (APF's 429, proxies) are shown cut and with control bytes masked. */

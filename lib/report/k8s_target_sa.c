@@ -56,8 +56,7 @@ int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct
     /* The namespace file is optional (an older kubelet, a projected volume without it): any
      * failure leaves namespace_ empty and the caller takes the namespace from elsewhere. */
     {
-        struct cla_error ne = {0};
-        _cleanup_close_ int nfd = open_file(rootfd, "namespace", &ne);
+        _cleanup_close_ int nfd = open_file(rootfd, "namespace", NULL);
         char *buf;
         size_t len;
         if (nfd >= 0 && util_read_all(nfd, K8S_LABEL_MAX + 8, &buf, &len) == 0) {
