@@ -178,3 +178,27 @@ int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const 
         return err_set(e, -EPROTO, "k8s: malformed pod reply: %s", bad);
     return 0;
 }
+
+int k8s_event_reply_check(const char *buf, size_t len, const char *want_name, struct cla_error *e)
+{
+    if (len > K8S_RESPONSE_MAX)
+        return err_set(e, -E2BIG, "k8s: Event reply of %zu bytes is above the cap", len);
+    json_error_t jerr;
+    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return err_set(e, -EPROTO, "k8s: Event reply is not JSON: %s", jerr.text);
+    const char *bad = NULL;
+    json_t *meta = json_object_get(root, "metadata");
+    const char *kind = json_string_value(json_object_get(root, "kind"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!json_is_object(root) || !kind || strcmp(kind, "Event") != 0)
+        bad = "kind is not Event";
+    else if (!json_is_object(meta) || !name)
+        bad = "metadata without name";
+    else if (strcmp(name, want_name) != 0)
+        bad = "reply is about another Event";
+    json_decref(root);
+    if (bad)
+        return err_set(e, -EPROTO, "k8s: malformed Event reply: %s", bad);
+    return 0;
+}

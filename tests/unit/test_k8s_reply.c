@@ -188,13 +188,61 @@ static void test_pod_parse(void **state)
     assert_int_equal(k8s_pod_parse_uid(good, K8S_RESPONSE_MAX + 1, "p", "n", uid, &e), -E2BIG);
 }
 
+/* Only the Event that was sent, in JSON, shows a create or a series PATCH stored: a proxy's
+ * page, a body cut short, a Status or another object does not count as a reported Event. */
+static void test_event_reply(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    const char *name = "orders-api-1.18d75b842b4ecd15";
+    const char *good = "{\"kind\":\"Event\",\"apiVersion\":\"events.k8s.io/v1\",\"metadata\":"
+                       "{\"name\":\"orders-api-1.18d75b842b4ecd15\",\"namespace\":\"shop\"}}";
+    assert_int_equal(k8s_event_reply_check(good, strlen(good), name, &e), 0);
+    const char *core = "{\"kind\":\"Event\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
+                       "\"orders-api-1.18d75b842b4ecd15\"},\"series\":{\"count\":2}}";
+    assert_int_equal(k8s_event_reply_check(core, strlen(core), name, &e), 0);
+    static const struct {
+        const char *body, *why;
+    } bad[] = {
+        {"", "not JSON"},
+        {"garbage", "not JSON"},
+        {"<html><body>OK</body></html>", "not JSON"},
+        {"{\"kind\":\"Event\",\"metadata\":{\"name\":\"orders-api-1.18d75b842b4ecd15\"}",
+         "not JSON"},
+        {"[]", "kind is not Event"},
+        {"{}", "kind is not Event"},
+        {"{\"kind\":\"Status\",\"code\":201}", "kind is not Event"},
+        {"{\"kind\":7,\"metadata\":{\"name\":\"x\"}}", "kind is not Event"},
+        {"{\"kind\":\"Event\"}", "metadata without name"},
+        {"{\"kind\":\"Event\",\"metadata\":{\"name\":5}}", "metadata without name"},
+        {"{\"kind\":\"Event\",\"metadata\":{\"name\":\"orders-api-1.1\"}}", "another Event"},
+        {"{\"kind\":\"Event\",\"kind\":\"Event\",\"metadata\":{\"name\":"
+         "\"orders-api-1.18d75b842b4ecd15\"}}",
+         "not JSON"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err_clear(&e);
+        assert_int_equal(k8s_event_reply_check(bad[i].body, strlen(bad[i].body), name, &e),
+                         -EPROTO);
+        if (!strstr(e.msg, bad[i].why))
+            fail_msg("'%s': %s", bad[i].body, e.msg);
+    }
+    size_t len;
+    char *b = slurp("status_409_exists.json", &len);
+    assert_int_equal(k8s_event_reply_check(b, len, name, &e), -EPROTO);
+    free(b);
+    b = slurp("pod_get.json", &len);
+    assert_int_equal(k8s_event_reply_check(b, len, name, &e), -EPROTO);
+    free(b);
+    assert_int_equal(k8s_event_reply_check(good, K8S_RESPONSE_MAX + 1, name, &e), -E2BIG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_fixtures),
-        cmocka_unit_test(test_status_malformed),
-        cmocka_unit_test(test_status_huge),
-        cmocka_unit_test(test_pod_parse),
+        cmocka_unit_test(test_status_fixtures), cmocka_unit_test(test_status_malformed),
+        cmocka_unit_test(test_status_huge),     cmocka_unit_test(test_pod_parse),
+        cmocka_unit_test(test_event_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
