@@ -76,6 +76,10 @@
 #define K8S_RETRY_AFTER_MAX_S  30                /* larger Retry-After values are clamped */
 #define K8S_ATTEMPT_LOG_MAX    16                /* attempts recorded in a report outcome */
 
+/* A CA bundle read from a target's service account (k8s_target_sa.c), which TLS reads whole:
+ * a cluster's holds a few certificates of about 1 KiB. */
+#define K8S_CA_FILE_MAX (1024 * 1024)
+
 /* Event series (k8s_report_event_dedup): the cache is a fixed array scanned linearly, so its
  * size bounds both memory and the cost of a lookup in a long-running `clrattach watch`. */
 #define K8S_SERIES_MAX     64  /* distinct keys remembered; the oldest is evicted */

@@ -130,6 +130,26 @@ assert r["name"] == "orders-eph" and r["namespace"] == "shop" and r["uid"], r
 '; then ok "event-ephemeral-uses-target-sa"; else fail "event-ephemeral-uses-target-sa" "exit $RC $(cat "$ERR")"; fi
 fi
 
+# The same, but the app (uid 1000) links its token to a file only root may read, which holds a
+# token the server accepts: read as the app's user, it is refused, nothing is sent, and the
+# attach itself goes on (Events auto).
+if start_target ephemeral-hostile --pidns --uid 1000 \
+    --pre "mkdir -p /run/secrets && mount -t tmpfs tmpfs /run/secrets && mkdir -p $SA/..2026_11_23 && cp '$WORK/token' /run/secrets/root-token && chmod 0600 /run/secrets/root-token && cp '$CA' $SA/..2026_11_23/ca.crt && echo shop >$SA/..2026_11_23/namespace && ln -s ..2026_11_23 $SA/..data && ln -s /run/secrets/root-token $SA/token && ln -s ..data/ca.crt $SA/ca.crt && ln -s ..data/namespace $SA/namespace"; then
+    P=$TARGET_PID
+    ctl POST /_test/reset >/dev/null
+    OUT="$WORK/out.eph2" ERR="$WORK/err.eph2"
+    env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" HOSTNAME=orders-eph KUBERNETES_SERVICE_HOST=127.0.0.1 \
+        KUBERNETES_SERVICE_PORT="$(cat "$WORK/port")" "$CLRATTACH" attach --pid "$P" \
+        --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json >"$OUT" 2>"$ERR"
+    RC=$?
+    if [ $RC -eq 0 ] && [ "$(ctl GET /_test/requests)" = "[]" ] && events_check 'assert ev == [], ev' &&
+        grep -q "service account.*token.*Permission denied" "$ERR"; then
+        ok "event-ephemeral-token-read-as-target"
+    else
+        fail "event-ephemeral-token-read-as-target" "exit $RC $(cat "$ERR") $(ctl GET /_test/requests)"
+    fi
+fi
+
 # Watch mode: two runtimes attached alike are one Event with a series of 2, not two Events;
 # each report goes to the API as it happens (the second as a merge PATCH of the first).
 ctl POST /_test/reset >/dev/null
