@@ -96,9 +96,12 @@
 #define ELF_RUNPATH_MAX     1023  /* bytes of DT_RUNPATH/DT_RPATH kept */
 #define ELF_MAX_HASH_STEPS  65536 /* symbols compared in one hash-chain walk (dlsym's lookup) */
 
-/* The loader search list of lib/ldsearch.c: directories and the bytes holding them. */
+/* The loader search list of lib/profset/ldsearch.c: directories and the bytes holding them, per
+ * list (LD_LIBRARY_PATH, the run path, the musl path file, the default directories); entries past
+ * them are reported as not checked, never refused. */
 #define LDSEARCH_MAX_DIRS 64
 #define LDSEARCH_BUF      8192
+#define LDSEARCH_LISTS    4
 
 /* Bytes of a file a caller reads for elfinfo. Linkers may put PT_DYNAMIC near the end of the
  * ELF image (libcoreclr.so: 7 MiB, dynamic section at 6.6 MiB), so a short prefix is not enough;
