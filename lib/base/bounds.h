@@ -88,6 +88,10 @@
 #define K8S_RETRY_AFTER_MAX_S  30                /* larger Retry-After values are clamped */
 #define K8S_ATTEMPT_LOG_MAX    16                /* attempts recorded in a report outcome */
 
+/* A CA bundle read from a target's service account (k8s_target_sa.c), which TLS reads whole:
+ * a cluster's holds a few certificates of about 1 KiB. */
+#define K8S_CA_FILE_MAX (1024 * 1024)
+
 /* Event series (k8s_report_event_dedup): the cache is a fixed array scanned linearly, so its
  * size bounds both memory and the cost of a lookup in a long-running `clrattach watch`. */
 #define K8S_SERIES_MAX     64  /* distinct keys remembered; the oldest is evicted */
@@ -104,9 +108,12 @@
 #define ELF_RUNPATH_MAX     1023  /* bytes of DT_RUNPATH/DT_RPATH kept */
 #define ELF_MAX_HASH_STEPS  65536 /* symbols compared in one hash-chain walk (dlsym's lookup) */
 
-/* The loader search list of lib/ldsearch.c: directories and the bytes holding them. */
+/* The loader search list of lib/profset/ldsearch.c: directories and the bytes holding them, per
+ * list (LD_LIBRARY_PATH, the run path, the musl path file, the default directories); entries past
+ * them are reported as not checked, never refused. */
 #define LDSEARCH_MAX_DIRS 64
 #define LDSEARCH_BUF      8192
+#define LDSEARCH_LISTS    4
 
 /* Bytes of a file a caller reads for elfinfo. Linkers may put PT_DYNAMIC near the end of the
  * ELF image (libcoreclr.so: 7 MiB, dynamic section at 6.6 MiB), so a short prefix is not enough;

@@ -117,11 +117,12 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
         .musl_path = c->musl_path,
         .musl_path_len = c->musl_path_len,
     };
-    /* On the heap: with every directory's text (LDSEARCH_BUF) it is over 8 KiB. */
+    /* On the heap: with every directory's text (LDSEARCH_BUF per list) it is over 32 KiB. */
     struct ld_search *s = malloc(sizeof(*s));
     if (!s)
         return err_set(e, -ENOMEM, "out of memory");
-    int r = ldsearch_dirs(&rq, s, e);
+    ldsearch_dirs(&rq, s);
+    int r = 0;
     /* Only for the message; a long search list is cut and marked with "...". */
     char looked[300];
     size_t used = 0;
@@ -149,6 +150,17 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
         if (exists_in_root(in->rootfd, path))
             goto found;
     }
+    /* Past the caps some directories were never looked in: the miss is told as what it is, a
+     * miss in the places checked, and the attach can still be sent on the operator's word (the
+     * hint). */
+    char verdict[200];
+    if (s->unchecked)
+        snprintf(verdict, sizeof(verdict),
+                 "which is in none of the places checked (%zu %s entries not checked: each list "
+                 "is checked up to %d directories and %d bytes)",
+                 s->unchecked, s->unchecked_why, LDSEARCH_MAX_DIRS, LDSEARCH_BUF);
+    else
+        snprintf(verdict, sizeof(verdict), "which the target's loader would not find");
     free(s);
     if (r < 0)
         return r;
@@ -159,9 +171,9 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
     render_text(name, strlen(name), name_shown, sizeof(name_shown));
     render_text(looked, strlen(looked), looked_shown, sizeof(looked_shown));
     err_set(e, -ENOENT,
-            "%s needs %s (DT_NEEDED), which the target's loader would not find: not mapped in "
-            "the target, not in %s%s, nor beside the %zu libraries it has mapped",
-            who_shown, name_shown, looked_shown, used >= sizeof(looked) - 1 ? "..." : "",
+            "%s needs %s (DT_NEEDED), %s: not mapped in the target, not in %s%s, nor beside the "
+            "%zu libraries it has mapped",
+            who_shown, name_shown, verdict, looked_shown, used >= sizeof(looked) - 1 ? "..." : "",
             c->n_mapped);
     return err_hint(e,
                     "ship %s with the profiler (a profiler directory, found through RUNPATH "

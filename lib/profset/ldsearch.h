@@ -25,9 +25,13 @@
 
 struct ld_search {
     size_t n;
-    const char *dir[LDSEARCH_MAX_DIRS]; /* absolute, without a trailing '/'; point into buf */
-    const char *why[LDSEARCH_MAX_DIRS]; /* "RUNPATH", "RPATH", "LD_LIBRARY_PATH", "default" */
-    char buf[LDSEARCH_BUF];
+    const char *dir[LDSEARCH_LISTS * LDSEARCH_MAX_DIRS]; /* absolute, without a trailing '/';
+                                                            point into buf */
+    const char *why[LDSEARCH_LISTS * LDSEARCH_MAX_DIRS]; /* "RUNPATH", "RPATH",
+                                                            "LD_LIBRARY_PATH", "default" */
+    size_t unchecked;                                    /* entries left out at their list's caps */
+    const char *unchecked_why; /* the first list that had such an entry, NULL when none */
+    char buf[LDSEARCH_LISTS * LDSEARCH_BUF];
 };
 
 struct ld_request {
@@ -44,9 +48,11 @@ struct ld_request {
 
 /* Fills *ret with the directories to search, in order, duplicates dropped. Entries that are
  * relative, empty, or use a dynamic string token other than $ORIGIN ($LIB, $PLATFORM: they
- * depend on the loader's build) are skipped, as they cannot be checked from outside. Returns 0,
- * or -E2BIG when the list would exceed its caps. */
-int ldsearch_dirs(const struct ld_request *rq, struct ld_search *ret, struct cla_error *e);
+ * depend on the loader's build) are skipped, as they cannot be checked from outside. Each list
+ * gives at most LDSEARCH_MAX_DIRS directories and LDSEARCH_BUF bytes: the entries past that (a
+ * Nix or conda LD_LIBRARY_PATH has hundreds), and one longer than TARGET_PATH_MAX, are left out
+ * and counted in ret->unchecked; the lists after a long one are still searched. */
+void ldsearch_dirs(const struct ld_request *rq, struct ld_search *ret);
 
 /* The loader's name for the musl path file's architecture ("x86_64", "aarch64", "armhf",
  * "i386"), NULL for an unknown one. */

@@ -133,8 +133,6 @@ static int setup_handle(struct session *s, struct cla_error *e)
     return 0;
 }
 
-/* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
- * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
 /* The request's headers into *ret (caller frees, also on failure): the token, JSON, and the
  * body's media type. Returns false when out of memory. */
 static bool build_headers(const char *auth, const char *body, bool patch, struct curl_slist **ret)
@@ -167,6 +165,8 @@ static void read_reply_info(CURL *c, struct reply *r)
         r->retry_after_s = ra > K8S_RETRY_AFTER_MAX_S ? K8S_RETRY_AFTER_MAX_S : (long)ra;
 }
 
+/* One exchange on the kept handle (keep-alive across retries): GET without a body, POST or
+ * PATCH with one. PATCH rides on libcurl's POST machinery with the method name replaced. */
 static void do_request(struct session *s, const char *method, const char *path, const char *body,
                        struct reply *r)
 {
@@ -325,23 +325,26 @@ static int send_with_retries(struct session *s, const char *method, const char *
     return 0;
 }
 
-/* The error for a final non-2xx answer, with the Status message and causes when the body is
- * a JSON Status. */
+/* Text bodies (APF's 429, proxies) are shown cut and with control bytes masked. */
+static void body_excerpt(const struct reply *r, char detail[static 161])
+{
+    size_t n = k8s_utf8_copy(r->body ? r->body : "", 160, detail);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)detail[i] < 0x20 || detail[i] == 0x7f)
+            detail[i] = ' ';
+}
+
+/* The error for a final answer other than the one expected, with the Status message and causes
+ * when the body is a JSON Status. */
 static int http_error(const struct session *s, const char *what, const struct reply *r,
                       struct cla_error *e)
 {
     char detail[CLA_ERR_MSG_MAX];
     struct k8s_status st;
-    struct cla_error perr = {0};
-    if (r->json && r->body && k8s_status_parse(r->body, r->len, &st, &perr) == 0) {
+    if (r->json && r->body && k8s_status_parse(r->body, r->len, &st, NULL) == 0)
         k8s_status_describe(&st, detail, sizeof(detail));
-    } else {
-        /* Text bodies (APF's 429, proxies) are shown cut and with control bytes masked. */
-        size_t n = k8s_utf8_copy(r->body ? r->body : "", 160, detail);
-        for (size_t i = 0; i < n; i++)
-            if ((unsigned char)detail[i] < 0x20 || detail[i] == 0x7f)
-                detail[i] = ' ';
-    }
+    else
+        body_excerpt(r, detail);
     int code;
     switch (r->status) {
     case 400:
@@ -368,7 +371,35 @@ static int http_error(const struct session *s, const char *what, const struct re
     else if (r->status == 401)
         err_hint(e, "the token in '%s' is not accepted, even after re-reading it",
                  s->cfg->token_path);
+    else if (r->status >= 200 && r->status < 300)
+        err_hint(e,
+                 "the API server answers a create with 201 and a series PATCH with 200: is "
+                 "something else answering at %s?",
+                 s->cfg->api_url);
     return code;
+}
+
+/* Whether the answer to a create (201) or a series PATCH (200) shows `name` stored: only the
+ * Event itself, in JSON, does. A proxy's page or a reply cut short proves nothing, and a report
+ * counted as done on it would never be retried or noticed. */
+static int stored_event(const struct session *s, const char *what, const struct reply *r,
+                        const char *name, struct cla_error *e)
+{
+    char detail[161];
+    int rc;
+    if (r->json) {
+        rc = k8s_event_reply_check(r->body ? r->body : "", r->len, name, e);
+        if (rc < 0)
+            err_prefix(e, "%s: HTTP %ld", what, r->status);
+    } else {
+        body_excerpt(r, detail);
+        rc = err_set(e, -EPROTO, "k8s: %s: HTTP %ld with a body that is not JSON: %s", what,
+                     r->status, detail);
+    }
+    if (rc < 0)
+        err_hint(e, "the Event is not counted as reported: is something else answering at %s?",
+                 s->cfg->api_url);
+    return rc;
 }
 
 /* Without the uid an Event is stored but never shown by `kubectl describe pod`, so a failed
@@ -432,9 +463,9 @@ static int post_event(struct session *s, const struct k8s_pod_ref *pod,
     snprintf(what, sizeof(what), "POST %s", path);
     if ((ret = send_with_retries(s, "POST", path, body, r, &maybe_sent, e)) < 0)
         return ret;
-    /* A create answers 201; 200 is accepted too, as client-go does for any 2xx. */
-    if (r->status == 201 || r->status == 200)
-        return 0;
+    /* The apiserver answers every create with 201 Created and the object stored. */
+    if (r->status == 201)
+        return stored_event(s, what, r, s->out->event_name, e);
     /* Our own earlier try was stored but its answer lost: the recorders treat this as done. */
     if (r->status == 409 && maybe_sent)
         return 0;
@@ -539,8 +570,8 @@ static int patch_series(struct session *s, const struct k8s_series_head *se,
     snprintf(s->out->event_name, sizeof(s->out->event_name), "%s", se->name);
     if ((rc = send_with_retries(s, "PATCH", path, body, &r, &maybe_sent, e)) < 0)
         goto out;
-    if (r.status == 200 || r.status == 201)
-        rc = 0;
+    if (r.status == 200)
+        rc = stored_event(s, what, &r, se->name, e);
     else if (r.status == 404)
         /* The apiserver drops Events after its --event-ttl (1 h by default), and anyone may
          * delete one; client-go then creates a new Event, and so do we. */

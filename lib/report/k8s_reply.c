@@ -142,24 +142,46 @@ size_t k8s_status_describe(const struct k8s_status *st, char *buf, size_t size)
     return off < size ? off : size - 1;
 }
 
-int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const char *want_ns,
-                      char *ret_uid, struct cla_error *e)
+/* Loads a reply of `len` bytes whose kind must be `kind` (the message calls it `what`): the
+ * object in *ret (caller decrefs), -E2BIG above K8S_RESPONSE_MAX, -EPROTO. */
+static int load_reply(const char *buf, size_t len, const char *kind, const char *what, json_t **ret,
+                      struct cla_error *e)
 {
     if (len > K8S_RESPONSE_MAX)
-        return err_set(e, -E2BIG, "k8s: pod reply of %zu bytes is above the cap", len);
+        return err_set(e, -E2BIG, "k8s: %s reply of %zu bytes is above the cap", what, len);
     json_error_t jerr;
     json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return err_set(e, -EPROTO, "k8s: pod reply is not JSON: %s", jerr.text);
+        return err_set(e, -EPROTO, "k8s: %s reply is not JSON: %s", what, jerr.text);
+    const char *k = json_string_value(json_object_get(root, "kind"));
+    if (!json_is_object(root) || !k || strcmp(k, kind) != 0) {
+        json_decref(root);
+        return err_set(e, -EPROTO, "k8s: malformed %s reply: kind is not %s", what, kind);
+    }
+    *ret = root;
+    return 0;
+}
+
+/* Releases a reply load_reply() gave and turns `bad` (NULL when it passed) into the result. */
+static int reply_done(json_t *root, const char *what, const char *bad, struct cla_error *e)
+{
+    json_decref(root);
+    return bad ? err_set(e, -EPROTO, "k8s: malformed %s reply: %s", what, bad) : 0;
+}
+
+int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const char *want_ns,
+                      char *ret_uid, struct cla_error *e)
+{
+    json_t *root;
+    int r = load_reply(buf, len, "Pod", "pod", &root, e);
+    if (r < 0)
+        return r;
     const char *bad = NULL;
     json_t *meta = json_object_get(root, "metadata");
-    const char *kind = json_string_value(json_object_get(root, "kind"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *uid = json_string_value(json_object_get(meta, "uid"));
-    if (!json_is_object(root) || !kind || strcmp(kind, "Pod") != 0)
-        bad = "kind is not Pod";
-    else if (!json_is_object(meta) || !name || !ns)
+    if (!json_is_object(meta) || !name || !ns)
         bad = "metadata without name and namespace";
     else if (strcmp(name, want_name) != 0 || strcmp(ns, want_ns) != 0)
         /* A uid taken from some other pod would file our Event under that pod. */
@@ -173,8 +195,21 @@ int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const 
                 bad = "metadata.uid has characters a UUID never has";
     if (!bad)
         memcpy(ret_uid, uid, strlen(uid) + 1);
-    json_decref(root);
-    if (bad)
-        return err_set(e, -EPROTO, "k8s: malformed pod reply: %s", bad);
-    return 0;
+    return reply_done(root, "pod", bad, e);
+}
+
+int k8s_event_reply_check(const char *buf, size_t len, const char *want_name, struct cla_error *e)
+{
+    json_t *root;
+    int r = load_reply(buf, len, "Event", "Event", &root, e);
+    if (r < 0)
+        return r;
+    const char *bad = NULL;
+    json_t *meta = json_object_get(root, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!json_is_object(meta) || !name)
+        bad = "metadata without name";
+    else if (strcmp(name, want_name) != 0)
+        bad = "reply is about another Event";
+    return reply_done(root, "Event", bad, e);
 }

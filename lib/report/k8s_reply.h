@@ -2,7 +2,8 @@
 #ifndef CLRATTACH_K8S_REPLY_H
 #define CLRATTACH_K8S_REPLY_H
 /*
- * Decoding what the apiserver sends back, with no I/O: Status error bodies and a pod GET reply.
+ * Decoding what the apiserver sends back, with no I/O: Status error bodies, a pod GET reply and
+ * the Event a create or a series PATCH stored.
  * Each parser takes (buf, len), refuses more than its cap and answers -EPROTO to the rest.
  */
 #include <stddef.h>
@@ -43,5 +44,11 @@ size_t k8s_status_describe(const struct k8s_status *st, char *buf, size_t size);
  * pod asked for. ret_uid holds K8S_UID_MAX + 1. -E2BIG above K8S_RESPONSE_MAX, -EPROTO. */
 int k8s_pod_parse_uid(const char *buf, size_t len, const char *want_name, const char *want_ns,
                       char *ret_uid, struct cla_error *e);
+
+/* Checks that a create or PATCH reply is the Event that was sent: a JSON object of kind Event
+ * whose metadata.name is `want_name`. Only such a reply shows that the apiserver stored it; a
+ * proxy's page, a cut body or some other object does not. -E2BIG above K8S_RESPONSE_MAX,
+ * -EPROTO. */
+int k8s_event_reply_check(const char *buf, size_t len, const char *want_name, struct cla_error *e);
 
 #endif

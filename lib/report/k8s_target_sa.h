@@ -5,9 +5,10 @@
 /*
  * Reporting from an ephemeral container: `kubectl debug` containers get no service-account
  * mount, but the app container next to us has one. Its token, CA and namespace are opened
- * inside the target's root (the kubelet's ..data links followed, never out of that root) and
- * handed to the Kubernetes client as /proc/self/fd/N paths, so nothing is ever re-resolved
- * through a path the target controls.
+ * inside the target's root (the kubelet's ..data links followed, never out of that root), as
+ * the target's user (creds.h), and handed to the Kubernetes client as /proc/self/fd/N paths, so
+ * nothing is ever re-resolved through a path the target controls, and nothing is read that the
+ * target itself could not read.
  */
 
 #include <sys/types.h>
@@ -25,8 +26,10 @@ struct k8s_target_sa {
 };
 
 /* Opens the service-account files of the pinned process `t` (the one the attach is about,
- * never the pid looked up again). Returns 0, or -ENOENT/-EACCES with a message naming the file
- * that is missing or unreadable, -ESRCH once that process has exited. */
+ * never the pid looked up again), acting as its user. Returns 0, or -ENOENT/-EACCES with a
+ * message naming the file that is missing or that the target's user may not read, -EFBIG for
+ * one above its cap, -EPERM when we cannot act as that user, -ESRCH once the process has
+ * exited. */
 int k8s_target_sa_open(const struct target *t, struct k8s_target_sa *ret, struct cla_error *e);
 
 void k8s_target_sa_close(struct k8s_target_sa *sa);

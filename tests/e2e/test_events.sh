@@ -114,20 +114,40 @@ assert "not_dotnet" in ev[0]["note"] and "Next step" in ev[0]["note"], ev
 # Ephemeral container: no token of our own; the app container's service account (a kubelet-like
 # symlink farm in ITS root) is used, the pod name comes from HOSTNAME and its uid from a GET.
 SA=/run/secrets/kubernetes.io/serviceaccount
-if start_target ephemeral-app --pidns --uid 1000 \
-    --pre "mkdir -p /run/secrets && mount -t tmpfs tmpfs /run/secrets && mkdir -p $SA/..2026_11_23 && cp '$WORK/token' $SA/..2026_11_23/token && cp '$CA' $SA/..2026_11_23/ca.crt && echo shop >$SA/..2026_11_23/namespace && ln -s ..2026_11_23 $SA/..data && ln -s ..data/token $SA/token && ln -s ..data/ca.crt $SA/ca.crt && ln -s ..data/namespace $SA/namespace"; then
-    P=$TARGET_PID
+# sa_pre TOKEN-LINK: start_target's --pre for that farm, its token link pointing at TOKEN-LINK;
+# /run/secrets/root-token holds the server's token too, readable by root only.
+sa_pre() {
+    echo "mkdir -p /run/secrets && mount -t tmpfs tmpfs /run/secrets && mkdir -p $SA/..2026_11_23 && cp '$WORK/token' $SA/..2026_11_23/token && cp '$WORK/token' /run/secrets/root-token && chmod 0600 /run/secrets/root-token && cp '$CA' $SA/..2026_11_23/ca.crt && echo shop >$SA/..2026_11_23/namespace && ln -s ..2026_11_23 $SA/..data && ln -s $1 $SA/token && ln -s ..data/ca.crt $SA/ca.crt && ln -s ..data/namespace $SA/namespace"
+}
+# eph_attach NAME: attaches to $TARGET_PID as from an ephemeral container (the cluster's service
+# env, no token of its own), into $WORK/out.NAME and err.NAME.
+eph_attach() {
     ctl POST /_test/reset >/dev/null
-    OUT="$WORK/out.eph" ERR="$WORK/err.eph"
+    OUT="$WORK/out.$1" ERR="$WORK/err.$1"
     env -i PATH=/usr/bin:/bin ASAN_OPTIONS="$ASAN_OPTIONS" HOSTNAME=orders-eph KUBERNETES_SERVICE_HOST=127.0.0.1 \
-        KUBERNETES_SERVICE_PORT="$(cat "$WORK/port")" "$CLRATTACH" attach --pid "$P" \
+        KUBERNETES_SERVICE_PORT="$(cat "$WORK/port")" "$CLRATTACH" attach --pid "$TARGET_PID" \
         --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json >"$OUT" 2>"$ERR"
     RC=$?
+}
+if start_target ephemeral-app --pidns --uid 1000 --pre "$(sa_pre ..data/token)"; then
+    eph_attach eph
     if [ $RC -eq 0 ] && events_check '
 assert len(ev) == 1, ev
 r = ev[0]["regarding"]
 assert r["name"] == "orders-eph" and r["namespace"] == "shop" and r["uid"], r
 '; then ok "event-ephemeral-uses-target-sa"; else fail "event-ephemeral-uses-target-sa" "exit $RC $(cat "$ERR")"; fi
+fi
+
+# The same, but the app (uid 1000) links its token to the file only root may read: read as the
+# app's user, it is refused, nothing is sent, and the attach itself goes on (Events auto).
+if start_target ephemeral-hostile --pidns --uid 1000 --pre "$(sa_pre /run/secrets/root-token)"; then
+    eph_attach eph2
+    if [ $RC -eq 0 ] && [ "$(ctl GET /_test/requests)" = "[]" ] && events_check 'assert ev == [], ev' &&
+        grep -q "service account.*token.*Permission denied" "$ERR"; then
+        ok "event-ephemeral-token-read-as-target"
+    else
+        fail "event-ephemeral-token-read-as-target" "exit $RC $(cat "$ERR") $(ctl GET /_test/requests)"
+    fi
 fi
 
 # Watch mode: two runtimes attached alike are one Event with a series of 2, not two Events;

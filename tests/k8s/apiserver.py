@@ -65,7 +65,8 @@ fault that matches and has times left is used. KIND is one of:
   status        answer "status" with a canned Status body (403 Forbidden with the RBAC message,
                 404 NotFound with empty details (group not served), 409, 422, 500, 503), or
                 with "body" when the fault has one
-  text          answer "status" with the text/plain "text" (a proxy's or mux's 404)
+  text          answer "status" with the text/plain "text" (a proxy's or mux's 404), or with the
+                media type "content_type" when the fault has one
   429           text/plain "Too many requests" with Retry-After: "retry_after" (default 1)
   rotate401     write a new token to the token file, revoke the old one, answer 401
   store500      handle the request (the event is stored) but answer 500: a lost response
@@ -445,11 +446,11 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         return code
 
-    def send_text(self, code, text, extra=None):
+    def send_text(self, code, text, extra=None, content_type=None):
         self.response_body = text
         data = text.encode()
         self.send_response(code)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Type", content_type or "text/plain; charset=utf-8")
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Content-Length", str(len(data)))
         for k, v in (extra or {}).items():
@@ -564,7 +565,8 @@ class Handler(BaseHTTPRequestHandler):
             code = int(fault["status"])
             return self.send_json(code, fault.get("body") or canned(code, ns, name))
         if kind == "text":
-            return self.send_text(int(fault["status"]), fault.get("text", ""))
+            return self.send_text(int(fault["status"]), fault.get("text", ""),
+                                  content_type=fault.get("content_type"))
         if kind == "expire" and item:
             with st.lock:
                 st.events.pop((item[1], item[2]), None)

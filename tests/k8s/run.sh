@@ -174,6 +174,47 @@ expect 'calls == [("POST", POST_V1, 500), ("POST", POST_V1, 409)] and o["rc"] ==
 expect 'len(E) == 1 and R[0]["body"] == R[1]["body"]'
 finish
 
+# A report counts only when the answer shows the Event stored: a create is answered 201 with
+# the Event sent, a series PATCH 200 with it. A proxy's page, a body cut short, another object,
+# or a 200 to a create is a failure, not retried: what answered may not be the apiserver.
+EV=$(printf 'orders-api-1.%x' "$T0")
+# stored NAME FAULTS TEXT: one create answered by the fault, refused with TEXT in the error.
+stored() {
+    begin "$1" "$2"
+    drive "${POD[@]}" "$UID_ENV"
+    expect 'len(calls) == 1 and calls[0][:2] == ("POST", POST_V1) and o["errno"] == "EPROTO"'
+    expect "'HTTP %d' % calls[0][2] in o['error'] and \"$3\" in o['error']"
+    expect '"is something else answering at https://127.0.0.1:" in o["hint"]'
+    finish
+}
+stored create_201_json_cut_short '[{"match": "POST", "do": "text", "status": 201,
+  "text": "{\"kind\":\"Event\",\"metadata\":{", "content_type": "application/json"}]' "not JSON"
+stored create_201_text '[{"match": "POST", "do": "text", "status": 201, "text": "created"}]' \
+    "not JSON: created"
+stored create_200_html '[{"match": "POST", "do": "text", "status": 200,
+  "text": "<html><body>Welcome</body></html>", "content_type": "text/html"}]' "<html><body>Welcome"
+stored create_200_with_the_event "[{\"match\": \"POST\", \"do\": \"status\", \"status\": 200,
+  \"body\": {\"kind\": \"Event\", \"apiVersion\": \"events.k8s.io/v1\",
+             \"metadata\": {\"name\": \"$EV\", \"namespace\": \"shop\"}}}]" "HTTP 200"
+stored create_201_status '[{"match": "POST", "do": "status", "status": 201,
+  "body": {"kind": "Status", "apiVersion": "v1", "code": 201}}]' "kind is not Event"
+stored create_201_another_event '[{"match": "POST", "do": "status", "status": 201,
+  "body": {"kind": "Event", "metadata": {"name": "orders-api-1.1"}}}]' "about another Event"
+
+begin series_patch_200_html '[{"match": "PATCH", "do": "text", "status": 200,
+  "text": "<html>OK</html>", "content_type": "text/html"}]'
+drive "${POD[@]}" "$UID_ENV" -- --repeat 2 --key k
+expect 'calls == [("POST", POST_V1, 201), ("PATCH", POST_V1 + "/" + o["runs"][0]["event_name"], 200)]'
+expect 'o["errno"] == "EPROTO" and "not JSON: <html>OK</html>" in o["error"] and o["patched"] is False'
+finish
+
+begin series_patch_201 "[{\"match\": \"PATCH\", \"do\": \"status\", \"status\": 201,
+  \"body\": {\"kind\": \"Event\", \"metadata\": {\"name\": \"$EV\"}}}]"
+drive "${POD[@]}" "$UID_ENV" -- --repeat 2 --key k
+expect 'calls == [("POST", POST_V1, 201), ("PATCH", POST_V1 + "/" + o["runs"][0]["event_name"], 201)]'
+expect 'o["errno"] == "EPROTO" and "HTTP 201" in o["error"] and o["patched"] is False'
+finish
+
 begin invalid_422_causes '[{"match": "POST", "do": "status", "status": 422}]'
 drive "${POD[@]}" "$UID_ENV"
 expect 'calls == [("POST", POST_V1, 422)] and o["errno"] == "EINVAL"'

@@ -53,8 +53,8 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The maps the "target" shows, and how often depcheck asked for them. */
-static const char *maps_text;
+/* The maps the "target" shows, and how often depcheck asked for them; its LD_LIBRARY_PATH. */
+static const char *maps_text, *llp_text;
 static int maps_asked;
 
 static const char *maps_of(void *arg, size_t *ret_len)
@@ -79,6 +79,8 @@ static int check(const char *maps, struct cla_error *e)
     struct depcheck_input in = {.rootfd = rootfd,
                                 .libc = RID_LIBC_GLIBC,
                                 .arch = RID_ARCH_X64,
+                                .ld_library_path = llp_text,
+                                .ld_library_path_len = llp_text ? strlen(llp_text) : 0,
                                 .maps = maps_of,
                                 .build = &b,
                                 .delivered = "/tmp/prof"};
@@ -129,10 +131,44 @@ static void test_resolution(void **state)
     assert_int_equal(maps_asked, 1);
 }
 
+/* An LD_LIBRARY_PATH longer than the caps (Nix, conda: an entry per package) is checked as far
+ * as they go, never refused for its length: the run path and the default directories after it
+ * are still searched, and a miss says how many entries were not checked. */
+static void test_long_ld_library_path(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    char llp[4096];
+    size_t n = 0;
+    for (int i = 0; i < LDSEARCH_MAX_DIRS + 6; i++)
+        n += (size_t)snprintf(llp + n, sizeof(llp) - n, "%s/nix/store/%d-pkg/lib", i ? ":" : "", i);
+    /* libc in the first entry; the helper through RUNPATH, which comes after every entry. */
+    sh("cp tests/fixtures/elf/glibc-x64.so %s/root/tmp/prof/lib/libfxhelper.so && "
+       "rm -f %s/root/lib/x86_64-linux-gnu/libc.so.6 && "
+       "mkdir -p %s/root/nix/store/0-pkg/lib %s/root/nix/store/69-pkg/lib && "
+       "touch %s/root/nix/store/0-pkg/lib/libc.so.6",
+       base, base, base, base, base);
+    llp_text = llp;
+    if (check(NULL, &e) != 0)
+        fail_msg("refused: %s", e.msg);
+    assert_int_equal(maps_asked, 0);
+    /* Only in an entry past the caps: a miss in the places checked, told as such. */
+    sh("mv %s/root/nix/store/0-pkg/lib/libc.so.6 %s/root/nix/store/69-pkg/lib/", base, base);
+    assert_int_equal(check(NULL, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "needs libc.so.6"));
+    if (!strstr(e.msg, "in none of the places checked (6 LD_LIBRARY_PATH entries not checked"))
+        fail_msg("no word of the entries not checked: %s", e.msg);
+    assert_non_null(strstr(e.hint, "--skip-dependency-check"));
+    /* Mapped in the target, as libc is in every .NET app: found, whatever was not checked. */
+    assert_int_equal(check("1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n", &e), 0);
+    llp_text = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolution),
+        cmocka_unit_test(test_long_ld_library_path),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -66,6 +67,9 @@ static void replace(const char *name, const char *cmd)
     sh("cd '%s/%s' && rm -f '%s' && %s", root, SA, name, cmd);
 }
 
+/* The uid and gid the next app runs as; 0 leaves it root. */
+static uid_t app_uid;
+
 /* A process whose root is the fixture, pinned as attach pins its target. */
 struct app {
     pid_t pid;
@@ -78,11 +82,19 @@ static void app_start(struct app *a)
     int ready[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
     fflush(NULL);
+    pid_t parent = getpid();
     a->pid = fork();
     assert_true(a->pid >= 0);
     if (a->pid == 0) {
-        /* Gone with the test, even when a failed check ends it before app_stop(). */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || chroot(root) < 0 || chdir("/") < 0)
+        if (chroot(root) < 0 || chdir("/") < 0)
+            _exit(1);
+        /* Dumpable again after the change of ids, as an app started as that user is. */
+        if (app_uid && (setgroups(0, NULL) < 0 || setresgid(app_uid, app_uid, app_uid) < 0 ||
+                        setresuid(app_uid, app_uid, app_uid) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0))
+            _exit(1);
+        /* Gone with the test, even when a failed check ends it before app_stop(). Set after the
+         * change of ids, which clears it. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
             _exit(1);
         (void)!write(ready[1], "y", 1);
         for (;;)
@@ -235,6 +247,9 @@ static void test_hostile_files(void **state)
         /* Not a regular file: refused without an open that could block. */
         {"ca.crt", "mkfifo ca.crt", -ENXIO, -ENXIO},
         {"token", "mkdir token", -EISDIR, -EISDIR},
+        /* Above the caps (K8S_TOKEN_MAX + 64, K8S_CA_FILE_MAX): the client would read it whole. */
+        {"token", "truncate -s 16449 token", -EFBIG, -EFBIG},
+        {"ca.crt", "truncate -s 1048577 ca.crt", -EFBIG, -EFBIG},
     };
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         make_root();
@@ -244,6 +259,48 @@ static void test_hostile_files(void **state)
         expect_open(walk ? cases[i].code_walk : cases[i].code, cases[i].name, NULL);
         remove_root();
     }
+}
+
+/* The files are opened as the app's user: a name linked to a file only root may read (the
+ * token, to have it sent as the bearer token to a server the target's own CA vouches for; the
+ * CA; the namespace) is refused as the app would be refused, never read with our credentials. */
+static void test_read_as_the_target(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("an app of uid 1000 and a file only root may read");
+    app_uid = 1000;
+    /* The kubelet's layout, which the app may read: opened as for a root app. */
+    make_root();
+    struct k8s_target_sa sa;
+    expect_open(0, NULL, &sa);
+    assert_string_equal(sa.namespace_, "team-a");
+    k8s_target_sa_close(&sa);
+    remove_root();
+    static const char *const names[] = {"token", "ca.crt", "namespace"};
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        make_root();
+        sh("printf 'team-b' > '%s/root-only' && chmod 0600 '%s/root-only'", root, root);
+        char cmd[64];
+        snprintf(cmd, sizeof(cmd), "ln -s /root-only %s", names[i]);
+        replace(names[i], cmd);
+        print_message("%s -> a file only root may read\n", names[i]);
+        if (strcmp(names[i], "namespace") != 0) {
+            expect_open(-EACCES, names[i], NULL);
+        } else {
+            /* Optional: not read, so not kept; the namespace comes from elsewhere. */
+            expect_open(0, NULL, &sa);
+            assert_string_equal(sa.namespace_, "");
+            k8s_target_sa_close(&sa);
+        }
+        remove_root();
+    }
+}
+
+static int app_as_root(void **state)
+{
+    (void)state;
+    app_uid = 0;
+    return 0;
 }
 
 static void test_target_gone(void **state)
@@ -270,6 +327,7 @@ int main(void)
         cmocka_unit_test(test_namespace_kept_only_when_plausible),
         cmocka_unit_test(test_hostile_files),
         cmocka_unit_test(test_target_gone),
+        cmocka_unit_test_teardown(test_read_as_the_target, app_as_root),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
