@@ -191,10 +191,10 @@ static int socket_error(struct target *t, const struct diag_socket *s, struct at
     case SOCKET_DIR_ERROR:
         err_set(e, -s->dir_errno, "cannot open the target's TMPDIR %s in its root: %s", tmpdir,
                 strerror(s->dir_errno));
-        if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR)
+        if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR || s->dir_errno == EXDEV)
             err_hint(e,
-                     "a symlink is on the path to %s inside the target; clrattach follows no "
-                     "links inside a target",
+                     "on the path to %s inside the target a link loops or leads out of its "
+                     "root, or a file stands for a directory; give the app a plain TMPDIR",
                      tmpdir);
         else if (s->dir_errno == EACCES)
             /* Listed as the target's user already (creds.h): more rights would not help. */
@@ -542,8 +542,8 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
  * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
  * The runtime serves one command per connection, so each goes on its own (runtime PR #52175).
  */
-static int startup_load(const struct attach_opts *o, int sockfd, const char *path, uint32_t *ret_hr,
-                        struct cla_error *e)
+static int startup_load(const struct attach_opts *o, int sockfd, const struct ipc_peer *peer,
+                        const char *path, uint32_t *ret_hr, struct cla_error *e)
 {
     /* On the heap, sized for this path: a 64 KiB array here made run()'s frame, where this is
      * inlined, that much larger, and each page of it touched on entry. */
@@ -554,15 +554,15 @@ static int startup_load(const struct attach_opts *o, int sockfd, const char *pat
     int n = ipc_encode_startup(&o->clsid, path, req, room, e);
     if (n < 0)
         return n;
-    int r =
-        ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr, e);
+    int r = ipc_conn_status_command(sockfd, peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
+                                    ret_hr, e);
     if (r < 0 || *ret_hr != 0)
         return r;
     n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, IPC_HEADER_SIZE, e);
     if (n < 0)
         return n;
-    return ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr,
-                                   e);
+    return ipc_conn_status_command(sockfd, peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
+                                   ret_hr, e);
 }
 
 /*
@@ -693,6 +693,7 @@ struct attempt {
     struct target *t;
     int sockfd;
     struct diag_socket s;
+    struct ipc_peer peer; /* who must listen on sockfd: the pinned process */
     struct maps_once maps;
     struct rid rid;
     const struct profset_build *build;
@@ -821,8 +822,10 @@ static int ask_runtime(struct attempt *a)
     if (a->sockfd < 0)
         return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
 
+    a->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
     struct ipc_process_info pi = {0};
-    r = ipc_conn_process_info(a->sockfd, util_now_ms() + a->o->timeout_ms, &pi, &a->hr, e);
+    r = ipc_conn_process_info(a->sockfd, &a->peer, util_now_ms() + a->o->timeout_ms, &pi, &a->hr,
+                              e);
     if (r == -ECONNREFUSED) {
         char tmpdir[256];
         err_set(e, r, "the socket '%s%s' is stale: nothing listens on it",
@@ -907,10 +910,10 @@ static int send_request(struct attempt *a)
     if ((r = target_check_alive(a->t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
     a->sent_at = util_now_ms();
-    r = ipc_conn_status_command(a->sockfd, a->req, a->req_len, a->sent_at + o->timeout_ms, &a->hr,
-                                e);
+    r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len, a->sent_at + o->timeout_ms,
+                                &a->hr, e);
     if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
-        r = startup_load(o, a->sockfd, a->p.path, &a->hr, e);
+        r = startup_load(o, a->sockfd, &a->peer, a->p.path, &a->hr, e);
         res->startup_load = true;
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a
