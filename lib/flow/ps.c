@@ -31,24 +31,13 @@ static const char *diagnostics_off(const struct target *t)
     return proc_environ_diagnostics_off(t->environ, t->environ_len);
 }
 
-/* A socket that is not the process's own (diag_socket_open, ipc_conn_check_peer): listed as
- * such, with who holds it, never as a runtime. */
-static void foreign(struct ps_entry *en, const char *why)
-{
-    en->state = "foreign";
-    render_message(why, strlen(why), en->detail, sizeof(en->detail));
-}
-
 /* Asks a live runtime who it is; a refused connection marks the socket stale. */
 static void query_runtime(struct target *t, const struct diag_socket *s, int64_t timeout_ms,
                           struct ps_entry *en)
 {
     struct cla_error e = {0};
+    /* A socket of another user is refused here (-EPERM), named in the detail. */
     _cleanup_close_ int sfd = diag_socket_open(t, s, &e);
-    if (sfd == -EADDRINUSE) {
-        foreign(en, e.msg);
-        return;
-    }
     if (sfd < 0) {
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
@@ -71,7 +60,9 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
         memcpy(en->arch, ri.arch, sizeof(en->arch));
         ipc_process_info_free(&pi);
     } else if (r == -EADDRINUSE) {
-        foreign(en, e.msg);
+        /* Served by another process than the one listed: nothing was asked. */
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
     } else if (r == -ECONNREFUSED) {
         en->state = "stale";
         snprintf(en->detail, sizeof(en->detail), "nothing listens on the socket");
@@ -145,15 +136,14 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, b
         goto out;
     }
     case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
-    case SOCKET_FOREIGN: {
-        char why[160];
-        snprintf(why, sizeof(why),
-                 "the socket belongs to uid %u, the process runs as uid %u: another user bound "
-                 "its name; not connected to",
+    case SOCKET_FOREIGN:
+        /* Another user's socket under its name: never connected to, never shown as a runtime. */
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail),
+                 "no permission to use it: the socket belongs to uid %u, the process runs as uid "
+                 "%u (another user bound its name)",
                  (unsigned)s.owner, (unsigned)en->uid);
-        foreign(en, why);
         break;
-    }
     case SOCKET_FOUND: en->state = "ready"; break;
     case SOCKET_FOUND_UNKEYED:
         en->state = "unkeyed";

@@ -60,8 +60,9 @@ int ipc_conn_check_peer(int fd, const struct ipc_peer *want, struct cla_error *e
             "ipc: the socket is served by %s, not by pid %d (uid %u) it is named for: another "
             "process bound the runtime's name; nothing was sent",
             who, (int)want->pid, (unsigned)want->uid);
-    err_hint(e, "clrattach talks only to the process it attaches to; find the process that bound "
-                "the name (ss -xlp) and give the app a TMPDIR no other process can write");
+    err_hint(e,
+             "clrattach talks only to the process it attaches to; find the process that bound "
+             "the name (ss -xlp) and give the app a TMPDIR of its own, shared with no other app");
     return -EADDRINUSE;
 }
 

@@ -304,16 +304,16 @@ int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_e
     uid_t uid = t->status.uid[1];
     if (st.st_uid != uid) {
         char sh[256];
-        err_set(e, -EADDRINUSE,
-                "the socket '%s%s' belongs to uid %u, but pid %d runs as uid %u: it is not the "
-                "runtime's own (another user bound its name), refusing to connect",
+        err_set(e, -EPERM,
+                "the socket '%s%s' belongs to uid %u, but pid %d runs as uid %u: another user "
+                "bound the name its runtime would use; clrattach does not connect to it",
                 shown(t->tmpdir, sh, sizeof(sh)), s->name, (unsigned)st.st_uid, (int)t->pid,
                 (unsigned)uid);
         err_hint(e,
                  "clrattach talks only to a socket of the app's own user; give the app a TMPDIR "
                  "that no other user can write, and find who bound the name (ss -xlp); an app "
                  "that changed its user after its runtime started must be restarted as that user");
-        return -EADDRINUSE;
+        return -EPERM;
     }
     return util_take_fd(&fd);
 }

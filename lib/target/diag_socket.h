@@ -89,8 +89,8 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
 
 /* Opens the chosen socket's inode O_PATH (the TMPDIR's links resolved inside the target's root,
  * the socket's own name never followed) and verifies it is a socket owned by the target's
- * effective uid. Returns the fd, -ENOTSOCK, -ELOOP, -ENOENT, or -EADDRINUSE for a socket of
- * another user (the message names its owner, the hint the way out). */
+ * effective uid. Returns the fd, -ENOTSOCK, -ELOOP, -ENOENT, or -EPERM for a socket of another
+ * user (the message names its owner, the hint the way out). */
 int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_error *e);
 
 #endif

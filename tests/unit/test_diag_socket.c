@@ -250,6 +250,26 @@ static void empty_app_dir(void)
     sh("rm -f '%s/run/app/'* '%s/host/'*", root, base);
 }
 
+/* The app's socket directory, a path of ours. */
+static void app_dir(char *buf, size_t size)
+{
+    snprintf(buf, size, "%s/run/app", root);
+}
+
+/* The listing shows the app's only socket as another user's (`owner`), and the open of the
+ * chosen name refuses it naming that owner. */
+static void assert_foreign(struct app *a, uid_t owner, struct diag_socket *ret, struct cla_error *e)
+{
+    assert_int_equal(diag_socket_find(&a->t, NULL, ret, e), 0);
+    assert_int_equal(ret->state, SOCKET_FOREIGN);
+    assert_int_equal(ret->owner, owner);
+    assert_int_equal(diag_socket_open(&a->t, ret, e), -EPERM);
+    char want[48];
+    snprintf(want, sizeof(want), "belongs to uid %u, but pid", (unsigned)owner);
+    assert_non_null(strstr(e->msg, want));
+    assert_true(e->hint[0] != '\0');
+}
+
 /* TMPDIR=/var/run/app with /var/run -> /run: the runtime resolves the link in its own root, and
  * so does the listing (the index's too) and the open, with openat2 and with the walk. */
 static void test_tmpdir_through_link(void **state)
@@ -261,7 +281,7 @@ static void test_tmpdir_through_link(void **state)
         struct app a;
         app_start(&a, 0, "/var/run/app/");
         char dir[160], name[96];
-        snprintf(dir, sizeof(dir), "%s/run/app", root);
+        app_dir(dir, sizeof(dir));
         plant(&a, dir, 0, 0, name, sizeof(name));
         struct diag_socket s;
         struct cla_error e = {0};
@@ -325,18 +345,13 @@ static void test_foreign_socket_refused(void **state)
     struct app a;
     app_start(&a, 0, "/var/run/app/");
     char dir[160], name[96], own[96];
-    snprintf(dir, sizeof(dir), "%s/run/app", root);
+    app_dir(dir, sizeof(dir));
     plant(&a, dir, 0, 1000, name, sizeof(name));
     struct diag_socket s;
     struct cla_error e = {0};
-    assert_int_equal(diag_socket_find(&a.t, NULL, &s, &e), 0);
-    assert_int_equal(s.state, SOCKET_FOREIGN);
-    assert_int_equal(s.owner, 1000);
-    assert_int_equal(diag_socket_open(&a.t, &s, &e), -EADDRINUSE);
-    assert_non_null(strstr(e.msg, "belongs to uid 1000"));
+    assert_foreign(&a, 1000, &s, &e);
     assert_non_null(strstr(e.msg, "runs as uid 0"));
     assert_non_null(strstr(e.msg, name));
-    assert_true(e.hint[0] != '\0');
 
     plant(&a, dir, 7, 0, own, sizeof(own));
     assert_int_equal(diag_socket_find(&a.t, NULL, &s, &e), 0);
@@ -354,15 +369,11 @@ static void test_root_socket_for_user_refused(void **state)
     struct app a;
     app_start(&a, 1000, "/var/run/app/");
     char dir[160], name[96], path[300];
-    snprintf(dir, sizeof(dir), "%s/run/app", root);
+    app_dir(dir, sizeof(dir));
     plant(&a, dir, 0, 0, name, sizeof(name));
     struct diag_socket s;
     struct cla_error e = {0};
-    assert_int_equal(diag_socket_find(&a.t, NULL, &s, &e), 0);
-    assert_int_equal(s.state, SOCKET_FOREIGN);
-    assert_int_equal(s.owner, 0);
-    assert_int_equal(diag_socket_open(&a.t, &s, &e), -EADDRINUSE);
-    assert_non_null(strstr(e.msg, "belongs to uid 0, but pid"));
+    assert_foreign(&a, 0, &s, &e);
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     assert_int_equal(chown(path, 1000, 1000), 0);
@@ -375,7 +386,7 @@ static void test_root_socket_for_user_refused(void **state)
     /* The owner is read from the inode opened, not from the listing: a name that changes hands
      * after it was listed is refused. */
     assert_int_equal(chown(path, 2000, 2000), 0);
-    assert_int_equal(diag_socket_open(&a.t, &s, &e), -EADDRINUSE);
+    assert_int_equal(diag_socket_open(&a.t, &s, &e), -EPERM);
     assert_non_null(strstr(e.msg, "belongs to uid 2000"));
     app_close(&a);
     empty_app_dir();

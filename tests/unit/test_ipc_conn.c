@@ -737,32 +737,36 @@ static void test_check_peer(void **state)
     close(sv[1]);
 }
 
-/* An impostor: another process (here of our own uid) listens on the socket that should be the
- * target's. It gets a connection and not one byte of the request; the process named as the
- * listener is taken. */
-static void test_peer_another_process(void **state)
+/* Starts an impostor: a child that binds a fresh socket, takes `uid` (when not ours) and listens,
+ * so that SO_PEERCRED names it. It then accepts `accepts` connections and exits with the number
+ * of bytes they carried (capped), or with accepts 0 waits to be killed. Fills *s (no listen_fd
+ * of ours) and returns the child's pid. */
+static pid_t impostor_start(struct sockdir *s, uid_t uid, int accepts)
 {
-    (void)state;
-    struct sockdir s;
-    snprintf(s.dir, sizeof(s.dir), "/tmp/test_ipc_conn.XXXXXX");
-    assert_non_null(mkdtemp(s.dir));
-    snprintf(s.path, sizeof(s.path), "%s/s", s.dir);
+    snprintf(s->dir, sizeof(s->dir), "/tmp/test_ipc_conn.XXXXXX");
+    assert_non_null(mkdtemp(s->dir));
+    snprintf(s->path, sizeof(s->path), "%s/s", s->dir);
     int ready[2];
     assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+    fflush(NULL);
     pid_t imp = fork();
     assert_true(imp >= 0);
     if (imp == 0) {
         int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s.path);
-        /* Gone with the test, even when a failed check ends it before the wait below. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || l < 0 ||
-            bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 4) < 0)
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+        /* Gone with the test even when a failed check ends it first: the death signal is set
+         * after the uid change, which clears it. */
+        if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            (uid != self.uid && (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)) ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || listen(l, 4) < 0)
             _exit(2);
         (void)!write(ready[1], "y", 1);
-        /* Exits with the number of bytes the refused connection carried (capped). */
+        if (accepts == 0)
+            for (;;)
+                pause();
         size_t got = 0;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < accepts; i++) {
             int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
             if (c < 0)
                 _exit(3);
@@ -778,9 +782,20 @@ static void test_peer_another_process(void **state)
     char c = 0;
     assert_int_equal(read(ready[0], &c, 1), 1);
     close(ready[0]);
-    s.listen_fd = -1;
-    s.pathfd = open(s.path, O_PATH | O_CLOEXEC);
-    assert_true(s.pathfd >= 0);
+    s->listen_fd = -1;
+    s->pathfd = open(s->path, O_PATH | O_CLOEXEC);
+    assert_true(s->pathfd >= 0);
+    return imp;
+}
+
+/* An impostor: another process (here of our own uid) listens on the socket that should be the
+ * target's. It gets a connection and not one byte of the request; the process named as the
+ * listener is taken. */
+static void test_peer_another_process(void **state)
+{
+    (void)state;
+    struct sockdir s;
+    pid_t imp = impostor_start(&s, self.uid, 2);
 
     /* Named as the listener: connected. */
     struct cla_error e = {0};
@@ -813,32 +828,7 @@ static void test_peer_other_uid(void **state)
     (void)state;
     SKIP_UNLESS_ROOT("a listener of uid 1000");
     struct sockdir s;
-    snprintf(s.dir, sizeof(s.dir), "/tmp/test_ipc_conn.XXXXXX");
-    assert_non_null(mkdtemp(s.dir));
-    snprintf(s.path, sizeof(s.path), "%s/s", s.dir);
-    int ready[2];
-    assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
-    pid_t imp = fork();
-    assert_true(imp >= 0);
-    if (imp == 0) {
-        int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s.path);
-        if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            setresgid(1000, 1000, 1000) < 0 || setresuid(1000, 1000, 1000) < 0 ||
-            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || listen(l, 4) < 0)
-            _exit(2);
-        (void)!write(ready[1], "y", 1);
-        pause();
-        _exit(0);
-    }
-    close(ready[1]);
-    char c = 0;
-    assert_int_equal(read(ready[0], &c, 1), 1);
-    close(ready[0]);
-    s.listen_fd = -1;
-    s.pathfd = open(s.path, O_PATH | O_CLOEXEC);
-    assert_true(s.pathfd >= 0);
+    pid_t imp = impostor_start(&s, 1000, 0);
     struct cla_error e = {0};
     struct ipc_peer as_root = {.pid = imp, .uid = 0};
     assert_int_equal(ipc_conn_connect(s.pathfd, &as_root, util_now_ms() + 2000, &e), -EADDRINUSE);
