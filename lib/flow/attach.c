@@ -256,8 +256,8 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
  * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
  * The runtime serves one command per connection, so each goes on its own (runtime PR #52175).
  */
-static int startup_load(const struct attach_opts *o, int sockfd, const char *path, uint32_t *ret_hr,
-                        struct cla_error *e)
+static int startup_load(const struct attach_opts *o, int sockfd, const struct ipc_peer *peer,
+                        const char *path, uint32_t *ret_hr, struct cla_error *e)
 {
     size_t room = ipc_startup_frame_room(path);
     _cleanup_free_ uint8_t *req = malloc(room);
@@ -266,15 +266,15 @@ static int startup_load(const struct attach_opts *o, int sockfd, const char *pat
     int n = ipc_encode_startup(&o->clsid, path, req, room, e);
     if (n < 0)
         return n;
-    int r =
-        ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr, e);
+    int r = ipc_conn_status_command(sockfd, peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
+                                    ret_hr, e);
     if (r < 0 || *ret_hr != 0)
         return r;
     n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, IPC_HEADER_SIZE, e);
     if (n < 0)
         return n;
-    return ipc_conn_status_command(sockfd, req, (size_t)n, util_now_ms() + o->timeout_ms, ret_hr,
-                                   e);
+    return ipc_conn_status_command(sockfd, peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
+                                   ret_hr, e);
 }
 
 /* The reply stage of the seccomp filter: after this nothing more is written into the target.
@@ -300,6 +300,7 @@ struct attempt {
     struct attach_result *res;
     struct target *t;
     int sockfd;
+    struct ipc_peer peer; /* who must listen on sockfd: the pinned process */
     struct diag_socket s;
     struct rid rid;
     const struct profset_build *build;
@@ -410,8 +411,10 @@ static int ask_runtime(struct attempt *a)
     if (a->sockfd < 0)
         return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
 
+    a->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
     struct ipc_process_info pi = {0};
-    r = ipc_conn_process_info(a->sockfd, util_now_ms() + a->o->timeout_ms, &pi, &a->hr, e);
+    r = ipc_conn_process_info(a->sockfd, &a->peer, util_now_ms() + a->o->timeout_ms, &pi, &a->hr,
+                              e);
     if (r == -ECONNREFUSED) {
         attach_explain_stale(t, a->s.name, e);
         return fail(res, ATTACH_PROTOCOL, r);
@@ -500,10 +503,10 @@ static int send_request(struct attempt *a)
     if ((r = target_check_alive(a->t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
     a->sent_at = util_now_ms();
-    r = ipc_conn_status_command(a->sockfd, a->req, a->req_len, a->sent_at + o->timeout_ms, &a->hr,
-                                e);
+    r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len, a->sent_at + o->timeout_ms,
+                                &a->hr, e);
     if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
-        r = startup_load(o, a->sockfd, a->p.path, &a->hr, e);
+        r = startup_load(o, a->sockfd, &a->peer, a->p.path, &a->hr, e);
         res->startup_load = true;
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a

@@ -68,10 +68,10 @@ int attach_explain_socket(const struct target *t, const struct diag_socket *s,
     case SOCKET_DIR_ERROR:
         err_set(e, -s->dir_errno, "cannot open the target's TMPDIR %s in its root: %s", tmpdir,
                 strerror(s->dir_errno));
-        if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR)
+        if (s->dir_errno == ELOOP || s->dir_errno == ENOTDIR || s->dir_errno == EXDEV)
             err_hint(e,
-                     "a symlink is on the path to %s inside the target; clrattach follows no "
-                     "links inside a target",
+                     "on the path to %s inside the target a link loops or leads out of its "
+                     "root, or a file stands for a directory; give the app a plain TMPDIR",
                      tmpdir);
         else if (s->dir_errno == EACCES)
             /* Listed as the target's user already (creds.h): more rights would not help. */

@@ -36,6 +36,7 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
                           struct ps_entry *en)
 {
     struct cla_error e = {0};
+    /* A socket of another user is refused here (-EPERM), named in the detail. */
     _cleanup_close_ int sfd = diag_socket_open(t, s, &e);
     if (sfd < 0) {
         en->state = "no_access";
@@ -44,7 +45,9 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
     }
     struct ipc_process_info pi = {0};
     uint32_t hr = 0;
-    int r = ipc_conn_process_info(sfd, util_now_ms() + timeout_ms, &pi, &hr, &e);
+    /* The process that listens must be the one listed: its pid here and its effective uid. */
+    const struct ipc_peer want = {.pid = t->pid, .uid = t->status.uid[1]};
+    int r = ipc_conn_process_info(sfd, &want, util_now_ms() + timeout_ms, &pi, &hr, &e);
     if (r == 0) {
         struct runtime_info ri;
         _Static_assert(sizeof(en->runtime_version) == sizeof(ri.version) &&
@@ -56,6 +59,10 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
         memcpy(en->runtime_rid, ri.rid, sizeof(en->runtime_rid));
         memcpy(en->arch, ri.arch, sizeof(en->arch));
         ipc_process_info_free(&pi);
+    } else if (r == -EADDRINUSE) {
+        /* Served by another process than the one listed: nothing was asked. */
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
     } else if (r == -ECONNREFUSED) {
         en->state = "stale";
         snprintf(en->detail, sizeof(en->detail), "nothing listens on the socket");
@@ -129,6 +136,14 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, b
         goto out;
     }
     case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
+    case SOCKET_FOREIGN:
+        /* Another user's socket under its name: never connected to, never shown as a runtime. */
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail),
+                 "no permission to use it: the socket belongs to uid %u, the process runs as uid "
+                 "%u (another user bound its name)",
+                 (unsigned)s.owner, (unsigned)en->uid);
+        break;
     case SOCKET_FOUND: en->state = "ready"; break;
     case SOCKET_FOUND_UNKEYED:
         en->state = "unkeyed";
@@ -136,7 +151,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, b
         break;
     }
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
-    if (s.state == SOCKET_NOT_SOCKET || !query)
+    if (s.state == SOCKET_NOT_SOCKET || s.state == SOCKET_FOREIGN || !query)
         goto out;
     query_runtime(&t, &s, timeout_ms, en);
 out:

@@ -36,7 +36,38 @@ static int wait_fd(int fd, short events, int64_t deadline_ms)
     }
 }
 
-int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
+int ipc_conn_check_peer(int fd, const struct ipc_peer *want, struct cla_error *e)
+{
+    /* For a connected Unix stream socket the kernel hands over the credentials the listener had
+     * when it called listen(): its pid (the thread group's, whichever thread listened) in OUR pid
+     * namespace, 0 where it has no number here, and its effective uid in our user namespace.
+     * The runtime listens itself, as its effective uid. The target was pinned through our /proc,
+     * so it has a pid here: a listener without one (0) is a process in a pid namespace we cannot
+     * see, a sibling container sharing the TMPDIR, and never the target. */
+    struct ucred uc;
+    socklen_t len = sizeof(uc);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+        return err_setsys(e, -errno, "ipc: SO_PEERCRED");
+    if (uc.pid == want->pid && uc.uid == want->uid)
+        return 0;
+    char who[80];
+    if (uc.pid == 0)
+        snprintf(who, sizeof(who), "a process outside our pid namespace (uid %u)",
+                 (unsigned)uc.uid);
+    else
+        snprintf(who, sizeof(who), "pid %d (uid %u)", (int)uc.pid, (unsigned)uc.uid);
+    err_set(e, -EADDRINUSE,
+            "ipc: the socket is served by %s, not by pid %d (uid %u) it is named for: another "
+            "process bound the runtime's name; nothing was sent",
+            who, (int)want->pid, (unsigned)want->uid);
+    err_hint(e,
+             "clrattach talks only to the process it attaches to; find the process that bound "
+             "the name (ss -xlp) and give the app a TMPDIR of its own, shared with no other app");
+    return -EADDRINUSE;
+}
+
+int ipc_conn_connect(int sock_pathfd, const struct ipc_peer *want, int64_t deadline_ms,
+                     struct cla_error *e)
 {
     /* Connecting through the O_PATH fd's magic link: the socket's real path (the target's TMPDIR
      * seen through /proc/<pid>/root) can exceed sun_path's 108 bytes, and a path would be
@@ -80,6 +111,11 @@ int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e)
         }
         return err_setsys(e, -errno, "ipc: connect");
     }
+    /* Checked on every connection, before a byte is sent: the request may carry the operator's
+     * client data and the profiler's path. */
+    int r = ipc_conn_check_peer(fd, want, e);
+    if (r < 0)
+        return r;
     return util_take_fd(&fd);
 }
 
@@ -166,10 +202,11 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
 #define HR_UNKNOWN_COMMAND 0x80131385u
 
 /* One connection per command: the runtime serves one request on a connection and closes it. */
-int ipc_conn_status_command(int sock_pathfd, const uint8_t *req, size_t req_len,
-                            int64_t deadline_ms, uint32_t *ret_hresult, struct cla_error *e)
+int ipc_conn_status_command(int sock_pathfd, const struct ipc_peer *want, const uint8_t *req,
+                            size_t req_len, int64_t deadline_ms, uint32_t *ret_hresult,
+                            struct cla_error *e)
 {
-    _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, deadline_ms, e);
+    _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, want, deadline_ms, e);
     if (fd < 0)
         return fd;
     struct ipc_header hdr;
@@ -181,8 +218,9 @@ int ipc_conn_status_command(int sock_pathfd, const uint8_t *req, size_t req_len,
     return ipc_decode_status(&hdr, payload, len, ret_hresult, e);
 }
 
-int ipc_conn_process_info(int sock_pathfd, int64_t deadline_ms, struct ipc_process_info *ret_info,
-                          uint32_t *ret_hresult, struct cla_error *e)
+int ipc_conn_process_info(int sock_pathfd, const struct ipc_peer *want, int64_t deadline_ms,
+                          struct ipc_process_info *ret_info, uint32_t *ret_hresult,
+                          struct cla_error *e)
 {
     static const struct {
         uint8_t id;
@@ -196,7 +234,7 @@ int ipc_conn_process_info(int sock_pathfd, int64_t deadline_ms, struct ipc_proce
         int n = ipc_encode_simple(IPC_SET_PROCESS, tries[i].id, req, sizeof(req), e);
         if (n < 0)
             return n;
-        _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, deadline_ms, e);
+        _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, want, deadline_ms, e);
         if (fd < 0)
             return fd;
         struct ipc_header hdr;

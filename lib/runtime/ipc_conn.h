@@ -10,15 +10,31 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "base/err.h"
 #include "runtime/ipc.h"
 
+/* Who must be listening on the socket: the pinned target process, its pid as WE see it (our pid
+ * namespace, not its NSpid) and its effective uid. */
+struct ipc_peer {
+    pid_t pid;
+    uid_t uid;
+};
+
+/* Checks the process behind a connected fd (SO_PEERCRED: the one that called listen(), with its
+ * effective uid then) against `want`. Returns 0; -EADDRINUSE when it is another process (the
+ * message names it, the hint the way out), a process we cannot see included. */
+int ipc_conn_check_peer(int fd, const struct ipc_peer *want, struct cla_error *e);
+
 /* Connects to the socket inode held by `sock_pathfd` (an O_PATH fd, verified to be a socket)
  * through /proc/self/fd/<n>: the path is never re-resolved, cannot be swapped for a symlink and
- * is never truncated to sun_path. `deadline_ms` is on util_now_ms()'s clock. Returns the
- * connected fd; -ECONNREFUSED for a stale socket (no listener); -EACCES; -ETIMEDOUT. */
-int ipc_conn_connect(int sock_pathfd, int64_t deadline_ms, struct cla_error *e);
+ * is never truncated to sun_path; then checks that `want` is listening (ipc_conn_check_peer).
+ * `deadline_ms` is on util_now_ms()'s clock. Returns the connected fd; -ECONNREFUSED for a stale
+ * socket (no listener); -EACCES; -ETIMEDOUT; -EADDRINUSE for another process's socket. Every
+ * function below connects this way: nothing is sent before the peer is known. */
+int ipc_conn_connect(int sock_pathfd, const struct ipc_peer *want, int64_t deadline_ms,
+                     struct cla_error *e);
 
 /* Sends `req` and reads one whole reply (header, then exactly size-20 bytes) into a new buffer.
  * Returns 0 with the decoded header and the payload (caller frees; may be NULL when empty);
@@ -32,11 +48,13 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
  * older runtimes (they answer UNKNOWN_COMMAND), each on its own connection. Returns 0 with
  * *ret_info; -ECONNREFUSED for a stale socket; -EPROTO for a malformed reply; -EREMOTEIO when
  * the runtime answered with an error HRESULT (given in *ret_hresult). */
-int ipc_conn_process_info(int sock_pathfd, int64_t deadline_ms, struct ipc_process_info *ret_info,
-                          uint32_t *ret_hresult, struct cla_error *e);
+int ipc_conn_process_info(int sock_pathfd, const struct ipc_peer *want, int64_t deadline_ms,
+                          struct ipc_process_info *ret_info, uint32_t *ret_hresult,
+                          struct cla_error *e);
 
 /* One request on its own connection, for commands answered by a bare HRESULT (AttachProfiler,
  * StartupProfiler, ResumeRuntime). Returns 0 with *ret_hresult (success or failure code). */
-int ipc_conn_status_command(int sock_pathfd, const uint8_t *req, size_t req_len,
-                            int64_t deadline_ms, uint32_t *ret_hresult, struct cla_error *e);
+int ipc_conn_status_command(int sock_pathfd, const struct ipc_peer *want, const uint8_t *req,
+                            size_t req_len, int64_t deadline_ms, uint32_t *ret_hresult,
+                            struct cla_error *e);
 #endif

@@ -15,11 +15,11 @@
 #include "base/util.h"
 
 enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, size_t n, pid_t nspid,
-                                     uint64_t starttime, struct diag_socket *ret)
+                                     uint64_t starttime, uid_t uid, struct diag_socket *ret)
 {
     struct diag_socket s = {.state = SOCKET_ABSENT};
     const struct diag_socket_entry *best = NULL;
-    bool best_keyed = false;
+    bool best_own = false, best_keyed = false;
     for (size_t i = 0; i < n; i++) {
         const struct diag_socket_entry *en = &entries[i];
         /* The runtime names its socket for its namespace pid (its own getpid()), not the pid we
@@ -27,14 +27,20 @@ enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, si
         if (en->pid != nspid)
             continue;
         s.candidates++;
+        /* Anyone who can write the TMPDIR can bind names in it: one owned by another user is
+         * never the process's own, and must not hide the one that is. */
+        bool own = en->owner == uid;
         /* The key is the runtime's own start time (field 22 of its /proc/self/stat, in clock
          * ticks): the same kernel gives us the same value, so an equal key proves the socket is
          * this process's and not a stale one left by an earlier process with the same pid. */
         bool keyed = en->key == starttime;
-        /* The matching key wins outright; among the rest, the newest, as the runtime's client. */
-        if (!best || (keyed && !best_keyed) ||
-            (keyed == best_keyed && en->mtime_ns > best->mtime_ns)) {
+        /* Its own user's first; then the matching key; among the rest, the newest, as the
+         * runtime's client. */
+        if (!best || own > best_own ||
+            (own == best_own &&
+             (keyed > best_keyed || (keyed == best_keyed && en->mtime_ns > best->mtime_ns)))) {
             best = en;
+            best_own = own;
             best_keyed = keyed;
         }
     }
@@ -42,10 +48,12 @@ enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, si
         memcpy(s.name, best->name, sizeof(s.name));
         s.key = best->key;
         s.file_type = best->file_type;
+        s.owner = best->owner;
         /* A non-socket under the chosen name is reported as such, never connected to: the
          * runtime only ever binds a socket there. */
         s.stale = s.candidates - 1;
         s.state = !best->is_socket ? SOCKET_NOT_SOCKET
+                  : !best_own      ? SOCKET_FOREIGN
                   : best_keyed     ? SOCKET_FOUND
                                    : SOCKET_FOUND_UNKEYED;
     }
@@ -118,10 +126,11 @@ static const char *shown(const char *raw, char *buf, size_t size)
  * is an answer (dir_errno), not a failure. */
 static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct cla_error *e)
 {
-    /* TMPDIR is the target's own value (already refused with "." or ".." components): resolved
-     * inside its root, so a TMPDIR that is a link to "/" lists the target's /, never ours. An
-     * unreachable TMPDIR is what `ps` reports for this process, hence no error (NULL). */
-    int fd = rootfs_open(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
+    /* TMPDIR is the target's own value (already refused with "." or ".." components), resolved
+     * as the runtime resolves it, links followed (TMPDIR=/var/run/app with /var/run -> /run),
+     * but inside its root (RESOLVE_IN_ROOT): a link to "/" lists the target's /, never ours.
+     * An unreachable TMPDIR is what `ps` reports for this process, hence no error (NULL). */
+    int fd = rootfs_open_contained(rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, NULL);
     if (fd < 0) {
         d->dir_errno = -fd;
         return 0;
@@ -179,6 +188,7 @@ static int list_dir(int rootfd, const char *tmpdir, struct cache_dir *d, struct 
         en->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
         en->is_socket = S_ISSOCK(st.st_mode);
         en->file_type = st.st_mode & S_IFMT;
+        en->owner = st.st_uid;
     }
     if (errno)
         r = err_setsys(e, -errno, "readdir '%s'", shown(tmpdir, sh, sizeof(sh)));
@@ -258,7 +268,8 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
         struct diag_socket s = {.state = SOCKET_DIR_ERROR, .dir_errno = d->dir_errno};
         *ret = s;
     } else {
-        diag_socket_choose(d->entries, d->n, t->status.nspid, t->stat.starttime, ret);
+        diag_socket_choose(d->entries, d->n, t->status.nspid, t->stat.starttime, t->status.uid[1],
+                           ret);
     }
     if (!cache)
         free(local.entries);
@@ -267,20 +278,42 @@ int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct d
 
 int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_error *e)
 {
-    /* t->tmpdir ends in '/' (the runtime appends one to TMPDIR, and so does the environment
-     * parser). Not bound by sun_path's 108 bytes: the socket is connected through an fd. */
-    char path[TARGET_PATH_MAX + sizeof(s->name)];
-    int n = snprintf(path, sizeof(path), "%s%s", t->tmpdir, s->name);
-    if (n < 0 || (size_t)n >= sizeof(path))
-        return err_set(e, -ENAMETOOLONG, "socket path too long");
     int r = target_open_root(t, e);
     if (r < 0)
         return r;
+    /* The directory as the listing found it (links inside the root followed), then the name in
+     * it, never followed: not bound by sun_path's 108 bytes, as the socket is connected through
+     * the fd. */
+    _cleanup_close_ int dir = rootfs_open_contained(t->rootfd, t->tmpdir, ROOTFS_DIR, O_PATH, e);
+    if (dir < 0)
+        return dir;
     /* O_PATH opens the inode without connecting or reading; no link is followed (a link planted
      * in the socket's place would make connect() follow it into OUR root), and anything but a
      * socket is refused by its type before any use. */
-    _cleanup_close_ int fd = rootfs_open(t->rootfd, path, ROOTFS_SOCK, O_PATH, 0, e);
+    _cleanup_close_ int fd = rootfs_open(dir, s->name, ROOTFS_SOCK, O_PATH, 0, e);
     if (fd < 0)
         return fd;
+    /* The owner of the pinned inode, not of the name listed earlier: the name may have been
+     * replaced since. The runtime binds its socket with its effective uid (its fsuid, which
+     * follows it); the rule is equality, root included: a root runtime's socket is root's, and
+     * a root-owned socket for a non-root process, or another uid's for a root one, is someone
+     * else's bind in a directory they share. */
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return err_setsys(e, -errno, "stat the socket '%s'", s->name);
+    uid_t uid = t->status.uid[1];
+    if (st.st_uid != uid) {
+        char sh[256];
+        err_set(e, -EPERM,
+                "the socket '%s%s' belongs to uid %u, but pid %d runs as uid %u: another user "
+                "bound the name its runtime would use; clrattach does not connect to it",
+                shown(t->tmpdir, sh, sizeof(sh)), s->name, (unsigned)st.st_uid, (int)t->pid,
+                (unsigned)uid);
+        err_hint(e,
+                 "clrattach talks only to a socket of the app's own user; give the app a TMPDIR "
+                 "that no other user can write, and find who bound the name (ss -xlp); an app "
+                 "that changed its user after its runtime started must be restarted as that user");
+        return -EPERM;
+    }
     return util_take_fd(&fd);
 }

@@ -4,10 +4,14 @@
 
 /*
  * Where is the diagnostic socket? In the target's own filesystem view: its TMPDIR (read from its
- * environment, default /tmp/) below /proc/<pid>/root, named
- * dotnet-diagnostic-<namespace pid>-<start time>-socket. Several entries for one pid happen
+ * environment, default /tmp/) below /proc/<pid>/root, links in it resolved inside that root,
+ * named dotnet-diagnostic-<namespace pid>-<start time>-socket. Several entries for one pid happen
  * (a crashed earlier process with the same namespace pid left its socket); the runtime's own
  * client picks the newest, and so do we, preferring the one whose key is the start time we read.
+ *
+ * The socket must be the target's own: the runtime binds it with its effective uid, so an entry
+ * owned by any other uid (root included, for a non-root target) was bound by someone else in a
+ * TMPDIR shared with other users, and is never connected to.
  */
 
 #include <stdbool.h>
@@ -23,6 +27,7 @@ enum socket_state {
     SOCKET_FOUND,         /* chosen; its key is the start time we read */
     SOCKET_FOUND_UNKEYED, /* chosen as the newest; its key differs (time namespace, or stale) */
     SOCKET_NOT_SOCKET,    /* the name matches but the entry is a file, FIFO or link: refused */
+    SOCKET_FOREIGN,       /* the only entries for this pid belong to another user: refused */
     SOCKET_DIR_ERROR,     /* the TMPDIR could not be opened in the target's view */
 };
 
@@ -33,6 +38,7 @@ struct diag_socket_entry {
     int64_t mtime_ns;
     bool is_socket;
     unsigned file_type; /* st_mode & S_IFMT, to name what was planted instead of a socket */
+    uid_t owner;        /* st_uid */
 };
 
 struct diag_socket {
@@ -43,15 +49,18 @@ struct diag_socket {
     int stale;          /* candidates not chosen */
     int dir_errno;      /* for SOCKET_DIR_ERROR */
     unsigned file_type; /* of the chosen entry (st_mode & S_IFMT) */
+    uid_t owner;        /* of the chosen entry */
 };
 
 /* "symbolic link", "regular file", "FIFO", ... for a file type from diag_socket. */
 const char *diag_socket_file_type_name(unsigned file_type);
 
-/* Picks the socket for (nspid, starttime) among `n` listed entries, as described above. Pure.
- * Returns the state it fills into *ret. */
+/* Picks the socket for (nspid, starttime) of a process running as `uid` (its effective uid)
+ * among `n` listed entries, as described above: entries owned by `uid` first, so that names
+ * another user planted never hide the process's own socket. Pure. Returns the state it fills
+ * into *ret. */
 enum socket_state diag_socket_choose(const struct diag_socket_entry *entries, size_t n, pid_t nspid,
-                                     uint64_t starttime, struct diag_socket *ret);
+                                     uint64_t starttime, uid_t uid, struct diag_socket *ret);
 
 /* How far a socket's key may be from the start time and still be this process's own: under
  * qemu-user the runtime's start time (its own /proc read, through the emulator) comes out 1-2
@@ -78,8 +87,10 @@ void diag_socket_cache_free(struct diag_socket_cache *c);
 int diag_socket_find(struct target *t, struct diag_socket_cache *cache, struct diag_socket *ret,
                      struct cla_error *e);
 
-/* Opens the chosen socket's inode O_PATH without following links and verifies it is a socket.
- * Returns the fd, -ENOTSOCK, -ELOOP, -ENOENT. */
+/* Opens the chosen socket's inode O_PATH (the TMPDIR's links resolved inside the target's root,
+ * the socket's own name never followed) and verifies it is a socket owned by the target's
+ * effective uid. Returns the fd, -ENOTSOCK, -ELOOP, -ENOENT, or -EPERM for a socket of another
+ * user (the message names its owner, the hint the way out). */
 int diag_socket_open(struct target *t, const struct diag_socket *s, struct cla_error *e);
 
 #endif

@@ -129,7 +129,7 @@ static void group_open(int proc_dirfd, struct procindex_group *g, int64_t now)
     creds_target_of(t.procfd, &t.status, &ct);
     int fd = -EPERM;
     if (creds_check(&ct, NULL) == 0 && creds_become(&ct, &cs, NULL) == 0)
-        fd = rootfs_open(t.rootfd, g->tmpdir, ROOTFS_DIR, O_RDONLY, 0, NULL);
+        fd = rootfs_open_contained(t.rootfd, g->tmpdir, ROOTFS_DIR, O_RDONLY, NULL);
     creds_restore(&cs);
     struct stat dst;
     if (fd >= 0 && fstat(fd, &dst) < 0) {
@@ -160,7 +160,7 @@ out:
  * through rootfs (O_PATH: nothing is read), only to compare identities. */
 static bool group_current(struct procindex_group *g)
 {
-    _cleanup_close_ int fd = rootfs_open(g->rootfd, g->tmpdir, ROOTFS_DIR, O_PATH, 0, NULL);
+    _cleanup_close_ int fd = rootfs_open_contained(g->rootfd, g->tmpdir, ROOTFS_DIR, O_PATH, NULL);
     struct stat st;
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g->dir_dev && st.st_ino == g->dir_ino;
 }

@@ -26,6 +26,10 @@ Modes:
                          leaving its pid free for another process between selection and attach
 
 Options (any mode):
+  --socket PATH          binds there instead of under its own name: an impostor of another
+                         process, whose name (NSpid, start time) the caller read from /proc
+  --socket-mode OCTAL    chmod of the socket once bound (an impostor of another uid makes it
+                         0666 so that the victim's user, and clrattach acting as it, can connect)
   --link-to PATH         the target of symlink-socket
   --pi-extra TEXT        appended to every ProcessInfo string; Python escapes are decoded
                          (--pi-extra '\\u009b\\u202e' sends a C1 CSI and a bidi override)
@@ -213,7 +217,9 @@ def main():
     name = opt("--name")
     nspid, starttime = self_identity()
     tmpdir = os.environ.get("TMPDIR", "/tmp")
-    path = os.path.join(tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
+    path = opt("--socket") or os.path.join(
+        tmpdir, "dotnet-diagnostic-%d-%d-socket" % (nspid, starttime))
+    socket_mode = opt("--socket-mode")
     # The runtime's own socket is 0600; keep new files private as well.
     os.umask(0o077)
     log = sys.stderr
@@ -251,6 +257,8 @@ def main():
         listener.listen(16)
     else:
         sys.exit("fake_runtime: unknown mode %s" % mode)
+    if socket_mode:
+        os.chmod(path, int(socket_mode, 8))
     if mode == "ansi":
         # comm is target-controlled as well (prctl PR_SET_NAME); 15 bytes at most.
         with open("/proc/self/comm", "w") as f:

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,6 +27,7 @@
 #include <cmocka.h>
 
 #include "guards.h"
+#include "root.h"
 #include "runtime/ipc.h"
 #include "runtime/ipc_conn.h"
 #include "base/util.h"
@@ -179,6 +182,10 @@ struct outcome {
 
 static uint8_t simple_req[IPC_HEADER_SIZE];
 
+/* The listener of every socket sock_make() binds: this process (setup() fills it in). The
+ * forked servers below only accept: SO_PEERCRED names the process that called listen(). */
+static struct ipc_peer self;
+
 static void transact(struct conn *c, const uint8_t *req, size_t req_len, int64_t timeout_ms,
                      struct outcome *o)
 {
@@ -196,6 +203,7 @@ static int setup(void **state)
 {
     (void)state;
     signal(SIGPIPE, SIG_IGN);
+    self = (struct ipc_peer){.pid = getpid(), .uid = geteuid()};
     assert_int_equal(
         ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_INFO, simple_req, sizeof(simple_req), NULL),
         IPC_HEADER_SIZE);
@@ -441,7 +449,7 @@ static void test_connect(void **state)
     struct sockdir s;
     sock_make(&s, 4);
     struct cla_error e = {0};
-    int fd = ipc_conn_connect(s.pathfd, util_now_ms() + 2000, &e);
+    int fd = ipc_conn_connect(s.pathfd, &self, util_now_ms() + 2000, &e);
     assert_true(fd >= 0);
     /* The fd is the one transact expects: non-blocking and close-on-exec. */
     assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
@@ -457,18 +465,18 @@ static void test_connect(void **state)
 
     /* A stale socket: the file stays after its listener has gone. */
     util_closep(&s.listen_fd);
-    assert_int_equal(ipc_conn_connect(s.pathfd, util_now_ms() + 2000, &e), -ECONNREFUSED);
+    assert_int_equal(ipc_conn_connect(s.pathfd, &self, util_now_ms() + 2000, &e), -ECONNREFUSED);
     assert_int_equal(e.code, -ECONNREFUSED);
     sock_remove(&s);
 
     /* Bound, never listening. */
     sock_make(&s, -1);
-    assert_int_equal(ipc_conn_connect(s.pathfd, util_now_ms() + 2000, &e), -ECONNREFUSED);
+    assert_int_equal(ipc_conn_connect(s.pathfd, &self, util_now_ms() + 2000, &e), -ECONNREFUSED);
     sock_remove(&s);
 
     /* Not a socket at all. */
     int devnull = open("/dev/null", O_PATH | O_CLOEXEC);
-    assert_true(ipc_conn_connect(devnull, util_now_ms() + 2000, &e) < 0);
+    assert_true(ipc_conn_connect(devnull, &self, util_now_ms() + 2000, &e) < 0);
     close(devnull);
 }
 
@@ -496,7 +504,7 @@ static void test_connect_backlog_full(void **state)
     struct cla_error e = {0};
     int64_t t0 = util_now_ms();
     volatile int r = 0;
-    BOUNDED(10, r = ipc_conn_connect(s.pathfd, t0 + 300, &e));
+    BOUNDED(10, r = ipc_conn_connect(s.pathfd, &self, t0 + 300, &e));
     assert_int_equal(r, -ETIMEDOUT);
     assert_non_null(strstr(e.msg, "backlog"));
     assert_true(util_now_ms() - t0 >= 290);
@@ -532,7 +540,7 @@ static void test_connect_long_path(void **state)
     int pathfd = open(path, O_PATH | O_CLOEXEC);
     assert_true(pathfd >= 0);
     struct cla_error e = {0};
-    int fd = ipc_conn_connect(pathfd, util_now_ms() + 2000, &e);
+    int fd = ipc_conn_connect(pathfd, &self, util_now_ms() + 2000, &e);
     assert_true(fd >= 0);
     int peer = accept4(l, NULL, NULL, SOCK_CLOEXEC);
     assert_true(peer >= 0);
@@ -612,8 +620,8 @@ static void test_status_command(void **state)
     uint32_t hr = 0;
     struct cla_error e = {0};
     volatile int r = 1;
-    BOUNDED(10,
-            r = ipc_conn_status_command(s.pathfd, req, sizeof(req), util_now_ms() + 5000, &hr, &e));
+    BOUNDED(10, r = ipc_conn_status_command(s.pathfd, &self, req, sizeof(req), util_now_ms() + 5000,
+                                            &hr, &e));
     assert_int_equal(r, 0);
     assert_int_equal(hr, HR_ALREADY_ACTIVE);
     uint8_t ids[4];
@@ -659,7 +667,7 @@ static void test_process_info_fallback(void **state)
     uint32_t hr = 0;
     struct cla_error e = {0};
     volatile int r = 1;
-    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, util_now_ms() + 5000, &pi, &hr, &e));
+    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, &self, util_now_ms() + 5000, &pi, &hr, &e));
     assert_int_equal(r, 0);
     assert_int_equal(pi.version, 1);
     assert_int_equal(pi.pid, 42);
@@ -676,7 +684,7 @@ static void test_process_info_fallback(void **state)
     sc.reply[2] = unknown;
     sc.reply_len[2] = sizeof(unknown);
     run_script(&sc, &s, &pfd, &pid);
-    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, util_now_ms() + 5000, &pi, &hr, &e));
+    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, &self, util_now_ms() + 5000, &pi, &hr, &e));
     assert_int_equal(r, -EREMOTEIO);
     assert_int_equal(hr, HR_UNKNOWN_COMMAND);
     assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 3);
@@ -686,7 +694,7 @@ static void test_process_info_fallback(void **state)
     status_frame(active, false, HR_ALREADY_ACTIVE);
     sc.reply[0] = active;
     run_script(&sc, &s, &pfd, &pid);
-    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, util_now_ms() + 5000, &pi, &hr, &e));
+    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, &self, util_now_ms() + 5000, &pi, &hr, &e));
     assert_int_equal(r, -EREMOTEIO);
     assert_int_equal(hr, HR_ALREADY_ACTIVE);
     assert_non_null(strstr(e.msg, "0x8013136A"));
@@ -698,9 +706,180 @@ static void test_process_info_fallback(void **state)
     memset(odd + IPC_HEADER_SIZE, 0, 4);
     sc.reply[0] = odd;
     run_script(&sc, &s, &pfd, &pid);
-    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, util_now_ms() + 5000, &pi, &hr, &e));
+    BOUNDED(10, r = ipc_conn_process_info(s.pathfd, &self, util_now_ms() + 5000, &pi, &hr, &e));
     assert_int_equal(r, -EPROTO);
     assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 1);
+}
+
+/* SO_PEERCRED of a socketpair names its creator: this process. The check takes exactly the pid
+ * and uid it is given, and names what it found when they differ. */
+static void test_check_peer(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    struct cla_error e = {0};
+    assert_int_equal(ipc_conn_check_peer(sv[0], &self, &e), 0);
+    struct ipc_peer other_uid = {.pid = self.pid, .uid = self.uid + 1};
+    assert_int_equal(ipc_conn_check_peer(sv[0], &other_uid, &e), -EADDRINUSE);
+    char want[64];
+    snprintf(want, sizeof(want), "served by pid %d (uid %u)", (int)self.pid, (unsigned)self.uid);
+    assert_non_null(strstr(e.msg, want));
+    assert_non_null(strstr(e.msg, "nothing was sent"));
+    assert_true(e.hint[0] != '\0');
+    struct ipc_peer other_pid = {.pid = getppid(), .uid = self.uid};
+    assert_int_equal(ipc_conn_check_peer(sv[0], &other_pid, &e), -EADDRINUSE);
+    /* Not a socket at all: the getsockopt error, not a pass. */
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(ipc_conn_check_peer(devnull, &self, &e) < 0);
+    close(devnull);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* Starts an impostor: a child that binds a fresh socket, takes `uid` (when not ours) and listens,
+ * so that SO_PEERCRED names it. It then accepts `accepts` connections and exits with the number
+ * of bytes they carried (capped), or with accepts 0 waits to be killed. Fills *s (no listen_fd
+ * of ours) and returns the child's pid. */
+static pid_t impostor_start(struct sockdir *s, uid_t uid, int accepts)
+{
+    snprintf(s->dir, sizeof(s->dir), "/tmp/test_ipc_conn.XXXXXX");
+    assert_non_null(mkdtemp(s->dir));
+    snprintf(s->path, sizeof(s->path), "%s/s", s->dir);
+    int ready[2];
+    assert_int_equal(pipe2(ready, O_CLOEXEC), 0);
+    fflush(NULL);
+    pid_t imp = fork();
+    assert_true(imp >= 0);
+    if (imp == 0) {
+        int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->path);
+        /* Gone with the test even when a failed check ends it first: the death signal is set
+         * after the uid change, which clears it. */
+        if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            (uid != self.uid && (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)) ||
+            prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || listen(l, 4) < 0)
+            _exit(2);
+        (void)!write(ready[1], "y", 1);
+        if (accepts == 0)
+            for (;;)
+                pause();
+        size_t got = 0;
+        for (int i = 0; i < accepts; i++) {
+            int c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+            if (c < 0)
+                _exit(3);
+            char buf[256];
+            ssize_t k;
+            while ((k = read(c, buf, sizeof(buf))) > 0)
+                got += (size_t)k;
+            close(c);
+        }
+        _exit(got > 100 ? 100 : (int)got);
+    }
+    close(ready[1]);
+    char c = 0;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    s->listen_fd = -1;
+    s->pathfd = open(s->path, O_PATH | O_CLOEXEC);
+    assert_true(s->pathfd >= 0);
+    return imp;
+}
+
+/* An impostor: another process (here of our own uid) listens on the socket that should be the
+ * target's. It gets a connection and not one byte of the request; the process named as the
+ * listener is taken. */
+static void test_peer_another_process(void **state)
+{
+    (void)state;
+    struct sockdir s;
+    pid_t imp = impostor_start(&s, self.uid, 2);
+
+    /* Named as the listener: connected. */
+    struct cla_error e = {0};
+    struct ipc_peer impostor = {.pid = imp, .uid = self.uid};
+    int fd = ipc_conn_connect(s.pathfd, &impostor, util_now_ms() + 2000, &e);
+    assert_true(fd >= 0);
+    close(fd);
+    /* Expected to be ourselves: refused before the request, which the impostor never sees. */
+    uint8_t req[IPC_HEADER_SIZE];
+    ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), NULL);
+    uint32_t hr = 0;
+    volatile int r = 1;
+    BOUNDED(10, r = ipc_conn_status_command(s.pathfd, &self, req, sizeof(req), util_now_ms() + 5000,
+                                            &hr, &e));
+    assert_int_equal(r, -EADDRINUSE);
+    char want[48];
+    snprintf(want, sizeof(want), "served by pid %d ", (int)imp);
+    assert_non_null(strstr(e.msg, want));
+    int status;
+    assert_int_equal(waitpid(imp, &status, 0), imp);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    sock_remove(&s);
+}
+
+/* The listener's uid is the one it had at listen(): a process of another uid is refused even
+ * under the right pid. */
+static void test_peer_other_uid(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("a listener of uid 1000");
+    struct sockdir s;
+    pid_t imp = impostor_start(&s, 1000, 0);
+    struct cla_error e = {0};
+    struct ipc_peer as_root = {.pid = imp, .uid = 0};
+    assert_int_equal(ipc_conn_connect(s.pathfd, &as_root, util_now_ms() + 2000, &e), -EADDRINUSE);
+    char want[48];
+    snprintf(want, sizeof(want), "served by pid %d (uid 1000)", (int)imp);
+    assert_non_null(strstr(e.msg, want));
+    struct ipc_peer as_1000 = {.pid = imp, .uid = 1000};
+    int fd = ipc_conn_connect(s.pathfd, &as_1000, util_now_ms() + 2000, &e);
+    assert_true(fd >= 0);
+    close(fd);
+    kill(imp, SIGKILL);
+    waitpid(imp, NULL, 0);
+    sock_remove(&s);
+}
+
+/* A listener in a pid namespace the connecting process cannot see has no pid there (0): never
+ * the target, which was pinned through our own /proc. Here the connecting side is put in a new
+ * pid namespace, so this process, the listener, is the one it cannot see. */
+static void test_peer_invisible(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("a new pid namespace");
+    struct sockdir s;
+    sock_make(&s, 4);
+    fflush(NULL);
+    pid_t a = fork();
+    assert_true(a >= 0);
+    if (a == 0) {
+        if (unshare(CLONE_NEWPID) < 0)
+            _exit(10);
+        pid_t b = fork();
+        if (b < 0)
+            _exit(11);
+        if (b == 0) {
+            /* The pid we would expect does not matter: nothing here can be seen as it. */
+            struct cla_error e = {0};
+            int r = ipc_conn_connect(s.pathfd, &self, util_now_ms() + 2000, &e);
+            if (r != -EADDRINUSE)
+                _exit(r >= 0 ? 1 : 2);
+            _exit(strstr(e.msg, "outside our pid namespace") ? 0 : 3);
+        }
+        int st;
+        if (waitpid(b, &st, 0) != b || !WIFEXITED(st))
+            _exit(12);
+        _exit(WEXITSTATUS(st));
+    }
+    int status;
+    assert_int_equal(waitpid(a, &status, 0), a);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    sock_remove(&s);
 }
 
 int main(void)
@@ -719,6 +898,10 @@ int main(void)
         cmocka_unit_test(test_connect_long_path),
         cmocka_unit_test(test_status_command),
         cmocka_unit_test(test_process_info_fallback),
+        cmocka_unit_test(test_check_peer),
+        cmocka_unit_test(test_peer_another_process),
+        cmocka_unit_test(test_peer_other_uid),
+        cmocka_unit_test(test_peer_invisible),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
