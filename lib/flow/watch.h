@@ -5,10 +5,12 @@
 /*
  * Sidecar mode: scan for .NET processes that match a selector and attach to each runtime
  * instance exactly once. An instance is (pid, start time): a restarted app is a new instance.
- * Outcomes that cannot change by retrying (attached, already active, load failure, permission,
- * delivery) are final; transient ones (runtime not ready, timeouts, a socket not there yet) are
- * retried with exponential backoff a bounded number of times. State for processes that are gone
- * is dropped at every scan, so memory follows the live process count, not uptime.
+ * Outcomes that cannot change by retrying (attached, already active, load failure, permission)
+ * are final; transient ones (runtime not ready, timeouts, a socket not there yet) are retried
+ * with exponential backoff a bounded number of times, and a delivery failure (a name squatted
+ * by another uid, a full directory) is retried with backoff for as long as the instance lives.
+ * State for processes that are gone is dropped at every scan, so memory follows the live process
+ * count, not uptime.
  *
  * Each attach runs in a child process of its own, at most WATCH_POOL_MAX at once, on the very
  * process the scan selected (pinned by pidfd and start time): a runtime that never answers holds
@@ -28,6 +30,8 @@
 #define WATCH_RETRY_FIRST_MS 1000
 #define WATCH_RETRY_MAX_MS   30000
 #define WATCH_RETRY_ATTEMPTS 5
+/* A delivery failure is never final: it is retried with the same doubling up to this. */
+#define WATCH_DELIVERY_RETRY_MAX_MS 300000
 /* Which processes get a look at all is the index's answer (procindex.h): a socket name for the
  * process in its TMPDIR, or nothing known of it. A process it points at with nothing to attach
  * (no socket of its own yet, not selected) is looked at every scan during its first

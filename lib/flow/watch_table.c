@@ -115,6 +115,11 @@ bool watch_outcome_final(enum attach_outcome o)
     case ATTACH_INTERNAL:
     case ATTACH_INTERRUPTED:
         return false; /* may succeed later: runtime starting, socket not there yet, busy */
+    case ATTACH_DELIVERY:
+        /* The content-addressed name may be taken by a file we will not trust (another uid
+         * sharing the directory can plant it), or the directory full: neither is the target's
+         * last word, and a squatter must not be able to end the watch for it. */
+        return false;
     default: return true;
     }
 }
@@ -153,12 +158,15 @@ bool watch_table_record_attempt(struct watch_table *t, pid_t pid, uint64_t start
     in->has_outcome = true;
     in->last = outcome;
     in->attempts++;
-    in->final = watch_outcome_final(outcome) || in->attempts >= WATCH_RETRY_ATTEMPTS;
+    /* A delivery conflict is never given up on (watch_outcome_final); it is retried seldom. */
+    bool delivery = outcome == ATTACH_DELIVERY;
+    in->final = watch_outcome_final(outcome) || (!delivery && in->attempts >= WATCH_RETRY_ATTEMPTS);
+    int64_t cap = delivery ? WATCH_DELIVERY_RETRY_MAX_MS : WATCH_RETRY_MAX_MS;
     int64_t delay = WATCH_RETRY_FIRST_MS;
-    for (int i = 1; i < in->attempts && delay < WATCH_RETRY_MAX_MS; i++)
+    for (int i = 1; i < in->attempts && delay < cap; i++)
         delay *= 2;
-    if (delay > WATCH_RETRY_MAX_MS)
-        delay = WATCH_RETRY_MAX_MS;
+    if (delay > cap)
+        delay = cap;
     /* An attempt that took long (a runtime that never answers costs a whole --timeout) waits at
      * least as long again: a silent instance holds an attach slot at most half of the time. */
     in->next_ms = now_ms + (took_ms > delay ? took_ms : delay);

@@ -23,8 +23,8 @@ static void test_once_per_instance(void **state)
 static void test_final_outcomes_not_retried(void **state)
 {
     (void)state;
-    enum attach_outcome finals[] = {ATTACH_OK,         ATTACH_ALREADY_ACTIVE, ATTACH_LOAD_FAILED,
-                                    ATTACH_PERMISSION, ATTACH_DELIVERY,       ATTACH_NOT_FOUND};
+    enum attach_outcome finals[] = {ATTACH_OK, ATTACH_ALREADY_ACTIVE, ATTACH_LOAD_FAILED,
+                                    ATTACH_PERMISSION, ATTACH_NOT_FOUND};
     for (size_t i = 0; i < sizeof(finals) / sizeof(finals[0]); i++) {
         struct watch_table *t = watch_table_new();
         watch_table_record(t, 1, 1, finals[i], 0);
@@ -198,6 +198,33 @@ static void test_timeout_backs_off_by_its_cost(void **state)
     watch_table_free(t);
 }
 
+/* A delivery conflict (the content-addressed name taken by a file of another uid) is not the
+ * target's last word: retried with backoff, doubling up to its own cap, and never given up. */
+static void test_delivery_failure_retried(void **state)
+{
+    (void)state;
+    assert_false(watch_outcome_final(ATTACH_DELIVERY));
+    struct watch_table *t = watch_table_new();
+    int64_t now = 0, delay = WATCH_RETRY_FIRST_MS;
+    assert_true(watch_table_record_attempt(t, 4, 44, ATTACH_DELIVERY, 20, now));
+    for (int i = 1; i <= 3 * WATCH_RETRY_ATTEMPTS; i++) {
+        assert_false(watch_table_final(t, 4, 44));
+        assert_false(watch_table_due(t, 4, 44, now + delay - 1));
+        assert_true(watch_table_due(t, 4, 44, now + delay));
+        now += delay;
+        /* The same conflict again is not reported again, and is still retried. */
+        assert_false(watch_table_record_attempt(t, 4, 44, ATTACH_DELIVERY, 20, now));
+        delay = delay * 2 > WATCH_DELIVERY_RETRY_MAX_MS ? WATCH_DELIVERY_RETRY_MAX_MS : delay * 2;
+    }
+    assert_int_equal(delay, WATCH_DELIVERY_RETRY_MAX_MS);
+    assert_false(watch_table_final(t, 4, 44));
+    /* Once delivered, the next outcome decides as usual. */
+    now += delay;
+    assert_true(watch_table_record(t, 4, 44, ATTACH_OK, now));
+    assert_true(watch_table_final(t, 4, 44));
+    watch_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +237,7 @@ int main(void)
         cmocka_unit_test(test_exec_fp),
         cmocka_unit_test(test_many_unordered),
         cmocka_unit_test(test_timeout_backs_off_by_its_cost),
+        cmocka_unit_test(test_delivery_failure_retried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
