@@ -58,7 +58,7 @@ static bool selector_matches(const struct target *tg, const struct watch_selecto
 }
 
 /* Records an outcome in the table and reports it when it is new for the instance. */
-static void handle_result(const struct watch_opts *o, struct watch_table *t, uint64_t exec_fp,
+static void handle_result(const struct watch_opts *o, struct watch_table *t,
                           const struct attach_result *res, int64_t took_ms)
 {
     pid_t pid = res->pid;
@@ -70,14 +70,13 @@ static void handle_result(const struct watch_opts *o, struct watch_table *t, uin
         return;
     }
     /* A runtime's socket is up a moment before it can take a profiler: while the process is
-     * young, that answer is looked at again next scan, not reported. */
+     * young, that answer is tried again from the next scan, not reported; it had its turn, so
+     * it waits behind those already waiting (a young process that says so on purpose cannot
+     * take slot after slot ahead of them). */
     if (res->outcome == ATTACH_NOT_READY && res->have_hresult &&
-        res->hresult == ATTACH_HR_NOT_YET_AVAILABLE) {
-        int64_t age = procindex_age_ms(key);
-        if (age < WATCH_YOUNG_MS) {
-            watch_table_idle(t, pid, key, exec_fp, age, now);
-            return;
-        }
+        res->hresult == ATTACH_HR_NOT_YET_AVAILABLE && procindex_age_ms(key) < WATCH_YOUNG_MS) {
+        watch_table_requeue(t, pid, key, now);
+        return;
     }
     bool is_new = watch_table_record_attempt(t, pid, key, res->outcome, took_ms, now);
     if (is_new && o->on_result)
@@ -94,7 +93,7 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
     watch_job_release(j);
     if (res) {
         watch_job_result(o, j, res);
-        handle_result(o, t, j->exec_fp, res, util_now_ms() - j->started_ms);
+        handle_result(o, t, res, util_now_ms() - j->started_ms);
     }
     watch_pool_remove(pool, slot);
 }
@@ -102,7 +101,7 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
 /* Takes a slot for the pinned process `tg`, and the pin with it (closed when no slot is left):
  * the attach starts once the scan is over (start_pending). */
 static void reserve(const struct watch_opts *o, struct watch_pool *pool, struct target *tg,
-                    uint64_t exec_fp, bool retry)
+                    bool retry)
 {
     _cleanup_(target_closep) struct target *pin = tg;
     int64_t now = util_now_ms();
@@ -111,7 +110,6 @@ static void reserve(const struct watch_opts *o, struct watch_pool *pool, struct 
     if (slot < 0)
         return;
     struct job *j = &pool->v[slot];
-    j->exec_fp = exec_fp;
     j->started_ms = now;
     j->nspid = tg->status.nspid;
     j->uid = tg->status.uid[1];
@@ -134,7 +132,7 @@ static void start_attach(const struct watch_opts *o, struct watch_table *t, stru
     if (res) {
         watch_job_result_of(j, ATTACH_INTERNAL, util_now_ms(), res);
         res->error = e;
-        handle_result(o, t, j->exec_fp, res, 0);
+        handle_result(o, t, res, 0);
     }
     watch_pool_remove(pool, slot);
 }
@@ -148,19 +146,73 @@ static void start_pending(const struct watch_opts *o, struct watch_table *t,
             start_attach(o, t, pool, x, i);
 }
 
-/* One pass over /proc through the index. Reserves a slot, with its pin, for every due, matching
- * instance with a socket while one is free; never waits for an attach. Only a process the index
- * points at (a socket name for its namespace pid, or nothing known) gets a look: a process with
- * no socket costs nothing here. */
+/* What a scan offers a slot with (watch_pool_offer). */
+struct scan_ctx {
+    const struct watch_opts *o;
+    struct watch_table *t;
+    struct watch_pool *pool;
+    struct procindex *x;
+    const struct stat *own_mntns;
+    struct diag_socket_cache *cache;
+};
+
+/* A slot is free for the due instance `w`: pin it, check the selectors and look for its socket,
+ * and reserve the slot if it is to be attached; else it is idle (looked at again later). */
+static void offer_slot(const struct watch_waiting *w, void *userdata)
+{
+    struct scan_ctx *c = userdata;
+    const struct procindex_proc *p = procindex_at(c->x, w->ref);
+    const struct proc_stat *st = &p->stat;
+    int64_t now = util_now_ms();
+    uint64_t fp = watch_exec_fp(st);
+
+    /* The selectors are checked on the pinned process, and that same pin (pidfd, /proc dirfd,
+     * start time) is what the attach uses: a process that takes the pid afterwards is never
+     * attached in its place. */
+    struct target tg;
+    if (target_open(c->o->proc_dirfd, p->pid, &tg, NULL) < 0) {
+        watch_table_idle(c->t, p->pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
+        return;
+    }
+    _cleanup_(target_closep) struct target *pinned = &tg;
+    bool match =
+        tg.stat.starttime == st->starttime && selector_matches(&tg, &c->o->sel, c->own_mntns);
+    struct diag_socket s = {.state = SOCKET_ABSENT};
+    /* The look for its socket is an access to the target: made as its user (creds.h). */
+    if (match && c->cache) {
+        struct creds_target ct;
+        struct creds_saved cs = {0};
+        creds_target_of(tg.procfd, &tg.status, &ct);
+        if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0 ||
+            diag_socket_find(&tg, c->cache, &s, NULL) < 0)
+            s.state = SOCKET_ABSENT;
+        creds_restore(&cs);
+    }
+    /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
+    if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
+        watch_table_idle(c->t, p->pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
+        return;
+    }
+    reserve(c->o, c->pool, util_take_ptr(&pinned), w->retry);
+}
+
+/* One pass over /proc through the index. Lists the due instances, then offers the free slots to
+ * them in the order they became due (watch_pool_offer; in pid order, processes that came first
+ * and keep failing would always be ahead); never waits for an attach. Only a process the index
+ * points at (a socket name for its namespace pid, or nothing known) is considered: a process
+ * with no socket costs nothing here. One that is due but gets no slot keeps its place. */
 static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
                 struct procindex *x, const struct stat *own_mntns, struct cla_error *e)
 {
     int r = procindex_scan(x, util_now_ms(), e);
     if (r < 0)
         return r;
-    struct diag_socket_cache *cache = diag_socket_cache_new();
+    size_t count = procindex_count(x);
+    /* Out of memory: no attach starts this scan (the table is still kept up to date). */
+    _cleanup_free_ struct watch_waiting *waiting = calloc(count, sizeof(*waiting));
+    size_t n = 0;
     watch_table_begin(t);
-    for (size_t i = 0; i < procindex_count(x); i++) {
+    for (size_t i = 0; i < count; i++) {
         const struct procindex_proc *p = procindex_at(x, i);
         const struct proc_stat *st = &p->stat;
         pid_t pid = p->pid;
@@ -169,47 +221,28 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         watch_table_seen(t, pid, st->starttime, fp, now);
         if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_UNKNOWN)))
             continue;
-        if (watch_table_final(t, pid, st->starttime) || watch_pool_busy(pool, pid, st->starttime))
+        if (watch_pool_busy(pool, pid, st->starttime))
             continue;
         if (o->sel.comm && strcmp(st->comm, o->sel.comm) != 0)
             continue;
-        if (!watch_table_due(t, pid, st->starttime, now))
-            continue;
-
-        /* The selectors are checked on the pinned process, and that same pin (pidfd, /proc
-         * dirfd, start time) is what the attach uses: a process that takes the pid afterwards
-         * is never attached in its place. */
-        struct target tg;
-        if (target_open(o->proc_dirfd, pid, &tg, NULL) < 0) {
-            watch_table_idle(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
-            continue;
+        struct watch_waiting *w = waiting ? &waiting[n] : NULL;
+        if (w &&
+            watch_table_queue(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now, w)) {
+            w->ref = i;
+            n++;
         }
-        _cleanup_(target_closep) struct target *pinned = &tg;
-        bool match =
-            tg.stat.starttime == st->starttime && selector_matches(&tg, &o->sel, own_mntns);
-        struct diag_socket s = {.state = SOCKET_ABSENT};
-        /* The look for its socket is an access to the target: made as its user (creds.h). */
-        if (match && cache) {
-            struct creds_target ct;
-            struct creds_saved cs = {0};
-            creds_target_of(tg.procfd, &tg.status, &ct);
-            if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0 ||
-                diag_socket_find(&tg, cache, &s, NULL) < 0)
-                s.state = SOCKET_ABSENT;
-            creds_restore(&cs);
-        }
-        /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
-        if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
-            watch_table_idle(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
-            continue;
-        }
-        bool retry = watch_table_tried(t, pid, st->starttime);
-        if (!watch_pool_may_start(pool, retry))
-            continue; /* still due: the next scan tries again */
-        reserve(o, pool, util_take_ptr(&pinned), fp, retry);
     }
-    diag_socket_cache_free(cache);
-    watch_table_sweep(t);
+    struct scan_ctx c = {
+        .o = o,
+        .t = t,
+        .pool = pool,
+        .x = x,
+        .own_mntns = own_mntns,
+        .cache = diag_socket_cache_new(),
+    };
+    watch_pool_offer(pool, waiting, n, offer_slot, &c);
+    diag_socket_cache_free(c.cache);
+    watch_table_sweep(t, util_now_ms());
     return 0;
 }
 

@@ -5,14 +5,32 @@
 /*
  * Sidecar mode: scan for .NET processes that match a selector and attach to each runtime
  * instance exactly once. An instance is (pid, start time): a restarted app is a new instance.
- * Outcomes that cannot change by retrying (attached, already active, load failure, permission,
- * delivery) are final; transient ones (runtime not ready, timeouts, a socket not there yet) are
- * retried with exponential backoff a bounded number of times. State for processes that are gone
- * is dropped at every scan, so memory follows the live process count, not uptime.
+ * Outcomes that cannot change by retrying (attached, already active, load failure, permission)
+ * are final; transient ones (runtime not ready, timeouts, a socket not there yet) are retried
+ * with exponential backoff a bounded number of times, and a delivery failure (a name squatted
+ * by another uid, a full directory) is retried with backoff for as long as the instance lives.
+ * State for processes that are gone is dropped at every scan (a failing one's back-off is kept
+ * a little longer, for its pid's next instance), so memory follows the live process count and
+ * the recent failures, not uptime.
  *
  * Each attach runs in a child process of its own, at most WATCH_POOL_MAX at once, on the very
  * process the scan selected (pinned by pidfd and start time): a runtime that never answers holds
  * one slot, not the watcher, and SIGTERM ends the watcher within a second whatever is in flight.
+ *
+ * Fairness. Free slots go to the due instances in the order they became due (the one waiting
+ * longest first, whatever its pid); an instance's next attempt after a failure is due only after
+ * its back-off, which a new instance of the same pid (an execve, or a new start time on the pid)
+ * inherits, counting as a retry. With S = WATCH_POOL_MAX, T = --timeout, I = the scan interval
+ * and R = watch_attach_deadline_ms(T) + I = 2T + 5 s + I (the most an attach holds a slot, until
+ * the next scan hands it on), an instance that becomes due while N other matching instances are
+ * running or waiting gets a slot within
+ *     ceil(N / S) * R + I        on a first attempt,
+ *     ceil(N / (S - 1)) * R + I  on a retry (retries never take the last free slot),
+ * however those N behave: each of them holds a slot at most once in that time, because once its
+ * attempt ends it is due again only after its back-off, and a new instance (an exec, a restart,
+ * any new process) queues behind those already waiting. A retry is due at the end of its own
+ * back-off (WATCH_RETRY_FIRST_MS doubling to WATCH_RETRY_MAX_MS, and at least as long as its last
+ * attempt took). docs/security.md ("Fairness") states the same for operators.
  */
 
 #include <signal.h>
@@ -28,6 +46,11 @@
 #define WATCH_RETRY_FIRST_MS 1000
 #define WATCH_RETRY_MAX_MS   30000
 #define WATCH_RETRY_ATTEMPTS 5
+/* A delivery failure is never final: it is retried with the same doubling up to this. */
+#define WATCH_DELIVERY_RETRY_MAX_MS 300000
+/* A failing instance that is gone is remembered this long after its back-off ends: a process
+ * that comes on its pid meanwhile continues that back-off (its lineage). */
+#define WATCH_LINEAGE_MS 30000
 /* Which processes get a look at all is the index's answer (procindex.h): a socket name for the
  * process in its TMPDIR, or nothing known of it. A process it points at with nothing to attach
  * (no socket of its own yet, not selected) is looked at every scan during its first
@@ -50,8 +73,27 @@ struct watch_table;
 struct watch_table *watch_table_new(void);
 void watch_table_free(struct watch_table *t);
 
-/* Should the instance be attached now? False while it is final or backing off. */
+/* Should the instance be attached now? False while it is final or backing off; an instance not
+ * in the table yet is backing off while its pid's lineage is (watch_table_queue). */
 bool watch_table_due(const struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms);
+
+/* A due instance waiting for a slot, as the scan found it. */
+struct watch_waiting {
+    pid_t pid;
+    uint64_t starttime;
+    int64_t since_ms; /* due, and waiting, since then: first come, first served */
+    bool retry;       /* an earlier outcome, or a failure of its pid's lineage */
+    size_t ref;       /* the caller's (which process of the scan) */
+};
+
+/* The scan's look at an instance: is it due now, and since when? An instance not in the table is
+ * entered (first seen now, `age_ms` after its start, image exec_fp), with the back-off of its
+ * pid's lineage when the last instance on that pid was failing (an execve or a new start time:
+ * a runtime that re-execs after each failure is not new), else due at once. Returns true with
+ * *ret filled (ret->ref left for the caller to set) when due; false while final or backing
+ * off. */
+bool watch_table_queue(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
+                       int64_t age_ms, int64_t now_ms, struct watch_waiting *ret);
 
 /* Is the instance known and final (nothing more to do for it)? */
 bool watch_table_final(const struct watch_table *t, pid_t pid, uint64_t starttime);
@@ -76,16 +118,22 @@ bool watch_table_record_attempt(struct watch_table *t, pid_t pid, uint64_t start
 void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
                       int64_t age_ms, int64_t now_ms);
 
+/* An attempt that ended with nothing to record (a young runtime's "not yet available"): the
+ * instance is due again at once, but behind those already waiting, as it had its turn. */
+void watch_table_requeue(struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms);
+
 /* Starts a scan generation; instances not seen (watch_table_seen) before the matching
- * watch_table_sweep() are dropped by it. Returns how many were dropped. watch_table_seen also
- * notices an execve: when exec_fp (watch_exec_fp, 0 = unknown) differs from the one recorded,
- * the entry starts over as a young, due instance with no outcome. */
+ * watch_table_sweep() are dropped by it, a failing one after WATCH_LINEAGE_MS past its back-off
+ * (kept for its lineage until then, no longer counted). Returns how many instances it dropped or
+ * stopped counting. watch_table_seen also notices an execve: when exec_fp (watch_exec_fp, 0 =
+ * unknown) differs from the one recorded, the entry starts over as a young instance with no
+ * outcome, due at once or, when the one before was failing, when its back-off ends. */
 void watch_table_begin(struct watch_table *t);
 void watch_table_seen(struct watch_table *t, pid_t pid, uint64_t starttime, uint64_t exec_fp,
                       int64_t now_ms);
-size_t watch_table_sweep(struct watch_table *t);
+size_t watch_table_sweep(struct watch_table *t, int64_t now_ms);
 
-/* Instances with a recorded outcome; watch_table_entries counts the idle ones too. */
+/* Live instances with a recorded outcome; watch_table_entries counts the idle ones too. */
 size_t watch_table_size(const struct watch_table *t);
 size_t watch_table_entries(const struct watch_table *t);
 
@@ -111,6 +159,14 @@ bool watch_pool_busy(const struct watch_pool *p, pid_t pid, uint64_t starttime);
 
 /* May an attach start now? A slot must be free; a retry also leaves the last one free. */
 bool watch_pool_may_start(const struct watch_pool *p, bool retry);
+
+/* Offers the free slots to the `n` due instances in `v`, reordered here: the longest waiting
+ * first (since_ms, then pid and start time for a stable order). Each that may start (a retry
+ * never takes the last free slot) is passed to `take`, which takes a slot for it
+ * (watch_pool_add) unless it is not to be attached after all (not selected, no socket). Stops
+ * once the pool is full; the rest stay due, with their place, for the next scan. */
+void watch_pool_offer(struct watch_pool *p, struct watch_waiting *v, size_t n,
+                      void (*take)(const struct watch_waiting *w, void *userdata), void *userdata);
 
 /* Takes a slot for the instance, to be ended by watch_pool_remove. Returns the slot, or -EBUSY
  * when the pool is full or the instance already has one. */

@@ -41,10 +41,9 @@ enum job_end {
 
 struct job {
     bool used;
-    bool retry; /* the instance has an earlier outcome */
+    bool retry; /* an earlier outcome of the instance, or a failure of its lineage */
     pid_t pid;  /* the target, and its instance */
     uint64_t starttime;
-    uint64_t exec_fp;
     int64_t started_ms, deadline_ms;
     /* the child process running the attach, and what it sent so far */
     pid_t child;

@@ -57,6 +57,31 @@ bool watch_pool_may_start(const struct watch_pool *p, bool retry)
     return retries + 1 < WATCH_POOL_MAX;
 }
 
+static int cmp_waiting(const void *a, const void *b)
+{
+    const struct watch_waiting *x = a, *y = b;
+    if (x->since_ms != y->since_ms)
+        return x->since_ms < y->since_ms ? -1 : 1;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if (x->starttime != y->starttime)
+        return x->starttime < y->starttime ? -1 : 1;
+    return 0;
+}
+
+void watch_pool_offer(struct watch_pool *p, struct watch_waiting *v, size_t n,
+                      void (*take)(const struct watch_waiting *w, void *userdata), void *userdata)
+{
+    /* First come, first served: an order by pid would let processes with low pids that keep
+     * failing (or exec again after every failure, each exec a new instance) hold every slot
+     * ahead of a runtime that came later with a higher pid. */
+    if (n > 1)
+        qsort(v, n, sizeof(*v), cmp_waiting);
+    for (size_t i = 0; i < n && p->n < WATCH_POOL_MAX; i++)
+        if (watch_pool_may_start(p, v[i].retry))
+            take(&v[i], userdata);
+}
+
 int watch_pool_add(struct watch_pool *p, pid_t pid, uint64_t starttime, bool retry,
                    int64_t deadline_ms)
 {

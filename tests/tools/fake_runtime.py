@@ -14,6 +14,9 @@ Modes:
   truncated              a valid header announcing a 40-byte payload, then 5 bytes and close
   huge                   a header announcing 65535 bytes, then nothing (keeps the connection)
   silent                 accepts, reads, never replies
+  silent-reexec          like silent, but when a client gives up (closes its connection) the
+                         fake execs itself again: the same pid and start time, a new program
+                         image, its socket bound anew under the same name ("reexec" logged)
   no-accept              never accepts; its own clients fill the listen backlog
   stale                  binds and closes: the file stays, nothing listens
   good                   a well-behaved runtime: ProcessInfo, then AttachProfiler answers S_OK
@@ -135,6 +138,16 @@ def serve(conn, mode, nspid, log, extra=""):
         conn.recv(4096)
         held.append(conn)
         return
+    if mode == "silent-reexec":
+        log.write("connection\n")
+        log.flush()
+        # Reads until the client closes: it gave up waiting, and this "runtime" starts over as
+        # a new image (each exec a new instance for a watcher that keys on the image).
+        while conn.recv(4096):
+            pass
+        log.write("reexec\n")
+        log.flush()
+        os.execv(sys.executable, [sys.executable] + sys.argv)
     if mode == "garbage":
         conn.recv(4096)
         # Never the magic by accident: the first byte is forced off 'D'.
@@ -250,8 +263,10 @@ def main():
             except (BlockingIOError, InterruptedError):
                 break
             held.append(c)
-    elif mode in ("garbage", "truncated", "huge", "silent", "good", "ansi",
+    elif mode in ("garbage", "truncated", "huge", "silent", "silent-reexec", "good", "ansi",
                   "good-processinfo-bad-attach", "exit-on-attach", "exit-when-listed"):
+        if mode == "silent-reexec" and os.path.lexists(path):
+            os.unlink(path)  # our own, from before the exec
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         listener.listen(16)
