@@ -74,6 +74,16 @@ struct attach_opts {
     void *userdata;
 };
 
+/* already_active without a holder named: why the search for it could not tell. */
+enum attach_holder_gap {
+    ATTACH_HOLDER_SEARCHED = 0, /* every mapped library looked at: no profiler among them */
+    ATTACH_HOLDER_NO_MAPS,      /* the target's maps could not be read */
+    ATTACH_HOLDER_LIBS_CAP,     /* more than HOLDER_LIBS_MAX libraries mapped */
+    ATTACH_HOLDER_BYTES_CAP,    /* HOLDER_BYTES_MAX read before the search ended */
+    ATTACH_HOLDER_DEADLINE,     /* --timeout passed before the search ended */
+    ATTACH_HOLDER_UNREAD,       /* a library's headers lay past HOLDER_FILE_BYTES_MAX */
+};
+
 /* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended at startup, or starting). */
 #define ATTACH_HR_NOT_YET_AVAILABLE 0x8013135Bu
 
@@ -106,6 +116,7 @@ struct attach_result {
     bool died;    /* the app died within the settle time after the answer */
     int64_t died_after_ms;
     char holder[256]; /* already_active: the profiler the target already has loaded */
+    enum attach_holder_gap holder_gap; /* none named: why the search could not tell */
     char sha256[65];
     bool reused;
     bool startup_load; /* loaded as a startup profiler (--startup) */
