@@ -10,6 +10,7 @@
 
 #include "base/render.h"
 #include "base/util.h"
+#include "deliver/deliver.h"
 #include "deliver/place.h"
 #include "deliver/placeholders.h"
 #include "flow/attach_explain.h"
@@ -359,6 +360,8 @@ struct attempt {
     struct diag_socket s;
     struct rid rid;
     const struct profset_build *build;
+    char nonce[DELIVER_NONCE_LEN + 1]; /* names this run's temporaries */
+    struct place_opts po;
     struct placed p;
     uint8_t *req; /* the AttachProfiler frame */
     size_t req_len;
@@ -486,6 +489,39 @@ static int ask_runtime(struct attempt *a)
     return 0;
 }
 
+/* Has a signal asked the attach to stop (attach_stop)? */
+static bool stop_asked(const struct attempt *a)
+{
+    return a->o->stop && a->o->stop->signal;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+    }
+}
+
+/* Before AttachProfiler goes out, a stop takes back what this run put in the target: the
+ * profiler it delivered (not one it reused) and any temporary named with its nonce, left by a
+ * delivery cut short. Then the attach ends as interrupted. Returns 0 when no stop was asked. */
+static int check_stop(struct attempt *a)
+{
+    if (!stop_asked(a))
+        return 0;
+    struct attach_result *res = a->res;
+    res->removed = place_undo(a->t, &a->p);
+    (void)place_sweep(a->t, &a->po);
+    err_set(&res->error, -EINTR, "stopped by %s before AttachProfiler was sent",
+            signal_name(a->o->stop->signal));
+    err_hint(&res->error, "%s; the runtime was not asked to load the profiler",
+             res->removed ? "what this run delivered was removed" : "nothing of this run is left");
+    return fail(res, ATTACH_INTERRUPTED, -EINTR);
+}
+
 /* The build for the target's runtime identifier, placed in the first directory of its view that
  * takes it. */
 static int choose_and_deliver(struct attempt *a, const struct profset *ps)
@@ -503,16 +539,29 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
         return fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
-    struct place_opts po = {.build = a->build, .user_dir = a->o->target_dir, .uid = res->uid};
-    if ((r = place_profiler(a->t, &po, &a->p, res->placement, sizeof(res->placement),
-                            &res->error)) < 0)
+    if (a->o->nonce && !deliver_nonce_valid(a->o->nonce))
+        return fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
+    if (a->o->nonce)
+        memcpy(a->nonce, a->o->nonce, sizeof(a->nonce));
+    else if ((r = deliver_new_nonce(a->nonce)) < 0)
+        return fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
+    a->po = (struct place_opts){
+        .build = a->build, .user_dir = a->o->target_dir, .uid = res->uid, .nonce = a->nonce};
+    /* From here a stop must wait until what this run writes is removed (attach_stop). */
+    if (a->o->stop)
+        a->o->stop->defer = 1;
+    if ((r = place_profiler(a->t, &a->po, &a->p, res->placement, sizeof(res->placement),
+                            &res->error)) < 0) {
+        if (stop_asked(a))
+            (void)place_sweep(a->t, &a->po);
         return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+    }
     shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
     if (a->p.is_dir)
         shown(a->p.top, res->delivered_dir, sizeof(res->delivered_dir));
     memcpy(res->sha256, a->p.sha256, sizeof(res->sha256));
     res->reused = a->p.reused;
-    return 0;
+    return check_stop(a);
 }
 
 /* The AttachProfiler frame, encoded while unlink is still allowed: a frame that cannot be built
@@ -550,6 +599,9 @@ static int send_request(struct attempt *a)
     struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
     int r;
+    /* The last moment a stop is honoured: the next stage forbids unlink. */
+    if ((r = check_stop(a)) < 0)
+        return r;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
         return fail(res, ATTACH_INTERNAL, r);
     /* The pid must still be the process we inspected: never attach to its successor. */
@@ -687,6 +739,8 @@ int attach_run(const struct attach_opts *o, struct target *t, struct attach_resu
     struct profset ps = {0};
     int r = run(o, res, t, &cs, &ps);
     profset_free(&ps);
+    if (o->stop)
+        o->stop->defer = 0;
 
     creds_restore(&cs);
     res->duration_ms = util_now_ms() - start;
