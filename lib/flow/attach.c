@@ -214,7 +214,7 @@ static int expand_client_data(const struct attach_opts *o, const struct placed *
 struct holder_search {
     int64_t deadline_ms;
     uint64_t bytes;
-    bool unread; /* a library whose headers did not fit HOLDER_FILE_BYTES_MAX */
+    bool unread; /* a library given up on: past its own caps, or changed while read */
 };
 
 /* Does the mapped library `lib` export DllGetClassObject (*ret_yes; no when it is gone, not ours
@@ -245,7 +245,8 @@ static enum attach_holder_gap exports_entry(const struct target *t, const char *
     hs->bytes += st.bytes_read;
     if (r == -ETIMEDOUT)
         return ATTACH_HOLDER_DEADLINE;
-    if (r == -E2BIG && lim.max_bytes < HOLDER_FILE_BYTES_MAX)
+    /* Out of room for one more page in all, rather than this library past its own caps. */
+    if (r == -E2BIG && HOLDER_BYTES_MAX - hs->bytes < (1u << ELFFILE_CHUNK_SHIFT))
         return ATTACH_HOLDER_BYTES_CAP;
     if (r == -E2BIG || r == -EIO)
         hs->unread = true;
