@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `clrattach attach`: one profiler into one process, reported once. */
 #include <linux/capability.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "cli.h"
@@ -56,17 +57,49 @@ static const char usage_attach[] =
     "  --termination-log PATH where the result goes for the kubelet (default\n"
     "                         /dev/termination-log when it exists)\n"
     "\n"
+    "SIGTERM, SIGINT or SIGHUP during delivery removes what was delivered and ends the attach as\n"
+    "interrupted (exit 11); once AttachProfiler is sent, the attach runs to its end.\n"
+    "\n"
     "Exit codes: 0 attached, 3 a profiler is already active, 4 no such process or not .NET,\n"
     "5 permission, 6 delivery failed, 7 the runtime could not load the profiler, 8 runtime not\n"
-    "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 12 the app\n"
-    "died after the answer, 13 a library the profiler needs is missing, 2 usage error, 1\n"
-    "internal error.\n";
+    "ready, 9 protocol error or timeout, 10 attached but the required Event failed, 11\n"
+    "interrupted, 12 the app died after the answer, 13 a library the profiler needs is missing,\n"
+    "2 usage error, 1 internal error.\n";
+
+/* The stop shared with attach_run(): see struct attach_stop. */
+static struct attach_stop stop;
+
+/* While the attach has written into the target, a stop only records the signal: the attach
+ * removes what it wrote, then ends. Otherwise nothing of ours is in the target and the signal
+ * ends us at once, as its default action would (sigaction and tgkill to ourselves are
+ * async-signal-safe and allowed by every seccomp stage). */
+static void on_stop_signal(int sig)
+{
+    if (stop.defer) {
+        stop.signal = sig;
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_stop_signals(void)
+{
+    /* SA_RESTART: the library's reads and writes go on where they were; the attach looks at the
+     * flag between its steps. */
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
 
 /* Pins the process, finishes reporting with its service account when we have none of our own,
  * and attaches. *ret is the result in every case. */
 static int pin_and_attach(struct attach_cli *a, pid_t pid, struct attach_result *ret)
 {
     struct attach_opts ao = attach_cli_opts(a);
+    ao.stop = &stop;
     struct target t;
     /* One pin for everything about this process: the attach and, in an ephemeral container,
      * the service account its Event is sent with. Closed on every way out. */
@@ -99,6 +132,7 @@ int cmd_attach(int argc, char **argv)
     if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
         return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
     struct attach_result res;
+    catch_stop_signals();
     if ((r = attach_cli_setup(&a, SANDBOX_STAGE_ATTACH)) == CLI_GO_ON)
         r = pin_and_attach(&a, (pid_t)pid, &res);
     if (r != CLI_GO_ON) {
@@ -110,7 +144,9 @@ int cmd_attach(int argc, char **argv)
      * --seccomp off no part of the sandbox applies, as in enter_sandbox(). */
     if (a.co.seccomp != SANDBOX_MODE_OFF)
         (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, NULL);
-    int code = attach_cli_emit_result(&a, &res, true);
+    /* An attach stopped before its request went out sends no Event: nothing happened to the app
+     * that its owners need to hear of. */
+    int code = attach_cli_emit_result(&a, &res, res.outcome != ATTACH_INTERRUPTED);
     attach_cli_release(&a);
     return code;
 }

@@ -120,4 +120,18 @@
  * a single-file app's appended bundle lies after the ELF image and need not be read. */
 #define ELF_READ_MAX (64 * 1024 * 1024)
 
+/* A file of the target's read for its headers only (lib/profset/elffile.c): in chunks of
+ * 1 << ELFFILE_CHUNK_SHIFT bytes, one more each time the parser asks, at most ELFFILE_ROUNDS_MAX
+ * parses. A real library needs at most 5 or 6 pages (ELF and program headers, dynamic section,
+ * string table, symbol hash table and the symbols it leads to); libcoreclr.so, 20 KiB. */
+#define ELFFILE_CHUNK_SHIFT 12 /* a page */
+#define ELFFILE_ROUNDS_MAX  64
+
+/* already_active's search for the profiler holding the slot (lib/flow/attach.c): the target
+ * decides how many libraries it maps, and how large; a search that stops at a cap or at the
+ * deadline says the holder was not determined. */
+#define HOLDER_LIBS_MAX       256               /* mapped libraries looked at; an app has ~40 */
+#define HOLDER_FILE_BYTES_MAX (256 * 1024)      /* bytes read from one of them */
+#define HOLDER_BYTES_MAX      (8 * 1024 * 1024) /* bytes read from all of them */
+
 #endif

@@ -23,12 +23,15 @@
 #define ST_VALID 0x0020 /* f_flags is filled (Linux 2.6.36) */
 #endif
 
-static int deliver_one(int rootfd, const struct profset_build *build, const char *dir, uid_t uid,
-                       struct placed *ret, struct cla_error *e)
+static int deliver_one(int rootfd, const struct place_opts *o, const char *dir, struct placed *ret,
+                       struct cla_error *e)
 {
+    const struct profset_build *build = o->build;
+    uid_t uid = o->uid;
     memset(ret, 0, sizeof(*ret));
     if (build->dir) {
-        struct deliver_dir_opts dopts = {.pd = build->dir, .dir = dir, .uid = uid};
+        struct deliver_dir_opts dopts = {
+            .pd = build->dir, .dir = dir, .uid = uid, .nonce = o->nonce};
         struct deliver_dir_result dr;
         int r = deliver_dir(rootfd, &dopts, &dr, e);
         if (r < 0)
@@ -43,8 +46,12 @@ static int deliver_one(int rootfd, const struct profset_build *build, const char
         memcpy(ret->sha256, build->dir->digest, sizeof(ret->sha256));
         return 0;
     }
-    struct deliver_opts dopts = {
-        .data = build->data, .len = build->len, .basename = build->name, .dir = dir, .uid = uid};
+    struct deliver_opts dopts = {.data = build->data,
+                                 .len = build->len,
+                                 .basename = build->name,
+                                 .dir = dir,
+                                 .uid = uid,
+                                 .nonce = o->nonce};
     struct deliver_result dr;
     int r = deliver_profiler(rootfd, &dopts, &dr, e);
     if (r < 0)
@@ -111,7 +118,7 @@ int place_profiler(const struct target *t, const struct place_opts *o, struct pl
         struct cla_error de = {0};
         judge_candidate(t, &cand[i], &mounts);
         if (!cand[i].rejected[0]) {
-            last = deliver_one(t->rootfd, o->build, cand[i].dir, o->uid, ret, &de);
+            last = deliver_one(t->rootfd, o, cand[i].dir, ret, &de);
             if (last >= 0)
                 return 0;
             if (last == -ENOMEM) {
@@ -146,4 +153,17 @@ bool place_undo(const struct target *t, const struct placed *p)
     if (p->reused || !p->dev)
         return false;
     return deliver_undo(t->rootfd, p->top, p->dev, p->ino, NULL) == 0;
+}
+
+int place_sweep(const struct target *t, const struct place_opts *o)
+{
+    struct placement cand[PLACEMENT_MAX];
+    size_t n = placement_candidates(t->tmpdir, o->user_dir, cand);
+    int removed = 0;
+    for (size_t i = 0; i < n && o->nonce; i++) {
+        int r = deliver_sweep(t->rootfd, cand[i].dir, o->uid, o->nonce, NULL);
+        if (r > 0)
+            removed += r;
+    }
+    return removed;
 }

@@ -34,6 +34,7 @@ struct place_opts {
     const struct profset_build *build;
     const char *user_dir; /* --target-dir: the only candidate; NULL: TMPDIR, then the defaults */
     uid_t uid;            /* the target's user, who will own what is delivered */
+    const char *nonce;    /* names this run's temporaries (deliver_opts.nonce), or NULL */
 };
 
 /* Tries each candidate directory (placement_candidates) in turn until one takes the profiler.
@@ -47,5 +48,10 @@ int place_profiler(const struct target *t, const struct place_opts *o, struct pl
 /* Removes what place_profiler() created, nothing when it reused what was there. Returns true
  * when something was removed. */
 bool place_undo(const struct target *t, const struct placed *p);
+
+/* Removes the temporaries of the run named o->nonce from every candidate directory, whatever
+ * their age (deliver_sweep()): that run was stopped. Acts as place_profiler() does, as the
+ * target's user. Returns how many entries were removed. */
+int place_sweep(const struct target *t, const struct place_opts *o);
 
 #endif

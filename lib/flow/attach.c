@@ -10,11 +10,12 @@
 
 #include "base/render.h"
 #include "base/util.h"
+#include "deliver/deliver.h"
 #include "deliver/place.h"
 #include "deliver/placeholders.h"
 #include "flow/attach_explain.h"
 #include "profset/depcheck.h"
-#include "profset/elfinfo.h"
+#include "profset/elffile.h"
 #include "profset/profset.h"
 #include "profset/target_rid.h"
 #include "runtime/hresult.h"
@@ -209,19 +210,77 @@ static int expand_client_data(const struct attach_opts *o, const struct placed *
     return (int)n;
 }
 
-/* already_active: who holds the slot? A mapped library (other than ours) that exports
- * DllGetClassObject is a loaded CLR profiler; the environment may name one too. */
-static void find_holder(struct target *t, const struct placed *p, struct attach_result *res)
+/* The holder search's running totals against its caps (bounds.h). */
+struct holder_search {
+    int64_t deadline_ms;
+    uint64_t bytes;
+    bool unread; /* a library given up on: past its own caps, or changed while read */
+};
+
+/* Does the mapped library `lib` export DllGetClassObject (*ret_yes; no when it is gone, not ours
+ * to open or not ELF)? Returns ATTACH_HOLDER_SEARCHED to go on, or the bound that stops the
+ * search. Only the chunks of the file its headers need are read (elffile.h): the target chooses
+ * every library's size. */
+static enum attach_holder_gap exports_entry(const struct target *t, const char *lib,
+                                            struct holder_search *hs, bool *ret_yes)
 {
+    *ret_yes = false;
+    if (util_now_ms() >= hs->deadline_ms)
+        return ATTACH_HOLDER_DEADLINE;
+    if (hs->bytes >= HOLDER_BYTES_MAX)
+        return ATTACH_HOLDER_BYTES_CAP;
+    /* maps shows resolved paths, so no link needs following; and after delivery the filter
+     * answers openat2 with EPERM, where rootfs_open() walks with openat. */
+    _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
+    if (fd < 0)
+        return ATTACH_HOLDER_SEARCHED;
+    uint64_t room = HOLDER_BYTES_MAX - hs->bytes;
+    struct elffile_limits lim = {
+        .max_bytes = room < HOLDER_FILE_BYTES_MAX ? room : HOLDER_FILE_BYTES_MAX,
+        .deadline_ms = hs->deadline_ms,
+    };
+    struct elffile_stats st;
+    struct elf_info ei;
+    int r = elffile_parse(fd, &lim, &ei, &st, NULL);
+    hs->bytes += st.bytes_read;
+    if (r == -ETIMEDOUT)
+        return ATTACH_HOLDER_DEADLINE;
+    /* Out of room for one more page in all, rather than this library past its own caps. */
+    if (r == -E2BIG && HOLDER_BYTES_MAX - hs->bytes < (1u << ELFFILE_CHUNK_SHIFT))
+        return ATTACH_HOLDER_BYTES_CAP;
+    if (r == -E2BIG || r == -EIO)
+        hs->unread = true;
+    *ret_yes = r == 0 && ei.exports_class_factory;
+    return ATTACH_HOLDER_SEARCHED;
+}
+
+/* already_active: who holds the slot? A mapped library (other than ours) that exports
+ * DllGetClassObject is a loaded CLR profiler; the environment may name one too. The search is
+ * bounded in libraries, bytes and time (the attach's --timeout from its start): when a bound
+ * stops it before a holder is found, res->holder_gap says the holder was not determined, and
+ * why, rather than letting "none named" pass for "none loaded". */
+static void find_holder(const struct attach_opts *o, struct target *t, const struct placed *p,
+                        struct attach_result *res)
+{
+    struct holder_search hs = {.deadline_ms = util_now_ms() + o->timeout_ms};
     _cleanup_free_ char *maps = NULL;
     size_t mlen;
-    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, NULL) < 0)
+    if (target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &mlen, NULL) < 0) {
+        res->holder_gap = ATTACH_HOLDER_NO_MAPS;
         return;
+    }
     res->mapped = proc_maps_has(maps, mlen, strrchr(p->path, '/') + 1) == 1;
-    _cleanup_free_ char *libs = malloc(65536);
+    /* Room for one path more than the cap, each as long as a path gets: only the count can
+     * stop the listing, so one more than the cap shows that some were left out. */
+    size_t size = (HOLDER_LIBS_MAX + 1) * (TARGET_PATH_MAX + 1);
+    _cleanup_free_ char *libs = malloc(size);
     if (!libs)
         return;
-    size_t n = proc_maps_libraries(maps, mlen, libs, 65536, 64);
+    size_t n = proc_maps_libraries(maps, mlen, libs, size, HOLDER_LIBS_MAX + 1);
+    enum attach_holder_gap gap =
+        n > HOLDER_LIBS_MAX ? ATTACH_HOLDER_LIBS_CAP : ATTACH_HOLDER_SEARCHED;
+    if (n > HOLDER_LIBS_MAX)
+        n = HOLDER_LIBS_MAX;
     /* Another profiler first. Our own library, just mapped by the refused attach, is the holder
      * only when it was there before us (reused) and nothing else is: this very profiler was
      * attached already. */
@@ -231,22 +290,21 @@ static void find_holder(struct target *t, const struct placed *p, struct attach_
             bool ours = strcmp(lib, p->path) == 0;
             if (pass == 0 ? ours : !ours || !p->reused)
                 continue;
-            /* maps shows resolved paths, so no link needs following; and after delivery the
-             * filter answers openat2 with EPERM, where rootfs_open() walks with openat. */
-            _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
-            if (fd < 0)
-                continue;
-            _cleanup_free_ char *buf = NULL;
-            size_t len;
-            struct elf_info ei;
-            if (util_read_all(fd, ELF_READ_MAX, &buf, &len) == 0 &&
-                elfinfo_parse((const uint8_t *)buf, len, &ei, NULL) == 0 &&
-                ei.exports_class_factory) {
+            bool yes;
+            enum attach_holder_gap stop = exports_entry(t, lib, &hs, &yes);
+            if (yes) {
                 shown(lib, res->holder, sizeof(res->holder));
+                return;
+            }
+            if (stop != ATTACH_HOLDER_SEARCHED) {
+                res->holder_gap = stop;
                 return;
             }
         }
     }
+    res->holder_gap = gap != ATTACH_HOLDER_SEARCHED ? gap
+                      : hs.unread                   ? ATTACH_HOLDER_UNREAD
+                                                    : ATTACH_HOLDER_SEARCHED;
 }
 
 #define HR_NOT_YET_AVAILABLE ATTACH_HR_NOT_YET_AVAILABLE
@@ -304,6 +362,8 @@ struct attempt {
     struct diag_socket s;
     struct rid rid;
     const struct profset_build *build;
+    char nonce[DELIVER_NONCE_LEN + 1]; /* names this run's temporaries */
+    struct place_opts po;
     struct placed p;
     uint8_t *req; /* the AttachProfiler frame */
     size_t req_len;
@@ -433,6 +493,39 @@ static int ask_runtime(struct attempt *a)
     return 0;
 }
 
+/* Has a signal asked the attach to stop (attach_stop)? */
+static bool stop_asked(const struct attempt *a)
+{
+    return a->o->stop && a->o->stop->signal;
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+    }
+}
+
+/* Before AttachProfiler goes out, a stop takes back what this run put in the target: the
+ * profiler it delivered (not one it reused) and any temporary named with its nonce, left by a
+ * delivery cut short. Then the attach ends as interrupted. Returns 0 when no stop was asked. */
+static int check_stop(struct attempt *a)
+{
+    if (!stop_asked(a))
+        return 0;
+    struct attach_result *res = a->res;
+    res->removed = place_undo(a->t, &a->p);
+    (void)place_sweep(a->t, &a->po);
+    err_set(&res->error, -EINTR, "stopped by %s before AttachProfiler was sent",
+            signal_name(a->o->stop->signal));
+    err_hint(&res->error, "%s; the runtime was not asked to load the profiler",
+             res->removed ? "what this run delivered was removed" : "nothing of this run is left");
+    return fail(res, ATTACH_INTERRUPTED, -EINTR);
+}
+
 /* The build for the target's runtime identifier, placed in the first directory of its view that
  * takes it. */
 static int choose_and_deliver(struct attempt *a, const struct profset *ps)
@@ -450,16 +543,29 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
         return fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
-    struct place_opts po = {.build = a->build, .user_dir = a->o->target_dir, .uid = res->uid};
-    if ((r = place_profiler(a->t, &po, &a->p, res->placement, sizeof(res->placement),
-                            &res->error)) < 0)
+    if (a->o->nonce && !deliver_nonce_valid(a->o->nonce))
+        return fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
+    if (a->o->nonce)
+        memcpy(a->nonce, a->o->nonce, sizeof(a->nonce));
+    else if ((r = deliver_new_nonce(a->nonce)) < 0)
+        return fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
+    a->po = (struct place_opts){
+        .build = a->build, .user_dir = a->o->target_dir, .uid = res->uid, .nonce = a->nonce};
+    /* From here a stop must wait until what this run writes is removed (attach_stop). */
+    if (a->o->stop)
+        a->o->stop->defer = 1;
+    if ((r = place_profiler(a->t, &a->po, &a->p, res->placement, sizeof(res->placement),
+                            &res->error)) < 0) {
+        if (stop_asked(a))
+            (void)place_sweep(a->t, &a->po);
         return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+    }
     shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
     if (a->p.is_dir)
         shown(a->p.top, res->delivered_dir, sizeof(res->delivered_dir));
     memcpy(res->sha256, a->p.sha256, sizeof(res->sha256));
     res->reused = a->p.reused;
-    return 0;
+    return check_stop(a);
 }
 
 /* The AttachProfiler frame, encoded while unlink is still allowed: a frame that cannot be built
@@ -497,6 +603,9 @@ static int send_request(struct attempt *a)
     struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
     int r;
+    /* The last moment a stop is honoured: the next stage forbids unlink. */
+    if ((r = check_stop(a)) < 0)
+        return r;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
         return fail(res, ATTACH_INTERNAL, r);
     /* The pid must still be the process we inspected: never attach to its successor. */
@@ -555,7 +664,7 @@ static int settle_answer(struct attempt *a)
         res->mapped = target_maps_has(t, strrchr(a->p.path, '/') + 1) == 1;
     }
     if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
-        find_holder(t, &a->p, res);
+        find_holder(o, t, &a->p, res);
     if (res->outcome == ATTACH_LOAD_FAILED || res->died)
         undo_delivery(o, t, &a->p, res);
     if ((r = tighten_replied(o, res, 0)) < 0)
@@ -634,6 +743,8 @@ int attach_run(const struct attach_opts *o, struct target *t, struct attach_resu
     struct profset ps = {0};
     int r = run(o, res, t, &cs, &ps);
     profset_free(&ps);
+    if (o->stop)
+        o->stop->defer = 0;
 
     creds_restore(&cs);
     res->duration_ms = util_now_ms() - start;

@@ -9,6 +9,7 @@
  * reports; nothing here prints.
  */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,7 +33,8 @@ enum attach_outcome {
     ATTACH_PROTOCOL,    /* malformed reply, stale socket, connection closed, timeout */
     ATTACH_USAGE,
     ATTACH_INTERNAL,
-    ATTACH_INTERRUPTED, /* watch was stopped (SIGTERM/SIGINT) while this attach ran: abandoned */
+    ATTACH_INTERRUPTED, /* stopped by a signal before AttachProfiler was sent (attach_stop), or
+                           abandoned by a watcher that was stopped while it ran */
     ATTACH_TARGET_DIED, /* the runtime answered, then the app died within the settle time */
     ATTACH_DEPENDENCY,  /* a library the profiler needs is not in the target's view: not sent */
 };
@@ -47,6 +49,22 @@ int attach_outcome_exit_code(enum attach_outcome o);
 enum attach_stage {
     ATTACH_STAGE_DELIVERED, /* the profiler is in place: no more file creation needed */
     ATTACH_STAGE_REPLIED,   /* the runtime answered: only reporting is left */
+};
+
+/*
+ * A stop asked for by a signal (SIGTERM, SIGINT, SIGHUP) while an attach runs, shared with the
+ * caller's handler. While `defer` is set, something of this run may be in the target and must be
+ * removed first: the handler then only records the signal in `signal`. Otherwise nothing of ours
+ * is in the target, and the signal may end the process at once. attach_run() sets `defer` right
+ * before it writes into the target and clears it when it returns. It honours a recorded stop
+ * until AttachProfiler is sent: what this run delivered is removed (--keep or not: no runtime
+ * was asked to load it), with any temporary of its nonce, and the outcome is ATTACH_INTERRUPTED.
+ * Once the request is out it runs to its end: the runtime may be loading the profiler, or,
+ * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler.
+ */
+struct attach_stop {
+    volatile sig_atomic_t defer;
+    volatile sig_atomic_t signal; /* the signal recorded, 0 for none */
 };
 
 struct attach_opts {
@@ -72,6 +90,20 @@ struct attach_opts {
      * negative return aborts the attach with that error. */
     int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
     void *userdata;
+    struct attach_stop *stop; /* NULL: no stop is asked for while the attach runs */
+    /* DELIVER_NONCE_LEN lowercase hex (deliver_new_nonce()) naming this run's temporaries, so
+     * that whoever ends the run may sweep them (deliver_sweep()); NULL: a fresh one. */
+    const char *nonce;
+};
+
+/* already_active without a holder named: why the search for it could not tell. */
+enum attach_holder_gap {
+    ATTACH_HOLDER_SEARCHED = 0, /* every mapped library looked at: no profiler among them */
+    ATTACH_HOLDER_NO_MAPS,      /* the target's maps could not be read */
+    ATTACH_HOLDER_LIBS_CAP,     /* more than HOLDER_LIBS_MAX libraries mapped */
+    ATTACH_HOLDER_BYTES_CAP,    /* HOLDER_BYTES_MAX read before the search ended */
+    ATTACH_HOLDER_DEADLINE,     /* --timeout passed before the search ended */
+    ATTACH_HOLDER_UNREAD,       /* a library's headers lay past HOLDER_FILE_BYTES_MAX */
 };
 
 /* CORPROF_E_NOT_YET_AVAILABLE: the runtime has not started (suspended at startup, or starting). */
@@ -106,6 +138,7 @@ struct attach_result {
     bool died;    /* the app died within the settle time after the answer */
     int64_t died_after_ms;
     char holder[256]; /* already_active: the profiler the target already has loaded */
+    enum attach_holder_gap holder_gap; /* none named: why the search could not tell */
     char sha256[65];
     bool reused;
     bool startup_load; /* loaded as a startup profiler (--startup) */

@@ -181,16 +181,45 @@ static bool suspend_configured(const struct target *t)
     return false;
 }
 
+/* Why the search for the holder stopped short (attach.h), or NULL when it looked everywhere. */
+static const char *holder_gap_reason(enum attach_holder_gap gap, char *buf, size_t size)
+{
+    switch (gap) {
+    case ATTACH_HOLDER_LIBS_CAP:
+        snprintf(buf, size, "the app maps more than %d libraries, and only those were read",
+                 HOLDER_LIBS_MAX);
+        return buf;
+    case ATTACH_HOLDER_BYTES_CAP:
+        snprintf(buf, size, "the search stopped after reading %d MiB of the app's libraries",
+                 HOLDER_BYTES_MAX / (1024 * 1024));
+        return buf;
+    case ATTACH_HOLDER_NO_MAPS: return "its memory maps could not be read";
+    case ATTACH_HOLDER_DEADLINE: return "the search ran out of time (--timeout)";
+    case ATTACH_HOLDER_UNREAD:
+        snprintf(buf, size,
+                 "a mapped library's headers lie beyond the %d KiB read from each, or it "
+                 "changed while read",
+                 HOLDER_FILE_BYTES_MAX / 1024);
+        return buf;
+    case ATTACH_HOLDER_SEARCHED:
+    default: return NULL;
+    }
+}
+
 /* already_active: who holds the slot, and what stayed behind. */
 static void already_active_hint(const struct attach_result *res, const struct hresult_info *hi,
                                 struct cla_error *e)
 {
-    char holder[512] = "";
+    char holder[512] = "", why[128];
+    const char *gap = res->holder[0] ? NULL : holder_gap_reason(res->holder_gap, why, sizeof(why));
     if (res->holder[0] && res->profiler_env[0])
         snprintf(holder, sizeof(holder), "%s is loaded (and %s is set in its environment)",
                  res->holder, res->profiler_env);
     else if (res->holder[0])
         snprintf(holder, sizeof(holder), "%s is loaded and exports DllGetClassObject", res->holder);
+    else if (gap)
+        snprintf(holder, sizeof(holder), "The profiler holding the slot was not determined: %s%s%s",
+                 gap, res->profiler_env[0] ? "; set in its environment: " : "", res->profiler_env);
     else if (res->profiler_env[0])
         snprintf(holder, sizeof(holder),
                  "%s is set in its environment: a profiler was loaded "

@@ -5,6 +5,11 @@
  * explicit bounds check, sizes are compared without overflow, loops have caps, and nothing is
  * taken from section headers. It supports both classes and both byte orders so that a foreign
  * file is described correctly rather than misread.
+ *
+ * The same checks serve a file that is only partly read (elffile.c): each one that admits bytes
+ * into a read also asks whether their chunks are present. A chunk that is not ends the parse in
+ * -EAGAIN naming it, however the parser went on from the refusal, so a partial parse either asks
+ * for more or gives exactly what the whole file gives.
  */
 #include <elf.h>
 #include <errno.h>
@@ -13,16 +18,76 @@
 
 #include "profset/elfinfo.h"
 
+/* Which chunks of a partly read file hold its bytes, and the first absent one a check asked for. */
+struct partial {
+    const struct elf_chunks *c;
+    bool missing;
+    uint64_t missing_off;
+};
+
 struct elf_buf {
     const uint8_t *p;
     size_t len;
     bool is_64, big_endian;
+    struct partial *part; /* NULL: the whole file is present */
 };
 
-/* True when [off, off + size) lies inside the buffer. */
-static bool in_bounds(const struct elf_buf *b, uint64_t off, uint64_t size)
+/* True when [off, off + size) lies inside the file. */
+static bool in_file(const struct elf_buf *b, uint64_t off, uint64_t size)
 {
     return off <= b->len && size <= b->len - off;
+}
+
+static bool chunk_present(const struct elf_buf *b, uint64_t i)
+{
+    return (b->part->c->present[i / 8] >> (i % 8)) & 1;
+}
+
+/* Are the bytes of [off, off + size), inside the file, present? The first absent chunk asked for
+ * is remembered: the parse ends in -EAGAIN whatever it made of the refusal. */
+static bool present(const struct elf_buf *b, uint64_t off, uint64_t size)
+{
+    if (!b->part || size == 0)
+        return true;
+    unsigned shift = b->part->c->shift;
+    for (uint64_t i = off >> shift, last = (off + size - 1) >> shift; i <= last; i++) {
+        if (!chunk_present(b, i)) {
+            if (!b->part->missing) {
+                b->part->missing = true;
+                b->part->missing_off = i << shift;
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+/* True when [off, off + size) lies inside the file and is present: what every read needs. */
+static bool in_bounds(const struct elf_buf *b, uint64_t off, uint64_t size)
+{
+    return in_file(b, off, size) && present(b, off, size);
+}
+
+/* The first NUL of [off, off + max) (inside the file), or NULL when there is none or an absent
+ * chunk comes first: only the chunks up to the terminator need to be present. */
+static const char *find_nul(const struct elf_buf *b, uint64_t off, uint64_t max)
+{
+    const char *base = (const char *)b->p;
+    if (!b->part)
+        return memchr(base + off, '\0', (size_t)max);
+    uint64_t end = off + max, chunk = 1ULL << b->part->c->shift;
+    while (off < end) {
+        uint64_t stop = (off | (chunk - 1)) + 1;
+        if (stop > end)
+            stop = end;
+        if (!present(b, off, stop - off))
+            return NULL;
+        const char *nul = memchr(base + off, '\0', (size_t)(stop - off));
+        if (nul)
+            return nul;
+        off = stop;
+    }
+    return NULL;
 }
 
 /* Reads an unsigned integer of `size` bytes at `off`; callers check bounds first. */
@@ -108,7 +173,8 @@ static void vote(enum rid_libc v, enum rid_libc *acc, bool *conflict)
 }
 
 /* Maps a virtual address range to a file offset through the PT_LOAD segments, as the loader
- * would; only bytes backed by the file (p_filesz) count. Returns 0 or -EPROTO. */
+ * would; only bytes backed by the file (p_filesz) count. Returns 0 or -EPROTO. The range is in
+ * the file; whoever reads it asks for the bytes it reads to be present. */
 static int vaddr_to_off(const struct elf_buf *b, const struct phdr *loads, size_t n_loads,
                         uint64_t vaddr, uint64_t size, uint64_t *ret_off)
 {
@@ -121,7 +187,7 @@ static int vaddr_to_off(const struct elf_buf *b, const struct phdr *loads, size_
         if (ph->offset > UINT64_MAX - (vaddr - ph->vaddr))
             return -EPROTO;
         *ret_off = ph->offset + (vaddr - ph->vaddr);
-        return in_bounds(b, *ret_off, size) ? 0 : -EPROTO;
+        return in_file(b, *ret_off, size) ? 0 : -EPROTO;
     }
     return -EPROTO;
 }
@@ -140,7 +206,7 @@ static int collect_dynamic(const struct elf_buf *b, const struct phdr *dyn, stru
     unsigned ent = b->is_64 ? 16 : 8;
     size_t n_entries;
 
-    if (!in_bounds(b, dyn->offset, dyn->filesz))
+    if (!in_file(b, dyn->offset, dyn->filesz))
         return err_set(e, -EPROTO, "elf: PT_DYNAMIC outside the file");
     n_entries = (size_t)(dyn->filesz / ent);
     if (n_entries > ELF_MAX_DYN_ENTRIES)
@@ -152,6 +218,8 @@ static int collect_dynamic(const struct elf_buf *b, const struct phdr *dyn, stru
 
         if (i == ELF_MAX_DYN_ENTRIES)
             return err_set(e, -EPROTO, "elf: more than %d dynamic entries", ELF_MAX_DYN_ENTRIES);
+        if (!present(b, off, ent))
+            return -EAGAIN;
         tag = rdw(b, off);
         val = rdw(b, off + ent / 2);
         switch (tag) {
@@ -184,8 +252,7 @@ static const char *dyn_string(const struct elf_buf *b, uint64_t str_off, uint64_
 {
     if (at >= strsz)
         return NULL;
-    const char *s = (const char *)b->p + str_off + at;
-    return memchr(s, '\0', (size_t)(strsz - at)) ? s : NULL;
+    return find_nul(b, str_off + at, strsz - at) ? (const char *)b->p + str_off + at : NULL;
 }
 
 struct symtab {
@@ -203,7 +270,8 @@ static int sym_matches(const struct symtab *st, uint64_t idx, const char *name)
     uint64_t off;
     if (idx > (UINT64_MAX - st->syment) / st->syment ||
         vaddr_to_off(b, st->loads, st->n_loads, st->symtab + idx * st->syment, st->syment, &off) <
-            0)
+            0 ||
+        !present(b, off, st->syment))
         return -EPROTO;
     uint32_t st_name = (uint32_t)rd(b, off, 4);
     unsigned info = (unsigned)rd(b, off + (b->is_64 ? 4 : 12), 1);
@@ -240,7 +308,7 @@ static int lookup_gnu(const struct symtab *st, uint64_t table, const char *name)
         h = h * 33 + (uint8_t)*p;
     uint64_t base;
     /* The header, then at least the bloom word we need, all inside one loaded range. */
-    if (vaddr_to_off(b, st->loads, st->n_loads, table, 16, &base) < 0)
+    if (vaddr_to_off(b, st->loads, st->n_loads, table, 16, &base) < 0 || !present(b, base, 16))
         return -EPROTO;
     nbuckets = (uint32_t)rd(b, base, 4);
     symoffset = (uint32_t)rd(b, base + 4, 4);
@@ -292,7 +360,7 @@ static int lookup_sysv(const struct symtab *st, uint64_t table, const char *name
         h &= ~g;
     }
     uint64_t base;
-    if (vaddr_to_off(b, st->loads, st->n_loads, table, 8, &base) < 0)
+    if (vaddr_to_off(b, st->loads, st->n_loads, table, 8, &base) < 0 || !present(b, base, 8))
         return -EPROTO;
     nbucket = (uint32_t)rd(b, base, 4);
     nchain = (uint32_t)rd(b, base + 4, 4);
@@ -422,7 +490,11 @@ static int parse_header(struct elf_buf *b, struct ehdr *h, struct elf_info *info
                         struct cla_error *e)
 {
     const uint8_t *buf = b->p;
-    if (!buf || b->len < EI_NIDENT || memcmp(buf, ELFMAG, SELFMAG) != 0)
+    if (!buf || b->len < EI_NIDENT)
+        return err_set(e, -ENOEXEC, "elf: not an ELF file");
+    if (!present(b, 0, EI_NIDENT))
+        return -EAGAIN;
+    if (memcmp(buf, ELFMAG, SELFMAG) != 0)
         return err_set(e, -ENOEXEC, "elf: not an ELF file");
     if (buf[EI_CLASS] != ELFCLASS32 && buf[EI_CLASS] != ELFCLASS64)
         return err_set(e, -EPROTO, "elf: bad class %u", buf[EI_CLASS]);
@@ -435,6 +507,8 @@ static int parse_header(struct elf_buf *b, struct ehdr *h, struct elf_info *info
     uint64_t ehsize = b->is_64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
     if (b->len < ehsize)
         return err_set(e, -EPROTO, "elf: truncated header (%zu bytes)", b->len);
+    if (!present(b, 0, ehsize))
+        return -EAGAIN;
 
     h->type = (unsigned)rd(b, 16, 2);
     info->is_64 = b->is_64;
@@ -496,10 +570,10 @@ static int read_segments(const struct elf_buf *b, const struct ehdr *h, struct s
 static int take_interp(const struct elf_buf *b, const struct phdr *interp, struct elf_info *info,
                        enum rid_libc *libc, bool *conflict, struct cla_error *e)
 {
-    if (!in_bounds(b, interp->offset, interp->filesz) || interp->filesz == 0)
+    if (!in_file(b, interp->offset, interp->filesz) || interp->filesz == 0)
         return err_set(e, -EPROTO, "elf: PT_INTERP outside the file");
     const char *s = (const char *)b->p + interp->offset; /* formed once known to be in bounds */
-    const char *nul = memchr(s, '\0', (size_t)interp->filesz);
+    const char *nul = find_nul(b, interp->offset, interp->filesz);
     if (!nul)
         return err_set(e, -EPROTO, "elf: unterminated PT_INTERP");
     if (nul == s || (size_t)(nul - s) > ELF_INTERP_MAX)
@@ -510,9 +584,9 @@ static int take_interp(const struct elf_buf *b, const struct phdr *interp, struc
     return 0;
 }
 
-int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e)
+/* The whole parse of `b`; *ret is filled only on success. */
+static int parse(struct elf_buf *b, struct elf_info *ret, struct cla_error *e)
 {
-    struct elf_buf b = {.p = buf, .len = len};
     struct elf_info info = {0};
     struct ehdr h = {0};
     struct segments sg = {0};
@@ -522,12 +596,12 @@ int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct c
 
     /* The header fixes the class and byte order every later read uses; the program headers
      * locate the rest, and the dynamic section is reached only through the PT_LOAD segments. */
-    if ((r = parse_header(&b, &h, &info, e)) < 0 || (r = read_segments(&b, &h, &sg, e)) < 0)
+    if ((r = parse_header(b, &h, &info, e)) < 0 || (r = read_segments(b, &h, &sg, e)) < 0)
         return r;
-    if (sg.have_interp && (r = take_interp(&b, &sg.interp, &info, &libc, &conflict, e)) < 0)
+    if (sg.have_interp && (r = take_interp(b, &sg.interp, &info, &libc, &conflict, e)) < 0)
         return r;
-    if (sg.have_dyn && (r = parse_dynamic(&b, &sg.dyn, sg.loads, sg.n_loads, &info, &libc,
-                                          &conflict, &is_pie, e)) < 0)
+    if (sg.have_dyn && (r = parse_dynamic(b, &sg.dyn, sg.loads, sg.n_loads, &info, &libc, &conflict,
+                                          &is_pie, e)) < 0)
         return r;
 
     /* A file asking for both C libraries cannot load under either as built; say "unknown"
@@ -536,4 +610,46 @@ int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct c
     info.is_shared_object = h.type == ET_DYN && !sg.have_interp && !is_pie;
     *ret = info;
     return 0;
+}
+
+int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e)
+{
+    struct elf_buf b = {.p = buf, .len = len};
+    struct elf_info info;
+    int r = parse(&b, &info, e);
+    if (r == 0)
+        *ret = info;
+    return r;
+}
+
+int elfinfo_parse_chunks(const uint8_t *buf, size_t len, const struct elf_chunks *c,
+                         struct elf_info *ret, uint64_t *ret_missing, struct cla_error *e)
+{
+    if (c->shift > ELF_CHUNK_SHIFT_MAX)
+        return err_set(e, -EINVAL, "elf: chunks of 2^%u bytes", c->shift);
+    struct partial part = {.c = c};
+    struct elf_buf b = {.p = buf, .len = len, .part = &part};
+    struct elf_info info;
+    int r = parse(&b, &info, e);
+    if (part.missing) {
+        *ret_missing = part.missing_off;
+        return err_set(e, -EAGAIN, "elf: the bytes at offset %llu are not read yet",
+                       (unsigned long long)part.missing_off);
+    }
+    if (r == 0)
+        *ret = info;
+    return r;
+}
+
+bool elfinfo_equal(const struct elf_info *a, const struct elf_info *b)
+{
+    size_t needed = 0;
+    for (unsigned i = 0; i < a->n_needed; i++)
+        needed += strlen(a->needed + needed) + 1;
+    return a->arch == b->arch && a->is_64 == b->is_64 &&
+           a->is_shared_object == b->is_shared_object && a->libc == b->libc &&
+           strcmp(a->interp, b->interp) == 0 && a->n_needed == b->n_needed &&
+           memcmp(a->needed, b->needed, needed) == 0 && strcmp(a->runpath, b->runpath) == 0 &&
+           a->runpath_is_rpath == b->runpath_is_rpath &&
+           a->exports_class_factory == b->exports_class_factory;
 }

@@ -42,4 +42,24 @@ const char *elfinfo_needed(const struct elf_info *info, unsigned i);
  * over-cap or cut-short file (message in `e`). */
 int elfinfo_parse(const uint8_t *buf, size_t len, struct elf_info *ret, struct cla_error *e);
 
+/* A file read only in part (elffile.h): `buf` spans its first `len` bytes, but only the chunks
+ * marked present hold them; the others are never read. Chunk i is the bytes [i << shift,
+ * (i + 1) << shift); it is present when bit i % 8 of present[i / 8] is set, and the bitmap
+ * covers every chunk that starts below `len`. */
+#define ELF_CHUNK_SHIFT_MAX 30
+struct elf_chunks {
+    const uint8_t *present;
+    unsigned shift; /* at most ELF_CHUNK_SHIFT_MAX */
+};
+
+/* elfinfo_parse() on such a file. Returns what elfinfo_parse() returns for the whole file, or
+ * -EAGAIN with *ret_missing the offset of an absent chunk (below `len`, a multiple of the chunk
+ * size) that the parse needs; -EINVAL for a shift out of range. With every chunk present it is
+ * elfinfo_parse(). Fills *ret only on success. */
+int elfinfo_parse_chunks(const uint8_t *buf, size_t len, const struct elf_chunks *c,
+                         struct elf_info *ret, uint64_t *ret_missing, struct cla_error *e);
+
+/* Do two parses say the same of their files (every field that carries a value)? */
+bool elfinfo_equal(const struct elf_info *a, const struct elf_info *b);
+
 #endif

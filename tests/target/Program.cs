@@ -1,12 +1,16 @@
 // ClrTarget: a busy .NET process for clrattach's end-to-end tests.
 //
 // Usage: dotnet ClrTarget.dll [--seconds N]
+// With CLRTARGET_MAP_DIR set, every file in that directory is mapped read-only first and stays
+// mapped: the tests' stand-in for an app with many, or strange, libraries in /proc/<pid>/maps.
 // Prints "ready <pid>" once the runtime is up (the tests wait for that line, then attach), then
 // for N seconds (default 300) produces a steady stream of the events the sample profiler
 // counts: allocations and GCs, thrown+caught exceptions, short-lived threads, new JIT work and
 // dynamic assembly loads. Exits 0. Bad arguments exit 2.
 using System;
 using System.Diagnostics;
+using System.IO;
+using System.IO.MemoryMappedFiles;
 using System.Reflection;
 using System.Reflection.Emit;
 using System.Threading;
@@ -22,6 +26,8 @@ internal static class Program
     // Keeps the last allocation reachable until the next tick so the JIT cannot drop it.
     private static object? s_sink;
     private static long s_counter;
+    // The mappings of CLRTARGET_MAP_DIR, alive as long as the process.
+    private static readonly System.Collections.Generic.List<MemoryMappedViewAccessor> s_maps = new();
 
     private static int Main(string[] args)
     {
@@ -38,6 +44,17 @@ internal static class Program
             {
                 Console.Error.WriteLine("usage: ClrTarget [--seconds N]");
                 return 2;
+            }
+        }
+
+        string? mapDir = Environment.GetEnvironmentVariable("CLRTARGET_MAP_DIR");
+        if (!string.IsNullOrEmpty(mapDir))
+        {
+            foreach (string f in Directory.GetFiles(mapDir))
+            {
+                var mmf = MemoryMappedFile.CreateFromFile(f, FileMode.Open, null, 0,
+                                                          MemoryMappedFileAccess.Read);
+                s_maps.Add(mmf.CreateViewAccessor(0, 0, MemoryMappedFileAccess.Read));
             }
         }
 
