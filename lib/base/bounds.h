@@ -97,8 +97,9 @@
 #define K8S_SERIES_MAX     64  /* distinct keys remembered; the oldest is evicted */
 #define K8S_SERIES_KEY_MAX 512 /* bytes of a caller's series key; longer keys are refused */
 
-/* Profiler build choice (lib/rid.c, lib/elfinfo.c). The ELF reader runs on the target's own
- * executable, so its loops and strings are capped well above anything a linker produces. */
+/* Profiler build choice (lib/profset/rid.c, lib/profset/elfinfo.c). The ELF reader runs on the
+ * target's own executable, so its loops and strings are capped well above anything a linker
+ * produces. */
 #define RID_MAX             64    /* "ubuntu.22.04-x64"; the longest real RIDs are ~25 bytes */
 #define ELF_MAX_PHDRS       256   /* the kernel stops at 64 KiB of headers; real files have ~13 */
 #define ELF_MAX_DYN_ENTRIES 1024  /* dynamic entries before DT_NULL; real files have ~40 */
