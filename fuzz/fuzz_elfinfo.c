@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ELF headers of the target's own executable (read through its root), which pick the profiler
- * build: a hostile image can point every offset anywhere. The interpreter string must come out
- * terminated within its cap.
+ * build: a hostile image can point every offset anywhere. The interpreter string and the SONAME
+ * must come out terminated within their caps.
  *
  * The same bytes are also parsed as a file read only in part (elfinfo_parse_chunks, as elffile.c
  * drives it), under bitmaps drawn from the input: with every chunk present the result is the
@@ -66,8 +66,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct elf_info info;
     int r = elfinfo_parse(data, size, &info, &e);
     FUZZ_CHECK(r == 0 || r == -ENOEXEC || r == -EPROTO);
-    if (r == 0)
+    if (r == 0) {
         FUZZ_CHECK(strnlen(info.interp, sizeof(info.interp)) <= ELF_INTERP_MAX);
+        FUZZ_CHECK(strnlen(info.soname, sizeof(info.soname)) <= ELF_SONAME_MAX);
+    }
 
     /* The bitmaps come from the input itself (a hash of it), so corpus files stay plain ELF. */
     uint64_t seed = 1469598103934665603u;

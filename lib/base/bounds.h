@@ -107,6 +107,7 @@
 #define ELF_INTERP_MAX      255   /* bytes of PT_INTERP without the NUL */
 #define ELF_NEEDED_BYTES    4096  /* DT_NEEDED names kept, NULs included; real SONAMEs are short */
 #define ELF_RUNPATH_MAX     1023  /* bytes of DT_RUNPATH/DT_RPATH kept */
+#define ELF_SONAME_MAX      255   /* bytes of DT_SONAME: a file name, so NAME_MAX */
 #define ELF_MAX_HASH_STEPS  65536 /* symbols compared in one hash-chain walk (dlsym's lookup) */
 
 /* The loader search list of lib/profset/ldsearch.c: directories and the bytes holding them, per
@@ -134,5 +135,13 @@
 #define HOLDER_LIBS_MAX       256               /* mapped libraries looked at; an app has ~40 */
 #define HOLDER_FILE_BYTES_MAX (256 * 1024)      /* bytes read from one of them */
 #define HOLDER_BYTES_MAX      (8 * 1024 * 1024) /* bytes read from all of them */
+
+/* The dependency check's look at the SONAMEs of what the target has mapped
+ * (lib/profset/depcheck.c), for a needed name found in none of the loader's directories: the
+ * target decides how many libraries it maps and how large they are. Past a cap the remaining
+ * files are not examined, and the miss is reported as usual (--skip-dependency-check). */
+#define DEPCHECK_SONAME_FILES_MAX  128               /* mapped files whose SONAME is read */
+#define DEPCHECK_SONAME_FILE_BYTES (256 * 1024)      /* bytes read from one of them */
+#define DEPCHECK_SONAME_BYTES_MAX  (4 * 1024 * 1024) /* bytes read from all of them */
 
 #endif

@@ -179,6 +179,7 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
         .ld_library_path_len = llp_len,
         .maps = maps_for_depcheck,
         .maps_arg = t,
+        .procfd = t->procfd,
         .build = build,
         .delivered = p->is_dir ? p->top : p->path,
     };

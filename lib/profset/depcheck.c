@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "profset/elffile.h"
 #include "profset/ldsearch.h"
 #include "target/proc_maps.h"
 #include "base/render.h"
@@ -53,6 +55,13 @@ struct ctx {
     char *mapped; /* packed paths of mapped libraries; NULL until the maps were asked for */
     size_t n_mapped;
     bool mapped_tried;
+    const char *maps; /* the maps text they came from, for their map_files names */
+    size_t maps_len;
+    /* The DT_SONAME of the first n_sonames mapped files, ELF_SONAME_MAX + 1 bytes each ("" for
+     * none or unreadable), read on first need and within the caps of bounds.h. */
+    char *sonames;
+    size_t n_sonames;
+    uint64_t soname_bytes;
     char *musl_path;
     size_t musl_path_len;
 };
@@ -70,19 +79,116 @@ static int load_mapped(struct ctx *c)
     size_t len = 0;
     const char *maps = c->in->maps ? c->in->maps(c->in->maps_arg, &len) : NULL;
     c->n_mapped = maps ? proc_maps_libraries(maps, len, c->mapped, MAPPED_BUF, MAPPED_MAX) : 0;
+    c->maps = maps;
+    c->maps_len = maps ? len : 0;
     return 0;
 }
 
-/* A library already loaded is not looked for again: the loader matches a DT_NEEDED name against
- * the objects it has loaded. Matched here on the mapped file's base name. The directories are
- * tried before this (resolve): found there or loaded, the loader is satisfied either way. */
-static bool mapped_by_name(const struct ctx *c, const char *name)
+/* Opens the mapped file at `path` for reading: through /proc/<pid>/map_files/, which reaches
+ * the very inode mapped whatever the target's mounts show under its path now (a file replaced,
+ * hidden or overmounted after start), else by its path in the target's root. Only a regular
+ * file is opened for reading (a device can be mapped too, and opening one can act). -1 when
+ * neither works. */
+static int open_mapped(const struct ctx *c, const char *path)
+{
+    char name[64], at[80];
+    if (c->in->procfd >= 0 &&
+        proc_maps_map_files_name(c->maps, c->maps_len, path, name, sizeof(name))) {
+        snprintf(at, sizeof(at), "map_files/%s", name);
+        /* The entry is a magic link to the mapped file: followed, as the kernel resolves it to
+         * that inode and no name of the target's is walked. Needs CAP_SYS_ADMIN (or
+         * CAP_CHECKPOINT_RESTORE); without it the root path is the way. */
+        _cleanup_close_ int pin = openat(c->in->procfd, at, O_PATH | O_CLOEXEC);
+        struct stat st;
+        if (pin >= 0 && fstat(pin, &st) == 0 && S_ISREG(st.st_mode)) {
+            char self[40];
+            snprintf(self, sizeof(self), "/proc/self/fd/%d", pin);
+            int fd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+            if (fd >= 0)
+                return fd;
+        }
+    }
+    /* maps shows resolved paths, so no link needs following. */
+    return rootfs_open(c->in->rootfd, path, ROOTFS_REG, O_RDONLY, 0, NULL);
+}
+
+/* The SONAME of the i-th mapped file (i < n_mapped), "" when it has none, cannot be read or is
+ * past the caps (bounds.h). -ENOMEM, else 0. Only the chunks of the file its headers need are
+ * read (elffile.h): the target chooses every library's size. */
+static int mapped_soname(struct ctx *c, size_t i, const char *path, const char **ret)
+{
+    if (!c->sonames) {
+        size_t n =
+            c->n_mapped < DEPCHECK_SONAME_FILES_MAX ? c->n_mapped : DEPCHECK_SONAME_FILES_MAX;
+        c->sonames = calloc(n ? n : 1, ELF_SONAME_MAX + 1);
+        if (!c->sonames)
+            return -ENOMEM;
+    }
+    *ret = "";
+    if (i >= DEPCHECK_SONAME_FILES_MAX)
+        return 0;
+    char *slot = c->sonames + i * (ELF_SONAME_MAX + 1);
+    *ret = slot;
+    if (i < c->n_sonames)
+        return 0;
+    /* Read in map order, each once: i == n_sonames here, as the callers walk from 0. */
+    c->n_sonames = i + 1;
+    if (c->soname_bytes >= DEPCHECK_SONAME_BYTES_MAX)
+        return 0;
+    _cleanup_close_ int fd = open_mapped(c, path);
+    if (fd < 0)
+        return 0;
+    uint64_t room = DEPCHECK_SONAME_BYTES_MAX - c->soname_bytes;
+    struct elffile_limits lim = {
+        .max_bytes = room < DEPCHECK_SONAME_FILE_BYTES ? room : DEPCHECK_SONAME_FILE_BYTES,
+    };
+    struct elffile_stats st;
+    /* On the heap: its DT_NEEDED and run path buffers make it over 5 KiB. */
+    struct elf_info *ei = malloc(sizeof(*ei));
+    if (!ei)
+        return -ENOMEM;
+    int r = elffile_parse(fd, &lim, ei, &st, NULL);
+    c->soname_bytes += st.bytes_read;
+    if (r == 0)
+        memcpy(slot, ei->soname, strlen(ei->soname) + 1);
+    free(ei);
+    return 0;
+}
+
+/*
+ * A library already loaded is not looked for again: the loader matches a DT_NEEDED name against
+ * the objects it has loaded. The directories are tried before this (resolve): found there or
+ * loaded, the loader is satisfied either way. Returns 1 when loaded, 0, or -ENOMEM.
+ *
+ * glibc (elf/dl-load.c, _dl_map_object) reuses a loaded object whose names include the needed
+ * one, and failing that one whose DT_SONAME equals it: libstdc++.so.6 is the loaded
+ * libstdc++.so.6.0.30, although maps show only the latter (the kernel resolves the link the
+ * loader opened). So a mapped file counts by its base name or by its SONAME.
+ *
+ * musl never reads DT_SONAME: its load_library (ldso/dynlink.c; read in the bminor/musl mirror at
+ * 039d3c34f2e3) reuses a loaded DSO
+ * when its `shortname`, the last component of the path its search opened (the needed name
+ * itself), equals the name, or when the file a search finds is one loaded (same st_dev and
+ * st_ino). The second case is the directories' lookup; for the first, what maps show is the
+ * file behind any link, so only the base name is matched on musl.
+ */
+static int mapped_by_name(struct ctx *c, const char *name)
 {
     const char *p = c->mapped;
     for (size_t i = 0; i < c->n_mapped; i++, p += strlen(p) + 1)
         if (strcmp(base_of(p), name) == 0)
-            return true;
-    return false;
+            return 1;
+    if (c->in->libc == RID_LIBC_MUSL)
+        return 0;
+    p = c->mapped;
+    for (size_t i = 0; i < c->n_mapped && i < DEPCHECK_SONAME_FILES_MAX; i++, p += strlen(p) + 1) {
+        const char *soname;
+        if (mapped_soname(c, i, p, &soname) < 0)
+            return -ENOMEM;
+        if (strcmp(soname, name) == 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* Appends " dir," entries to a message buffer while it has room. */
@@ -138,7 +244,10 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
     }
     if (r == 0 && (r = load_mapped(c)) < 0)
         err_set(e, r, "out of memory");
-    if (r == 0 && mapped_by_name(c, name))
+    int loaded = r == 0 ? mapped_by_name(c, name) : 0;
+    if (loaded < 0)
+        r = err_set(e, loaded, "out of memory");
+    if (loaded > 0)
         goto found;
     /* The directories of libraries already mapped (a runtime's own, a distro's): what a
      * self-contained app ships beside itself is found there. */
@@ -235,6 +344,7 @@ int depcheck_run(const struct depcheck_input *in, struct cla_error *e)
         r = check_object(&c, f->elf, origin, f->path, e);
     }
     free(c.mapped);
+    free(c.sonames);
     free(c.musl_path);
     return r;
 }

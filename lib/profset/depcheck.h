@@ -7,7 +7,8 @@
  * The runtime's only answer to a missing DT_NEEDED is 0x8007007E with no name, and some profilers
  * leave the process unstable after a failed load; so each DT_NEEDED of every shared object
  * delivered is resolved the way the target's loader will (ldsearch.h): already mapped in the
- * target (by name, or in the directory of a mapped library), in the delivered profiler directory
+ * target (by name or, for glibc, by the mapped file's DT_SONAME; or in the directory of a mapped
+ * library), in the delivered profiler directory
  * through RUNPATH/RPATH with $ORIGIN, then in the target's own root under LD_LIBRARY_PATH, the
  * run path, the path file or the standard and multiarch directories. A miss names the library,
  * who needs it and where it was looked for.
@@ -33,6 +34,9 @@ struct depcheck_input {
      * in the loader's directories; NULL (or a NULL answer): nothing counts as mapped. */
     const char *(*maps)(void *arg, size_t *ret_len);
     void *maps_arg;
+    /* The target's /proc/<pid> (O_PATH), through whose map_files/ a mapped library's SONAME is
+     * read from the very file mapped; -1 for none (then read by its path in the root). */
+    int procfd;
     const struct profset_build *build;
     const char *delivered; /* a directory build's path as the target sees it, or the single
                               file's path */

@@ -196,8 +196,9 @@ static int vaddr_to_off(const struct elf_buf *b, const struct phdr *loads, size_
 struct dyn_tags {
     uint64_t needed[ELF_MAX_NEEDED];
     size_t n_needed;
-    uint64_t strtab, strsz, symtab, syment, hash, gnu_hash, runpath, rpath;
-    bool have_strtab, have_strsz, have_symtab, have_hash, have_gnu_hash, have_runpath, have_rpath;
+    uint64_t strtab, strsz, symtab, syment, hash, gnu_hash, runpath, rpath, soname;
+    bool have_strtab, have_strsz, have_symtab, have_hash, have_gnu_hash, have_runpath, have_rpath,
+        have_soname;
 };
 
 static int collect_dynamic(const struct elf_buf *b, const struct phdr *dyn, struct dyn_tags *t,
@@ -237,6 +238,7 @@ static int collect_dynamic(const struct elf_buf *b, const struct phdr *dyn, stru
         case DT_GNU_HASH: t->gnu_hash = val, t->have_gnu_hash = true; break;
         case DT_RUNPATH: t->runpath = val, t->have_runpath = true; break;
         case DT_RPATH: t->rpath = val, t->have_rpath = true; break;
+        case DT_SONAME: t->soname = val, t->have_soname = true; break;
         case DT_FLAGS_1: *is_pie = (val & DF_1_PIE) != 0; break;
         default: break;
         }
@@ -381,8 +383,8 @@ static int lookup_sysv(const struct symtab *st, uint64_t table, const char *name
     return 0;
 }
 
-/* Copies the DT_NEEDED names (each voting on the libc) and the run path out of the string
- * table at file offset str_off. */
+/* Copies the DT_NEEDED names (each voting on the libc), the run path and the SONAME out of the
+ * string table at file offset str_off. */
 static int take_names(const struct elf_buf *b, const struct dyn_tags *t, uint64_t str_off,
                       struct elf_info *info, enum rid_libc *libc, bool *conflict,
                       struct cla_error *e)
@@ -408,6 +410,13 @@ static int take_names(const struct elf_buf *b, const struct dyn_tags *t, uint64_
                            t->have_runpath ? "DT_RUNPATH" : "DT_RPATH", ELF_RUNPATH_MAX);
         memcpy(info->runpath, s, strlen(s) + 1);
         info->runpath_is_rpath = !t->have_runpath;
+    }
+    if (t->have_soname) {
+        const char *s = dyn_string(b, str_off, t->strsz, t->soname);
+        if (!s || strlen(s) > ELF_SONAME_MAX)
+            return err_set(e, -EPROTO, "elf: DT_SONAME outside DT_STRSZ or over %d bytes",
+                           ELF_SONAME_MAX);
+        memcpy(info->soname, s, strlen(s) + 1);
     }
     return 0;
 }
@@ -449,13 +458,14 @@ static int parse_dynamic(const struct elf_buf *b, const struct phdr *dyn, const 
     int r = collect_dynamic(b, dyn, &t, is_pie, e);
     if (r < 0)
         return r;
-    bool need_strings = t.n_needed > 0 || t.have_runpath || t.have_rpath;
+    bool need_strings = t.n_needed > 0 || t.have_runpath || t.have_rpath || t.have_soname;
     if (!need_strings && !t.have_symtab)
         return 0;
     if (!t.have_strtab || !t.have_strsz) {
         if (!need_strings)
             return 0; /* a symbol table without names cannot export anything */
-        return err_set(e, -EPROTO, "elf: DT_NEEDED without DT_STRTAB/DT_STRSZ");
+        return err_set(e, -EPROTO,
+                       "elf: DT_NEEDED, DT_RUNPATH or DT_SONAME without DT_STRTAB/DT_STRSZ");
     }
     if (vaddr_to_off(b, loads, n_loads, t.strtab, t.strsz, &str_off) < 0)
         return err_set(e, -EPROTO, "elf: DT_STRTAB 0x%llx+%llu not in a loaded file range",
@@ -650,6 +660,6 @@ bool elfinfo_equal(const struct elf_info *a, const struct elf_info *b)
            a->is_shared_object == b->is_shared_object && a->libc == b->libc &&
            strcmp(a->interp, b->interp) == 0 && a->n_needed == b->n_needed &&
            memcmp(a->needed, b->needed, needed) == 0 && strcmp(a->runpath, b->runpath) == 0 &&
-           a->runpath_is_rpath == b->runpath_is_rpath &&
+           a->runpath_is_rpath == b->runpath_is_rpath && strcmp(a->soname, b->soname) == 0 &&
            a->exports_class_factory == b->exports_class_factory;
 }

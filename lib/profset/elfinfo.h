@@ -28,6 +28,9 @@ struct elf_info {
     char needed[ELF_NEEDED_BYTES];
     char runpath[ELF_RUNPATH_MAX + 1];
     bool runpath_is_rpath;
+    /* DT_SONAME, "" when none: the name glibc's loader also knows a loaded object by, so that a
+     * later DT_NEEDED of that name reuses it (depcheck.c). */
+    char soname[ELF_SONAME_MAX + 1];
     /* A defined, default-visibility global DllGetClassObject, found through the dynamic symbol
      * hash tables exactly as dlsym() looks it up: the one entry point of a CLR profiler. */
     bool exports_class_factory;

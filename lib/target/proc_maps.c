@@ -124,6 +124,53 @@ size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, 
     return n;
 }
 
+/* Copies hex digits [p, end) to out without leading zeros ("0" stays); false for a non-hex or
+ * empty run, or one longer than a 64-bit address. */
+static bool hex_unpadded(const char *p, const char *end, char *out, size_t *used, size_t size)
+{
+    if (p == end || end - p > 16)
+        return false;
+    for (const char *q = p; q < end; q++)
+        if (!((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f')))
+            return false;
+    while (end - p > 1 && *p == '0')
+        p++;
+    size_t n = (size_t)(end - p);
+    if (n + 1 > size - *used)
+        return false;
+    memcpy(out + *used, p, n);
+    *used += n;
+    return true;
+}
+
+int proc_maps_map_files_name(const char *buf, size_t len, const char *path, char *out, size_t size)
+{
+    size_t plen = strlen(path);
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        const char *col = maps_path(p, le);
+        const char *line = p;
+        p = nl ? nl + 1 : end;
+        if (!col || (size_t)(le - col) != plen || memcmp(col, path, plen) != 0)
+            continue;
+        const char *dash = memchr(line, '-', (size_t)(le - line));
+        const char *sp = memchr(line, ' ', (size_t)(le - line));
+        size_t used = 0;
+        if (!dash || !sp || dash > sp || size < 1 || !hex_unpadded(line, dash, out, &used, size))
+            return 0;
+        if (used + 1 >= size)
+            return 0;
+        out[used++] = '-';
+        if (!hex_unpadded(dash + 1, sp, out, &used, size))
+            return 0;
+        out[used] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
 int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t size)
 {
     static const char name[] = "libcoreclr.so";

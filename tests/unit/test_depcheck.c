@@ -3,12 +3,16 @@
  * Resolving a delivered profiler's DT_NEEDED in a target's view (lib/profset/depcheck.c): a
  * helper found through RUNPATH $ORIGIN/lib inside the delivered directory, libc through a link in
  * the root's multiarch directory or because it is mapped, and a missing library named with who
- * needs it.
+ * needs it. A library the target has loaded counts under the name its loader would reuse it by:
+ * for glibc the mapped file's DT_SONAME (libstdc++.so.6 is the mapped libstdc++.so.6.0.30), for
+ * musl the file name only.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dlfcn.h>
+#include <limits.h>
 
 #include "shell.h"
 
@@ -82,6 +86,7 @@ static int check(const char *maps, struct cla_error *e)
                                 .ld_library_path = llp_text,
                                 .ld_library_path_len = llp_text ? strlen(llp_text) : 0,
                                 .maps = maps_of,
+                                .procfd = -1,
                                 .build = &b,
                                 .delivered = "/tmp/prof"};
     int r = depcheck_run(&in, e);
@@ -164,11 +169,135 @@ static void test_long_ld_library_path(void **state)
     llp_text = NULL;
 }
 
+/* The system's C++ runtime as its loader maps it: the versioned file behind the
+ * libstdc++.so.6 link (libstdc++.so.6.0.30 or whichever is installed). */
+static char cxx_real[PATH_MAX];
+
+/* A single-file profiler built here, whose DT_NEEDED holds libstdc++.so.6 (and no other name
+ * the fake root would lack but libc.so.6), delivered at /tmp/cxx/libcxxprof.so. */
+static int check_cxx(enum rid_libc libc, int procfd, const char *maps, struct cla_error *e)
+{
+    char p[256];
+    snprintf(p, sizeof(p), "%s/root/tmp/cxx/libcxxprof.so", base);
+    _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    char *buf = NULL;
+    size_t len;
+    assert_int_equal(util_read_all(fd, 1 << 20, &buf, &len), 0);
+    struct profset_build b = {0};
+    assert_int_equal(elfinfo_parse((const uint8_t *)buf, len, &b.elf, e), 0);
+    free(buf);
+    assert_string_equal(elfinfo_needed(&b.elf, 0), "libstdc++.so.6");
+    maps_text = maps;
+    maps_asked = 0;
+    struct depcheck_input in = {.rootfd = rootfd,
+                                .libc = libc,
+                                .arch = RID_ARCH_X64,
+                                .maps = maps_of,
+                                .procfd = procfd,
+                                .build = &b,
+                                .delivered = "/tmp/cxx/libcxxprof.so"};
+    return depcheck_run(&in, e);
+}
+
+static void test_loaded_by_soname(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    if (!realpath("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", cxx_real))
+        skip();
+    const char *cxx_base = strrchr(cxx_real, '/') + 1;
+    assert_string_not_equal(cxx_base, "libstdc++.so.6");
+    sh("mkdir -p %s/root/tmp/cxx %s/root/usr/lib/x86_64-linux-gnu && "
+       "printf 'int cxxprof(void) { return 1; }\\n' > %s/cxxprof.c && "
+       "cc -shared -fPIC -o %s/root/tmp/cxx/libcxxprof.so %s/cxxprof.c "
+       "-Wl,--no-as-needed -lstdc++ -lc && cp %s %s/root/usr/lib/x86_64-linux-gnu/",
+       base, base, base, base, base, cxx_real, base);
+    char maps[PATH_MAX + 128];
+    snprintf(maps, sizeof(maps),
+             "1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+             "3-4 r--p 0 08:01 7 %s\n",
+             cxx_real);
+    /* Not mapped under that name, no libstdc++.so.6 in any directory: a miss by file name. */
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1,
+                               "1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n", &e),
+                     -ENOENT);
+    assert_non_null(strstr(e.msg, "needs libstdc++.so.6"));
+    /* glibc reuses the mapped libstdc++.so.6.0.30: its SONAME is libstdc++.so.6. */
+    if (check_cxx(RID_LIBC_GLIBC, -1, maps, &e) != 0)
+        fail_msg("refused: %s", e.msg);
+    assert_int_equal(maps_asked, 1);
+    /* musl knows a loaded DSO by the name it was loaded under, never by DT_SONAME. */
+    assert_int_equal(check_cxx(RID_LIBC_MUSL, -1, maps, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "needs libstdc++.so.6"));
+    /* ... so on musl a file mapped under the needed name itself is what counts. */
+    assert_int_equal(check_cxx(RID_LIBC_MUSL, -1,
+                               "1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                               "3-4 r--p 0 08:01 7 /opt/lib/libstdc++.so.6\n",
+                               &e),
+                     0);
+    /* A mapped file whose SONAME is another name (or none) is not it, whatever its file name. */
+    sh("mkdir -p %s/root/opt/other && cp tests/fixtures/elf/glibc-x64.so "
+       "%s/root/opt/other/libstdc++.so.6.0.30",
+       base, base);
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1,
+                               "1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                               "3-4 r--p 0 08:01 7 /opt/other/libstdc++.so.6.0.30\n",
+                               &e),
+                     -ENOENT);
+    /* Past the cap on mapped files examined, the SONAME is not read: a miss, as before. */
+    size_t cap = DEPCHECK_SONAME_FILES_MAX, n = 0, size = cap * 48 + PATH_MAX + 256;
+    char *many = malloc(size);
+    assert_non_null(many);
+    for (size_t i = 0; i < cap; i++)
+        n += (size_t)snprintf(many + n, size - n, "1-2 r--p 0 08:01 7 /opt/m/lib%zu.so\n", i);
+    snprintf(many + n, size - n,
+             "3-4 r--p 0 08:01 7 %s\n1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n",
+             cxx_real);
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1, many, &e), -ENOENT);
+    /* One fewer before it: read, and found. */
+    char *second = strchr(many, '\n') + 1;
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1, second, &e), 0);
+    free(many);
+}
+
+/* A mapped file hidden from its path in the target (removed, replaced or overmounted after
+ * start) is still read through /proc/<pid>/map_files/, the very inode mapped: here this
+ * process, which maps the C++ runtime, is the target, and its root holds no copy of it. */
+static void test_loaded_hidden_read_through_map_files(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    if (!cxx_real[0] || geteuid() != 0)
+        skip(); /* map_files needs CAP_SYS_ADMIN */
+    sh("rm -f %s/root%s", base, cxx_real);
+    void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(h);
+    _cleanup_close_ int self = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    _cleanup_close_ int mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    char *maps = NULL;
+    size_t len;
+    assert_int_equal(util_read_all(mfd, 4 << 20, &maps, &len), 0);
+    char *z = realloc(maps, len + 1);
+    assert_non_null(z);
+    maps = z;
+    maps[len] = '\0';
+    assert_non_null(strstr(maps, cxx_real));
+    /* By path in the root: nothing there to read. */
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1, maps, &e), -ENOENT);
+    if (check_cxx(RID_LIBC_GLIBC, self, maps, &e) != 0)
+        fail_msg("refused: %s", e.msg);
+    free(maps);
+    dlclose(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolution),
         cmocka_unit_test(test_long_ld_library_path),
+        cmocka_unit_test(test_loaded_by_soname),
+        cmocka_unit_test(test_loaded_hidden_read_through_map_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

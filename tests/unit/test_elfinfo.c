@@ -182,6 +182,7 @@ struct spec {
     uint16_t machine, type;
     const char *interp; /* NULL: no PT_INTERP */
     const char *needed[3];
+    const char *soname; /* NULL: no DT_SONAME; its entry follows the DT_NEEDED ones */
     uint64_t flags1;
     bool no_dynamic;
 };
@@ -256,6 +257,11 @@ static size_t build(const struct spec *s, uint8_t *img)
             put_dyn(img, s, d++, DT_NEEDED, strpos);
             strpos += strlen(s->needed[i]) + 1;
         }
+        if (s->soname) {
+            memcpy(img + OFF_STRTAB + strpos, s->soname, strlen(s->soname) + 1);
+            put_dyn(img, s, d++, DT_SONAME, strpos);
+            strpos += strlen(s->soname) + 1;
+        }
         put_dyn(img, s, d++, DT_STRTAB, VADDR + OFF_STRTAB);
         put_dyn(img, s, d++, DT_STRSZ, strpos);
         if (s->flags1)
@@ -291,6 +297,58 @@ static void test_built_baseline(void **state)
     assert_int_equal(i.arch, RID_ARCH_X64);
     assert_int_equal(i.libc, RID_LIBC_GLIBC);
     assert_true(i.is_shared_object);
+}
+
+/* DT_SONAME kept as written, in both classes; one outside the string table is malformed. */
+static void test_built_soname(void **state)
+{
+    uint8_t img[IMG_SIZE];
+    struct elf_info i;
+    (void)state;
+
+    struct spec s = x64_so;
+    s.soname = "libstdc++.so.6";
+    build(&s, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_string_equal(i.soname, "libstdc++.so.6");
+    s.is_64 = false;
+    s.machine = EM_386;
+    build(&s, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_string_equal(i.soname, "libstdc++.so.6");
+    /* No DT_SONAME: "". */
+    build(&x64_so, img);
+    assert_int_equal(parse_img(img, sizeof(img), &i), 0);
+    assert_string_equal(i.soname, "");
+    /* Its offset past DT_STRSZ (entry 2, after the two DT_NEEDED). */
+    s = x64_so;
+    s.soname = "libx.so.1";
+    build(&s, img);
+    put_dyn(img, &s, 2, DT_SONAME, 0x70);
+    assert_int_equal(parse_img(img, sizeof(img), &i), -EPROTO);
+}
+
+/* The system's own C++ runtime: its SONAME is the name every C++ library needs, not its file
+ * name (libstdc++.so.6.0.30 and the like), which is what depcheck matches a mapped copy by. */
+static void test_system_libstdcxx_soname(void **state)
+{
+    (void)state;
+    _cleanup_close_ int fd = open("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        skip();
+    char *buf = NULL;
+    size_t len;
+    assert_int_equal(util_read_all(fd, ELF_READ_MAX, &buf, &len), 0);
+    struct cla_error e = {0};
+    struct elf_info i;
+    int r = elfinfo_parse((const uint8_t *)buf, len, &i, &e);
+    free(buf);
+    if (r != 0)
+        fail_msg("libstdc++.so.6: %d %s", r, e.msg);
+    assert_string_equal(i.soname, "libstdc++.so.6");
+    /* The fixtures carry none. */
+    parse_file("entry-gnu.so", &i);
+    assert_string_equal(i.soname, "");
 }
 
 static void test_built_arm32_both_byte_orders(void **state)
@@ -782,6 +840,8 @@ int main(void)
         cmocka_unit_test(test_fixture_lying_section_headers),
         cmocka_unit_test(test_fixture_truncated),
         cmocka_unit_test(test_built_baseline),
+        cmocka_unit_test(test_built_soname),
+        cmocka_unit_test(test_system_libstdcxx_soname),
         cmocka_unit_test(test_built_arm32_both_byte_orders),
         cmocka_unit_test(test_built_machines),
         cmocka_unit_test(test_built_libc_votes),

@@ -63,6 +63,43 @@ static void test_maps_runtime_library(void **state)
     assert_int_equal(proc_maps_runtime_library("", 0, lib, sizeof(lib)), 0);
 }
 
+/* The map_files name of a mapped file: its first mapping's addresses without the zeros the
+ * maps lines pad them with (the kernel refuses a padded name); only a whole path column matches,
+ * and a malformed address column or a name that does not fit gives nothing. */
+static void test_map_files_name(void **state)
+{
+    (void)state;
+    static const char maps[] =
+        "00400000-00452000 r-xp 0 08:01 1 /usr/bin/dotnet\n"
+        "7f0a1c000000-7f0a1c1a0000 r--p 0 08:01 2 /usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30\n"
+        "7f0a1c1a0000-7f0a1c2b0000 r-xp 1a0000 08:01 2 "
+        "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30\n"
+        "00000000-00001000 r--p 0 08:01 3 /zero.so\n"
+        "7g00-7f10 r--p 0 08:01 4 /bad.so\n"
+        "7f00+7f10 r--p 0 08:01 5 /nodash.so\n";
+    char n[64];
+    assert_int_equal(proc_maps_map_files_name(maps, sizeof(maps) - 1,
+                                              "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30", n,
+                                              sizeof(n)),
+                     1);
+    assert_string_equal(n, "7f0a1c000000-7f0a1c1a0000");
+    assert_int_equal(
+        proc_maps_map_files_name(maps, sizeof(maps) - 1, "/usr/bin/dotnet", n, sizeof(n)), 1);
+    assert_string_equal(n, "400000-452000");
+    assert_int_equal(proc_maps_map_files_name(maps, sizeof(maps) - 1, "/zero.so", n, sizeof(n)), 1);
+    assert_string_equal(n, "0-1000");
+    /* A suffix of a path is not the path. */
+    assert_int_equal(
+        proc_maps_map_files_name(maps, sizeof(maps) - 1, "libstdc++.so.6.0.30", n, sizeof(n)), 0);
+    assert_int_equal(proc_maps_map_files_name(maps, sizeof(maps) - 1, "/bad.so", n, sizeof(n)), 0);
+    assert_int_equal(proc_maps_map_files_name(maps, sizeof(maps) - 1, "/nodash.so", n, sizeof(n)),
+                     0);
+    /* "400000-452000" and its NUL need 14 bytes. */
+    assert_int_equal(proc_maps_map_files_name(maps, sizeof(maps) - 1, "/usr/bin/dotnet", n, 13), 0);
+    assert_int_equal(proc_maps_map_files_name(maps, sizeof(maps) - 1, "/usr/bin/dotnet", n, 14), 1);
+    assert_int_equal(proc_maps_map_files_name("", 0, "/usr/bin/dotnet", n, sizeof(n)), 0);
+}
+
 /* The incremental maps scan: whole lines only, a cut line waits, a match in the last line
  * without its newline counts at the end, and it takes no more than the room it has. */
 static void test_maps_scan_feed(void **state)
@@ -96,6 +133,7 @@ int main(void)
         cmocka_unit_test(test_maps),
         cmocka_unit_test(test_maps_runtime_library),
         cmocka_unit_test(test_maps_scan_feed),
+        cmocka_unit_test(test_map_files_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
