@@ -96,8 +96,10 @@ static int open_mapped(const struct ctx *c, const char *path)
         proc_maps_map_files_name(c->maps, c->maps_len, path, name, sizeof(name))) {
         snprintf(at, sizeof(at), "map_files/%s", name);
         /* The entry is a magic link to the mapped file: followed, as the kernel resolves it to
-         * that inode and no name of the target's is walked. Needs CAP_SYS_ADMIN (or
-         * CAP_CHECKPOINT_RESTORE); without it the root path is the way. */
+         * that inode and no name of the target's is walked. The kernel asks CAP_SYS_ADMIN (or
+         * CAP_CHECKPOINT_RESTORE) of the opener, which the sandbox does not keep (docs/security.md,
+         * Capabilities): under it this answers EPERM and the root path is the way; without the
+         * sandbox (--seccomp=off) it reaches files the root no longer shows. */
         _cleanup_close_ int pin = openat(c->in->procfd, at, O_PATH | O_CLOEXEC);
         struct stat st;
         if (pin >= 0 && fstat(pin, &st) == 0 && S_ISREG(st.st_mode)) {
@@ -108,8 +110,9 @@ static int open_mapped(const struct ctx *c, const char *path)
                 return fd;
         }
     }
-    /* maps shows resolved paths, so no link needs following. */
-    return rootfs_open(c->in->rootfd, path, ROOTFS_REG, O_RDONLY, 0, NULL);
+    /* maps shows the path resolved when it was mapped; links inside the root are still followed
+     * (contained in it), as the path may have been replaced by one since. */
+    return rootfs_open_contained(c->in->rootfd, path, ROOTFS_REG, O_RDONLY, NULL);
 }
 
 /* The SONAME of the i-th mapped file (i < n_mapped), "" when it has none, cannot be read or is
