@@ -29,6 +29,7 @@ enum {
     OPT_FORCE_RID,
     OPT_SKIP_DEPENDENCY_CHECK,
     OPT_KEEP,
+    OPT_FORCE,
     OPT_SETTLE,
     OPT_MATCH_COMM = 1101,
     OPT_MATCH_CMDLINE,
@@ -55,6 +56,7 @@ static const struct option attach_options[] = {
     {"force-rid", no_argument, NULL, OPT_FORCE_RID},
     {"skip-dependency-check", no_argument, NULL, OPT_SKIP_DEPENDENCY_CHECK},
     {"keep", no_argument, NULL, OPT_KEEP},
+    {"force", no_argument, NULL, OPT_FORCE},
     {"settle", required_argument, NULL, OPT_SETTLE},
     /* reporting */
     {"events", required_argument, NULL, 'E'},
@@ -160,6 +162,7 @@ static int attach_option(int c, const char *arg, struct attach_cli *a)
     case OPT_FORCE_RID: a->force_rid = true; break;
     case OPT_SKIP_DEPENDENCY_CHECK: a->skip_dependency_check = true; break;
     case OPT_KEEP: a->keep = true; break;
+    case OPT_FORCE: a->force = true; break;
     case OPT_SETTLE:
         if (parse_uint(arg, 60000, &a->settle_ms) < 0)
             return usage_error(cmd, "--settle takes 0..60000 ms, not '%s'", arg);
@@ -330,6 +333,7 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .force_rid = a->force_rid,
         .skip_dependency_check = a->skip_dependency_check,
         .keep = a->keep,
+        .force = a->force,
         .settle_ms = (int64_t)a->settle_ms,
         .clsid = a->clsid,
         .client_data = a->data,

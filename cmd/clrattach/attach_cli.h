@@ -21,7 +21,7 @@ struct attach_cli {
     struct common co;
     const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir, *rid, *entry;
     uint64_t timeout_s, attach_timeout_ms, settle_ms;
-    bool startup, force_rid, skip_dependency_check, keep;
+    bool startup, force_rid, skip_dependency_check, keep, force;
     struct event_reporter rep;
     /* watch only */
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;

@@ -18,6 +18,7 @@
 #include "profset/elffile.h"
 #include "profset/profset.h"
 #include "profset/target_rid.h"
+#include "profset/vendors.h"
 #include "runtime/hresult.h"
 #include "runtime/ipc_conn.h"
 #include "runtime/runtime_info.h"
@@ -50,6 +51,7 @@ static const struct {
     [ATTACH_INTERRUPTED] = {"interrupted", 11},
     [ATTACH_TARGET_DIED] = {"target_died", 12},
     [ATTACH_DEPENDENCY] = {"dependency_missing", 13},
+    [ATTACH_INERT] = {"inert_on_attach", 14},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 
@@ -380,6 +382,45 @@ static void attempt_free(struct attempt *a)
         close(a->sockfd);
 }
 
+/* The file name the runtime will be given for a build's entry library. */
+static const char *entry_name(const struct profset_build *b)
+{
+    if (!b->dir)
+        return b->name;
+    const char *path = b->dir->files[b->dir->entry].path, *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* A profiler whose InitializeForAttach is known to do nothing would be reported as attached and
+ * never run: refused before the target is touched, unless --force, which the result then marks
+ * (expected_inert). Every build of a set is looked at: they share the vendor's name. */
+static int check_inert(const struct attach_opts *o, const struct profset *ps,
+                       struct attach_result *res)
+{
+    char clsid[39];
+    ipc_guid_format(&o->clsid, clsid);
+    const struct vendor_noop *v = NULL;
+    for (size_t i = 0; i < ps->n && !v; i++)
+        v = vendors_find_noop(vendors_noop, vendors_noop_count, entry_name(&ps->builds[i]), clsid);
+    if (!v)
+        return 0;
+    /* --startup on a runtime paused at startup loads it through Initialize, which works; on one
+     * already running it attaches as any other and stays inert: send_request() tells. */
+    if (o->force || o->startup) {
+        res->expected_inert = true;
+        return 0;
+    }
+    err_set(&res->error, -EOPNOTSUPP,
+            "%s (%s %s) does nothing when attached to a running app: %s (%s); nothing was sent",
+            v->vendor, v->entry, v->clsid, v->on_attach, v->source);
+    err_hint(&res->error,
+             "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 and run "
+             "attach --startup, or set the vendor's variables in the app's environment (%s); "
+             "--force sends it anyway",
+             v->startup);
+    return fail(res, ATTACH_INERT, -EOPNOTSUPP);
+}
+
 /* The operator's inputs and our own files, all checked before anything touches the target, and
  * read before we act as the target's user (who may not be able to read them). */
 static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res)
@@ -405,7 +446,7 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
     /* Checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
         return fail(res, ATTACH_USAGE, r);
-    return 0;
+    return check_inert(o, ps, res);
 }
 
 /* What the pinned target is, from the /proc files target_open() read. */
@@ -618,6 +659,7 @@ static int send_request(struct attempt *a)
     if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
         r = startup_load(o, a->sockfd, &a->peer, a->p.path, &a->hr, e);
         res->startup_load = true;
+        res->expected_inert = false; /* Initialize runs, not InitializeForAttach */
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a
      * crash in InitializeForAttach, or a thread it started). Looked at briefly before it is

@@ -37,8 +37,9 @@ enum attach_outcome {
                            abandoned by a watcher that was stopped while it ran */
     ATTACH_TARGET_DIED, /* the runtime answered, then the app died within the settle time */
     ATTACH_DEPENDENCY,  /* a library the profiler needs is not in the target's view: not sent */
+    ATTACH_INERT,       /* a profiler known to do nothing on attach (profset/vendors.h): not sent */
 };
-#define ATTACH_OUTCOME_LAST ATTACH_DEPENDENCY
+#define ATTACH_OUTCOME_LAST ATTACH_INERT
 
 /* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
 const char *attach_outcome_name(enum attach_outcome o);
@@ -77,6 +78,7 @@ struct attach_opts {
     bool force_rid;             /* --force-rid: --rid wins over the runtime's own answer */
     bool skip_dependency_check; /* --skip-dependency-check: send without resolving DT_NEEDED */
     bool keep;                  /* --keep: leave what was delivered after a failed load */
+    bool force;                 /* --force: attach a profiler known to stay inert on attach */
     int64_t settle_ms;          /* --settle: how long the app is watched after the answer */
     struct ipc_guid clsid;
     const uint8_t *client_data; /* with {dir}/{entry} placeholders, expanded before sending */
@@ -141,7 +143,8 @@ struct attach_result {
     enum attach_holder_gap holder_gap; /* none named: why the search could not tell */
     char sha256[65];
     bool reused;
-    bool startup_load; /* loaded as a startup profiler (--startup) */
+    bool startup_load;   /* loaded as a startup profiler (--startup) */
+    bool expected_inert; /* --force sent a profiler known to do nothing on attach */
     bool have_hresult;
     uint32_t hresult;
     int64_t duration_ms;

@@ -175,6 +175,10 @@ bool watch_outcome_final(enum attach_outcome o)
          * sharing the directory can plant it), or the directory full: neither is the target's
          * last word, and a squatter must not be able to end the watch for it. */
         return false;
+    case ATTACH_INERT:
+        /* The profiler, not the instance, is the reason: it stays a no-op on every retry, so the
+         * refusal is reported once for the instance. */
+        return true;
     default: return true;
     }
 }

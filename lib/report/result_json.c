@@ -97,6 +97,9 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
     if (r->startup_load)
         set_str(o, "load", "startup");
+    /* --force sent a profiler whose InitializeForAttach is known to do nothing (vendors.h). */
+    if (r->expected_inert)
+        json_object_set_new(o, "expected_inert", json_true());
     if (r->placement[0])
         set_str(o, "placement_skipped", r->placement);
     if (r->have_hresult) {

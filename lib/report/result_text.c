@@ -56,10 +56,21 @@ void result_text_event(const struct attach_result *r, const char *profiler,
                  (long long)r->duration_ms, r->startup_load ? " as a startup profiler" : "",
                  r->delivered_path);
         append_sentence(text, sizeof(text), "", part);
+        if (r->expected_inert) {
+            /* The runtime's S_OK is not the profiler running: --force sent a known no-op. */
+            ret->spec.reason = "ProfilerAttachedInert";
+            ret->spec.type = "Warning";
+            append_sentence(text, sizeof(text), "",
+                            "its InitializeForAttach is known to do nothing: the profiler is "
+                            "expected to stay inert");
+            append_sentence(text, sizeof(text),
+                            "Next step: ", "load it at startup (docs/bundles.md)");
+        }
     } else {
         const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
         ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
                            : r->outcome == ATTACH_TARGET_DIED  ? "ProfilerTargetDied"
+                           : r->outcome == ATTACH_INERT        ? "ProfilerInertOnAttach"
                                                                : "ProfilerAttachFailed";
         /* Another profiler already loaded is a fact about the app, not a fault. */
         ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";

@@ -205,4 +205,90 @@ clr attach --pid 1 --profiler "$VP" --clsid "$VP_CLSID" --startup --client-data 
 [ $RC -eq 2 ] && grep -q "StartupProfiler" "$ERR" && ok "vendor-startup-refuses-client-data" ||
     fail "vendor-startup-refuses-client-data" "exit $RC $(cat "$ERR")"
 
+# 11. A profiler whose attach is known to do nothing (built startup-only from tests/vendorprof
+# with -DVENDOR_INERT, under OpenTelemetry's file name and CLSID): refused before anything is
+# delivered, with its own outcome and a way to load it at startup.
+VI="$ROOT/$BUILD/vendorinert"
+VI_LIB=OpenTelemetry.AutoInstrumentation.Native.so
+VI_CLSID='{918728DD-259F-4A6A-AC2B-B85E1B658318}'
+[ -e "$VI/$VI_LIB" ] || { fail "vendor-inert-prerequisites" "$VI/$VI_LIB missing (make vendorprof)"; finish e2e-vendor; }
+if start_target vendor-inert --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VI" --clsid "$VI_CLSID" --settle 0 -o json
+    if [ $RC -eq 14 ] && [ "$(json_get "$OUT" outcome)" = inert_on_attach ] &&
+        [ -z "$(json_get "$OUT" delivered_path)" ] &&
+        [ -z "$(ls "/proc/$P/root/tmp" | grep -v -e '^clr-debug-pipe-' -e '^dotnet-diagnostic-')" ] &&
+        ! grep -q "$VI_LIB" "/proc/$P/maps" &&
+        grep -q "DOTNET_DefaultDiagnosticPortSuspend=1" <<<"$(json_get "$OUT" next_step)" &&
+        grep -q -- "--force" <<<"$(json_get "$OUT" next_step)" &&
+        grep -q "opentelemetry-dotnet-instrumentation" <<<"$(json_get "$OUT" error)"; then
+        ok "vendor-inert-refused-nothing-delivered"
+    else
+        fail "vendor-inert-refused-nothing-delivered" "exit $RC $(cat "$OUT" "$ERR"; ls "/proc/$P/root/tmp")"
+    fi
+    # The vendor's file name with another CLSID is someone else's profiler: attached as usual.
+    mkdir -p "$WORK/vnamed"
+    cp -a "$VP/." "$WORK/vnamed/" && mv "$WORK/vnamed/libvendorprof.so" "$WORK/vnamed/$VI_LIB"
+    clr attach --pid "$P" --profiler "$WORK/vnamed" --clsid "$VP_CLSID" --settle 0 -o json \
+        --client-data "out=/tmp/vpn.json"
+    if [ $RC -eq 0 ] && [ -z "$(json_get "$OUT" expected_inert)" ] &&
+        vp_report "$P" /tmp/vpn.json >/dev/null; then
+        ok "vendor-inert-name-alone-not-refused"
+    else
+        fail "vendor-inert-name-alone-not-refused" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# --force sends it anyway: the runtime says S_OK and maps it, the result says it is expected to
+# stay inert, and the profiler indeed never starts (no report).
+if start_target vendor-inert-force --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VI" --clsid "$VI_CLSID" --settle 300 -o json --force
+    sleep 0.5
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" expected_inert)" = True ] &&
+        [ "$(json_get "$OUT" mapped)" = True ] && grep -q "$VI_LIB" "/proc/$P/maps" &&
+        [ -z "$(ls "/proc/$P/root/tmp" | grep '^vendorprof-')" ]; then
+        ok "vendor-inert-force-expected-inert"
+    else
+        fail "vendor-inert-force-expected-inert" "exit $RC $(cat "$OUT" "$ERR"; ls "/proc/$P/root/tmp")"
+    fi
+    clr attach --pid "$P" --profiler "$VI" --clsid "$VI_CLSID" --settle 0 --force
+    # Already active now; the text result of a forced success is covered by the first run's JSON.
+fi
+
+# The same profiler loaded at startup on a paused runtime runs: Initialize starts it.
+if start_target vendor-inert-startup --pidns --suspended; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VI" --clsid "$VI_CLSID" --startup -o json
+    REP=$(vp_report "$P" /tmp/vendorprof-1.json)
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" load)" = startup ] &&
+        [ -z "$(json_get "$OUT" expected_inert)" ] && grep -q '"config":"vendorprof-config-v1"' <<<"$REP"; then
+        ok "vendor-inert-startup-runs"
+    else
+        fail "vendor-inert-startup-runs" "exit $RC $(cat "$OUT" "$ERR") report: $REP"
+    fi
+fi
+
+# watch reports the refusal once for the instance and never sends it.
+if start_target vendor-inert-watch --pidns; then
+    P=$TARGET_PID
+    timeout 60 "$CLRATTACH" watch --profiler "$VI" --clsid "$VI_CLSID" --events off -o json \
+        --match-cmdline ClrTarget.dll --interval 100 >"$WORK/iwatch.out" 2>"$WORK/iwatch.err" &
+    W=$!
+    for _ in $(seq 1 100); do
+        grep -q '"outcome":"inert_on_attach"' "$WORK/iwatch.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    sleep 1.5 # several scan intervals: a retry would show as a second line
+    kill -TERM $W 2>/dev/null
+    wait $W 2>/dev/null
+    n=$(grep -c "\"pid\":$P," "$WORK/iwatch.out")
+    if [ "$n" = 1 ] && grep -q '"outcome":"inert_on_attach"' "$WORK/iwatch.out" &&
+        ! grep -q "$VI_LIB" "/proc/$P/maps"; then
+        ok "vendor-inert-watch-once"
+    else
+        fail "vendor-inert-watch-once" "$n lines for pid $P: $(cat "$WORK/iwatch.out" "$WORK/iwatch.err" | tail -5)"
+    fi
+fi
+
 finish e2e-vendor

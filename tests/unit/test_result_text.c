@@ -269,6 +269,53 @@ static void test_note_sentences_from_bare_messages(void **state)
     assert_non_null(strstr(ev.note, "as a startup profiler: /tmp/libclrprobe-0123.so."));
 }
 
+/* A known no-op profiler refused before anything is sent: its own reason, outcome and code. */
+static void test_inert_refusal(void **state)
+{
+    (void)state;
+    struct attach_result r = {.outcome = ATTACH_INERT, .pid = 9, .nspid = 1};
+    snprintf(r.error.msg, sizeof(r.error.msg), "it does nothing when attached");
+    snprintf(r.error.hint, sizeof(r.error.hint), "load it at startup");
+    struct ipc_guid g = clsid();
+    struct result_text_event ev;
+    result_text_event(&r, "OpenTelemetry.AutoInstrumentation.Native.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerInertOnAttach");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_non_null(strstr(ev.note, "inert_on_attach"));
+    assert_non_null(strstr(ev.note, "Next step: load it at startup"));
+    assert_string_equal(attach_outcome_name(ATTACH_INERT), "inert_on_attach");
+    assert_int_equal(attach_outcome_exit_code(ATTACH_INERT), 14);
+    char *j = result_attach_json(&r, "p.so", &g, 14);
+    assert_non_null(j);
+    assert_non_null(strstr(j, "\"outcome\":\"inert_on_attach\",\"exit_code\":14"));
+    assert_null(strstr(j, "expected_inert"));
+    free(j);
+}
+
+/* --force sent it anyway: the runtime's S_OK is reported, never as a plain success. */
+static void test_forced_inert_says_so(void **state)
+{
+    (void)state;
+    struct attach_result r = {
+        .outcome = ATTACH_OK, .pid = 9, .nspid = 1, .expected_inert = true, .mapped = true};
+    struct ipc_guid g = clsid();
+    struct result_text_event ev;
+    result_text_event(&r, "p.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerAttachedInert");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_non_null(strstr(ev.note, "expected to stay inert"));
+    assert_non_null(strstr(ev.note, "Next step: load it at startup"));
+    char *j = result_attach_json(&r, "p.so", &g, 0);
+    assert_non_null(j);
+    assert_non_null(strstr(j, "\"expected_inert\":true"));
+    free(j);
+    /* Without --force's mark the same success stays a plain one. */
+    r.expected_inert = false;
+    result_text_event(&r, "p.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerAttached");
+    assert_null(strstr(ev.note, "inert"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +328,8 @@ int main(void)
         cmocka_unit_test(test_json_exit_code_is_the_process_code),
         cmocka_unit_test(test_note_every_hresult_well_formed),
         cmocka_unit_test(test_note_sentences_from_bare_messages),
+        cmocka_unit_test(test_inert_refusal),
+        cmocka_unit_test(test_forced_inert_says_so),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,11 @@
  * It can also misbehave on request, as real profilers were seen to: fail InitializeForAttach
  * (mode=fail), or fail it and crash the process from a thread left behind (mode=crash).
  *
+ * Built with -DVENDOR_INERT it is startup-only, shaped like OpenTelemetry's .NET profiler (and
+ * given its CLSID and file name by vendorprof.mk, so that attach's table of known no-op
+ * profilers names it): InitializeForAttach returns S_OK and does nothing, Initialize starts it
+ * (report at the default path, no client data at startup).
+ *
  * Client data: `key=value` pairs separated by ';': mode=ok|fail|crash, out=<absolute report
  * path> (default /tmp/vendorprof-<pid>.json), conf=<absolute path of a config that must exist>,
  * any other key is ignored (pad= makes large client data). The report is one JSON object.
@@ -37,10 +42,15 @@
 #define EXPORT        __attribute__((visibility("default")))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+#ifdef VENDOR_INERT
+/* OpenTelemetry's: src/OpenTelemetry.AutoInstrumentation.Native/dllmain.cpp. */
+#define VENDORPROF_CLSID "{918728DD-259F-4A6A-AC2B-B85E1B658318}"
+#else
 #define VENDORPROF_CLSID "{7C1E4B52-3A9D-4F60-B8E2-5D0A91C36F17}"
-#define CLIENT_DATA_MAX  65535
-#define PATH_MAX_        1024
-#define CONF_MAX         4096
+#endif
+#define CLIENT_DATA_MAX 65535
+#define PATH_MAX_       1024
+#define CONF_MAX        4096
 
 /* CORPROF_E_PROFILER_CANCEL_ACTIVATION: what CLRIE answers when it gives up. */
 #define CORPROF_E_PROFILER_CANCEL_ACTIVATION ((HRESULT)0x80131375)
@@ -235,15 +245,26 @@ static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk,
     (void)self;
     /* A real profiler would query ICorProfilerInfo here; proving the load needs none of it. */
     (void)info_unk;
+#ifdef VENDOR_INERT
+    /* OpenTelemetry's base class: S_OK, and nothing starts. */
+    (void)client_data;
+    (void)client_data_len;
+    return S_OK;
+#else
     return start(client_data, client_data_len);
+#endif
 }
 
-/* Startup loading is not what these tests are about. */
 static HRESULT cb_initialize(struct com_object *self, void *info_unk)
 {
     (void)self;
     (void)info_unk;
+#ifdef VENDOR_INERT
+    return start(NULL, 0);
+#else
+    /* Startup loading is not what these tests are about. */
     return E_FAIL;
+#endif
 }
 
 static HRESULT cb_no_args(struct com_object *self)

@@ -8,8 +8,14 @@ VENDORPROF_DIR := $(BUILD)/vendorprof
 VENDORPROF_FLAGS := $(PROF_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now \
                     -Wl,-z,relro
 
+# The startup-only variant (-DVENDOR_INERT), named and identified as OpenTelemetry's profiler so
+# that attach's table of known no-op profilers (lib/profset/vendors.c) names it.
+VENDORINERT_DIR := $(BUILD)/vendorinert
+VENDORINERT_LIB := $(VENDORINERT_DIR)/OpenTelemetry.AutoInstrumentation.Native.so
+
 .PHONY: vendorprof
-vendorprof: $(VENDORPROF_DIR)/libvendorprof.so $(VENDORPROF_DIR)/vendor.conf
+vendorprof: $(VENDORPROF_DIR)/libvendorprof.so $(VENDORPROF_DIR)/vendor.conf $(VENDORINERT_LIB) \
+            $(VENDORINERT_DIR)/vendor.conf $(VENDORINERT_DIR)/lib/libvendorhelper.so
 
 $(VENDORPROF_DIR)/lib/libvendorhelper.so: tests/vendorprof/vendorhelper.c \
                                           tests/vendorprof/vendorhelper.h
@@ -24,5 +30,18 @@ $(VENDORPROF_DIR)/libvendorprof.so: tests/vendorprof/vendorprof.c tests/vendorpr
 	    -Wl,--as-needed
 
 $(VENDORPROF_DIR)/vendor.conf: tests/vendorprof/vendor.conf
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(VENDORINERT_DIR)/lib/libvendorhelper.so: $(VENDORPROF_DIR)/lib/libvendorhelper.so
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(VENDORINERT_LIB): tests/vendorprof/vendorprof.c tests/vendorprof/vendorhelper.h \
+                    profiler/corprof.h profiler/com.h $(VENDORINERT_DIR)/lib/libvendorhelper.so
+	$(CC) $(VENDORPROF_FLAGS) -DVENDOR_INERT -Wl,--enable-new-dtags -Wl,-rpath,'$$ORIGIN/lib' \
+	    -o $@ $< -L$(VENDORINERT_DIR)/lib -lvendorhelper -ldl -lpthread
+
+$(VENDORINERT_DIR)/vendor.conf: tests/vendorprof/vendor.conf
 	@mkdir -p $(dir $@)
 	cp $< $@

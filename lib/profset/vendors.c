@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "profset/vendors.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "base/util.h"
+
+/*
+ * Each row read in the vendor's source (docs/bundles.md has the same table with links). A row is
+ * added only when the CLSID, the library name and InitializeForAttach were all read in the
+ * vendor's own code or build files; a vendor whose code could not be read stays out.
+ */
+const struct vendor_noop vendors_noop[] = {
+    {
+        .vendor = "OpenTelemetry .NET automatic instrumentation",
+        .entry = "OpenTelemetry.AutoInstrumentation.Native.so",
+        .clsid = "{918728DD-259F-4A6A-AC2B-B85E1B658318}",
+        .on_attach = "InitializeForAttach is not overridden; the base class returns S_OK",
+        .startup = "CORECLR_ENABLE_PROFILING=1, CORECLR_PROFILER={918728DD-259F-4A6A-AC2B-"
+                   "B85E1B658318}, CORECLR_PROFILER_PATH and OTEL_DOTNET_AUTO_HOME",
+        .source = "open-telemetry/opentelemetry-dotnet-instrumentation "
+                  "src/OpenTelemetry.AutoInstrumentation.Native/cor_profiler_base.cpp@1660229",
+    },
+    {
+        .vendor = "Datadog .NET tracer (native loader)",
+        .entry = "Datadog.Trace.ClrProfiler.Native.so",
+        .clsid = "{846F5F1C-F9AE-4B07-969E-05C26BC060D8}",
+        .on_attach = "InitializeForAttach forwards to child profilers that only Initialize "
+                     "creates: none is called, S_OK",
+        .startup = "CORECLR_ENABLE_PROFILING=1, CORECLR_PROFILER={846F5F1C-F9AE-4B07-969E-"
+                   "05C26BC060D8}, CORECLR_PROFILER_PATH and DD_DOTNET_TRACER_HOME",
+        .source = "DataDog/dd-trace-dotnet "
+                  "shared/src/Datadog.Trace.ClrProfiler.Native/cor_profiler.cpp@000e499",
+    },
+    {
+        .vendor = "Datadog .NET continuous profiler",
+        .entry = "Datadog.Profiler.Native.so",
+        .clsid = "{BD1A650D-AC5D-4896-B64F-D6FA25D6B26A}",
+        .on_attach = "InitializeForAttach returns S_OK and does nothing",
+        .startup = "CORECLR_ENABLE_PROFILING=1, CORECLR_PROFILER={BD1A650D-AC5D-4896-B64F-"
+                   "D6FA25D6B26A}, CORECLR_PROFILER_PATH and DD_PROFILING_ENABLED=1",
+        .source = "DataDog/dd-trace-dotnet "
+                  "profiler/src/ProfilerEngine/Datadog.Profiler.Native/CorProfilerCallback.cpp"
+                  "@0046b67",
+    },
+    {
+        .vendor = "Grafana Pyroscope .NET profiler",
+        .entry = "Pyroscope.Profiler.Native.so",
+        .clsid = "{BD1A650D-AC5D-4896-B64F-D6FA25D6B26A}",
+        .on_attach = "InitializeForAttach returns S_OK and does nothing",
+        .startup = "CORECLR_ENABLE_PROFILING=1, CORECLR_PROFILER={BD1A650D-AC5D-4896-B64F-"
+                   "D6FA25D6B26A}, CORECLR_PROFILER_PATH and LD_PRELOAD of "
+                   "Pyroscope.Linux.ApiWrapper.x64.so",
+        .source = "grafana/pyroscope-dotnet "
+                  "profiler/src/ProfilerEngine/Datadog.Profiler.Native/CorProfilerCallback.cpp"
+                  "@054057c",
+    },
+};
+const size_t vendors_noop_count = ARRAY_SIZE(vendors_noop);
+
+const struct vendor_noop *vendors_find_noop(const struct vendor_noop *table, size_t n,
+                                            const char *entry_name, const char *clsid)
+{
+    if (!entry_name || !clsid)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].entry, entry_name) == 0 && strcasecmp(table[i].clsid, clsid) == 0)
+            return &table[i];
+    return NULL;
+}
