@@ -53,22 +53,25 @@ struct ps_query {
     int64_t timeout_ms;
 };
 
-/* Records how the exchange with a runtime ended: r is 0 with *pi filled, or the error in e. */
-static void query_result(struct ps_entry *en, int r, struct ipc_process_info *pi, int sfd,
-                         const struct cla_error *e)
+/* Records the runtime's answer (and frees it). */
+static void query_answered(struct ps_entry *en, struct ipc_process_info *pi)
 {
-    if (r == 0) {
-        struct runtime_info ri;
-        _Static_assert(sizeof(en->runtime_version) == sizeof(ri.version) &&
-                           sizeof(en->runtime_rid) == sizeof(ri.rid) &&
-                           sizeof(en->arch) == sizeof(ri.arch),
-                       "ps_entry keeps the runtime's strings as runtime_info renders them");
-        runtime_info_from(pi, &ri);
-        memcpy(en->runtime_version, ri.version, sizeof(en->runtime_version));
-        memcpy(en->runtime_rid, ri.rid, sizeof(en->runtime_rid));
-        memcpy(en->arch, ri.arch, sizeof(en->arch));
-        ipc_process_info_free(pi);
-    } else if (r == -ETIMEDOUT) {
+    struct runtime_info ri;
+    _Static_assert(sizeof(en->runtime_version) == sizeof(ri.version) &&
+                       sizeof(en->runtime_rid) == sizeof(ri.rid) &&
+                       sizeof(en->arch) == sizeof(ri.arch),
+                   "ps_entry keeps the runtime's strings as runtime_info renders them");
+    runtime_info_from(pi, &ri);
+    memcpy(en->runtime_version, ri.version, sizeof(en->runtime_version));
+    memcpy(en->runtime_rid, ri.rid, sizeof(en->runtime_rid));
+    memcpy(en->arch, ri.arch, sizeof(en->arch));
+    ipc_process_info_free(pi);
+}
+
+/* Records why the exchange with a runtime ended without an answer: r, with its message in e. */
+static void query_failed(struct ps_entry *en, int r, int sfd, const struct cla_error *e)
+{
+    if (r == -ETIMEDOUT) {
         /* It accepted (or its backlog is full) and said nothing before ps's deadline: a runtime
          * that is stopped, hung, or not a runtime at all; never shown as ready. */
         en->state = "no_answer";
@@ -147,7 +150,10 @@ static bool pending_step(struct ps_query *q, size_t i, struct ps_entry *list)
         if ((r = pending_connect(p, true, &e)) == 0)
             return false;
     }
-    query_result(en, r, &pi, p->sfd, &e);
+    if (r == 0)
+        query_answered(en, &pi);
+    else
+        query_failed(en, r, p->sfd, &e);
     pending_close(q, i);
     return true;
 }
@@ -165,7 +171,7 @@ static void query_wait(struct ps_query *q, struct ps_entry *list, size_t below)
                     "whole listing)",
                     (long long)q->timeout_ms);
             while (q->n > 0) {
-                query_result(&list[q->slot[0].idx], -ETIMEDOUT, NULL, q->slot[0].sfd, &e);
+                query_failed(&list[q->slot[0].idx], -ETIMEDOUT, q->slot[0].sfd, &e);
                 pending_close(q, 0);
             }
             return;
@@ -189,12 +195,24 @@ static void query_wait(struct ps_query *q, struct ps_entry *list, size_t below)
 }
 
 /* Starts asking a live runtime who it is (we act as its user here); the answer is read by
- * query_wait. A refused connection marks the socket stale at once. */
+ * query_wait. A refused connection marks the socket stale at once. The next attempt on an older
+ * runtime connects again later, through the same socket inode and with the same peer check:
+ * a process that took the pid meanwhile cannot be listening on that inode. */
 static void query_start(struct ps_query *q, struct target *t, const struct diag_socket *s,
                         const struct creds_target *ct, struct ps_entry *list, size_t idx)
 {
     struct ps_entry *en = &list[idx];
     struct cla_error e = {0};
+    /* Past the deadline (slots held by silent runtimes until then) nothing more is asked: a
+     * reply could not be waited for, and the row says why it has none. */
+    if (util_now_ms() >= q->deadline_ms) {
+        en->state = "no_answer";
+        snprintf(en->detail, sizeof(en->detail),
+                 "not asked: ps's deadline (--timeout) passed before its turn, every connection "
+                 "slot (%d) waiting on a runtime that did not answer",
+                 PS_QUERIES_IN_FLIGHT_MAX);
+        return;
+    }
     /* A socket of another user is refused here (-EPERM), named in the detail. */
     int sfd = diag_socket_open(t, s, &e);
     if (sfd < 0) {
@@ -211,7 +229,7 @@ static void query_start(struct ps_query *q, struct target *t, const struct diag_
                              .want = {.pid = t->pid, .uid = t->status.uid[1]}};
     int r = pending_connect(p, false, &e);
     if (r < 0) {
-        query_result(en, r, NULL, sfd, &e);
+        query_failed(en, r, sfd, &e);
         close(sfd);
         return;
     }
