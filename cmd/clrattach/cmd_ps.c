@@ -11,16 +11,24 @@
 #include "base/util.h"
 
 static const char usage_ps[] =
-    "Usage: clrattach ps [-o text|json] [--no-query] [--seccomp MODE] [--proc DIR]\n"
+    "Usage: clrattach ps [-o text|json] [--no-query] [--timeout SECONDS] [--seccomp MODE]\n"
+    "                    [--proc DIR]\n"
     "\n"
-    "  --no-query   do not ask each runtime for its version (no connection is made)\n";
+    "  --no-query   do not ask each runtime for its version (no connection is made)\n"
+    "  --timeout S  how long the whole listing waits for the runtimes' answers, all asked at\n"
+    "               once (default 2); one that has not answered by then is shown no_answer\n";
 
-static int parse_ps(int argc, char **argv, struct common *co, bool *ret_query)
+static int parse_ps(int argc, char **argv, struct common *co, bool *ret_query,
+                    uint64_t *ret_timeout_s)
 {
     static const struct option opts[] = {
-        {"no-query", no_argument, NULL, 'n'},      {"output", required_argument, NULL, 'o'},
-        {"seccomp", required_argument, NULL, 'S'}, {"proc", required_argument, NULL, 'P'},
-        {"help", no_argument, NULL, 'h'},          {0},
+        {"no-query", no_argument, NULL, 'n'},
+        {"output", required_argument, NULL, 'o'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"seccomp", required_argument, NULL, 'S'},
+        {"proc", required_argument, NULL, 'P'},
+        {"help", no_argument, NULL, 'h'},
+        {0},
     };
     int c, r;
     /* '+': parsing stops at the first word that is not an option, whatever POSIXLY_CORRECT
@@ -28,6 +36,12 @@ static int parse_ps(int argc, char **argv, struct common *co, bool *ret_query)
     while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'n': *ret_query = false; break;
+        case 'T':
+            /* 0 would fail every exchange at once; never "wait for ever": a runtime is hostile
+             * input and must not hold the listing. */
+            if (parse_uint(optarg, 3600, ret_timeout_s) < 0 || *ret_timeout_s == 0)
+                return usage_error("ps", "--timeout takes 1..3600 seconds, not '%s'", optarg);
+            break;
         case 'h': fputs(usage_ps, stdout); return 0;
         case '?': return usage_error("ps", "unrecognised option");
         default:
@@ -66,7 +80,8 @@ int cmd_ps(int argc, char **argv)
 {
     struct common co = COMMON_INIT;
     bool query = true;
-    int r = parse_ps(argc, argv, &co, &query);
+    uint64_t timeout_s = 2;
+    int r = parse_ps(argc, argv, &co, &query, &timeout_s);
     if (r != CLI_GO_ON)
         return r;
     /* Our own view of /proc, opened once before the filter: every process is then reached
@@ -85,10 +100,11 @@ int cmd_ps(int argc, char **argv)
         return r;
     struct ps_entry *list = NULL;
     size_t n = 0;
-    /* ps has no --timeout: 2 s for each runtime's answer keeps one that never answers from
-     * holding the listing. A process that cannot be inspected is a row with its state; only a
-     * failure to list at all (/proc itself, memory) ends the command, as an internal error. */
-    if (ps_scan(procfd, query, 2000, &list, &n, &e) < 0)
+    /* One deadline for the whole listing: the runtimes are asked at once, and those that have
+     * not answered by then are rows of their own (no_answer). A process that cannot be
+     * inspected is a row with its state; only a failure to list at all (/proc itself, memory)
+     * ends the command, as an internal error. */
+    if (ps_scan(procfd, query, (int64_t)timeout_s * 1000, &list, &n, &e) < 0)
         return fatal("ps", ATTACH_INTERNAL, &e);
     r = print_ps(&co, list, n);
     free(list);

@@ -144,4 +144,9 @@
 #define DEPCHECK_SONAME_FILE_BYTES (256 * 1024)      /* bytes read from one of them */
 #define DEPCHECK_SONAME_BYTES_MAX  (4 * 1024 * 1024) /* bytes read from all of them */
 
+/* `ps` asks the runtimes for ProcessInfo all at once (lib/flow/ps.c), under one deadline: at
+ * most this many connections in flight (two fds each: the socket's O_PATH and the connection);
+ * the next runtime is asked when one answers. */
+#define PS_QUERIES_IN_FLIGHT_MAX 128
+
 #endif

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,38 +32,54 @@ static const char *diagnostics_off(const struct target *t)
     return proc_environ_diagnostics_off(t->environ, t->environ_len);
 }
 
-/* Asks a live runtime who it is; a refused connection marks the socket stale. */
-static void query_runtime(struct target *t, const struct diag_socket *s, int64_t timeout_ms,
-                          struct ps_entry *en)
+/* The ProcessInfo exchanges in flight: one poll loop waits on all of them, under ONE deadline
+ * for the whole listing, so runtimes that never answer cost one --timeout together, not one
+ * each. A connection is made (and its peer checked) as the process's user; the wait needs no
+ * credentials. */
+struct ps_pending {
+    size_t idx; /* into the entry list (which may move as it grows) */
+    int fd;     /* connected, request sent */
+    int sfd;    /* the socket's O_PATH fd, for the next attempt on an older runtime */
+    int attempt;
+    struct creds_target ct;
+    struct ipc_peer want;
+    struct ipc_conn_rx rx;
+};
+
+struct ps_query {
+    struct ps_pending slot[PS_QUERIES_IN_FLIGHT_MAX];
+    size_t n;
+    int64_t deadline_ms;
+    int64_t timeout_ms;
+};
+
+/* Records the runtime's answer (and frees it). */
+static void query_answered(struct ps_entry *en, struct ipc_process_info *pi)
 {
-    struct cla_error e = {0};
-    /* A socket of another user is refused here (-EPERM), named in the detail. */
-    _cleanup_close_ int sfd = diag_socket_open(t, s, &e);
-    if (sfd < 0) {
-        en->state = "no_access";
-        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
-        return;
-    }
-    struct ipc_process_info pi = {0};
-    uint32_t hr = 0;
-    /* The process that listens must be the one listed: its pid here and its effective uid. */
-    const struct ipc_peer want = {.pid = t->pid, .uid = t->status.uid[1]};
-    int r = ipc_conn_process_info(sfd, &want, util_now_ms() + timeout_ms, &pi, &hr, &e);
-    if (r == 0) {
-        struct runtime_info ri;
-        _Static_assert(sizeof(en->runtime_version) == sizeof(ri.version) &&
-                           sizeof(en->runtime_rid) == sizeof(ri.rid) &&
-                           sizeof(en->arch) == sizeof(ri.arch),
-                       "ps_entry keeps the runtime's strings as runtime_info renders them");
-        runtime_info_from(&pi, &ri);
-        memcpy(en->runtime_version, ri.version, sizeof(en->runtime_version));
-        memcpy(en->runtime_rid, ri.rid, sizeof(en->runtime_rid));
-        memcpy(en->arch, ri.arch, sizeof(en->arch));
-        ipc_process_info_free(&pi);
+    struct runtime_info ri;
+    _Static_assert(sizeof(en->runtime_version) == sizeof(ri.version) &&
+                       sizeof(en->runtime_rid) == sizeof(ri.rid) &&
+                       sizeof(en->arch) == sizeof(ri.arch),
+                   "ps_entry keeps the runtime's strings as runtime_info renders them");
+    runtime_info_from(pi, &ri);
+    memcpy(en->runtime_version, ri.version, sizeof(en->runtime_version));
+    memcpy(en->runtime_rid, ri.rid, sizeof(en->runtime_rid));
+    memcpy(en->arch, ri.arch, sizeof(en->arch));
+    ipc_process_info_free(pi);
+}
+
+/* Records why the exchange with a runtime ended without an answer: r, with its message in e. */
+static void query_failed(struct ps_entry *en, int r, int sfd, const struct cla_error *e)
+{
+    if (r == -ETIMEDOUT) {
+        /* It accepted (or its backlog is full) and said nothing before ps's deadline: a runtime
+         * that is stopped, hung, or not a runtime at all; never shown as ready. */
+        en->state = "no_answer";
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e->msg);
     } else if (r == -EADDRINUSE) {
         /* Served by another process than the one listed: nothing was asked. */
         en->state = "no_access";
-        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e->msg);
     } else if (r == -ECONNREFUSED) {
         en->state = "stale";
         snprintf(en->detail, sizeof(en->detail), "nothing listens on the socket");
@@ -79,14 +96,151 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
         else
             snprintf(en->detail, sizeof(en->detail), "permission denied on the socket");
     } else {
-        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e->msg);
     }
 }
 
-/* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, bool query,
-                   int64_t timeout_ms, struct ps_entry *en)
+static void pending_close(struct ps_query *q, size_t i)
 {
+    struct ps_pending *p = &q->slot[i];
+    ipc_conn_rx_free(&p->rx);
+    close(p->fd);
+    close(p->sfd);
+    q->slot[i] = q->slot[--q->n];
+}
+
+/* Connects for attempt p->attempt as the process's user. Returns 0 or the error (in e). */
+static int pending_connect(struct ps_pending *p, bool become, struct cla_error *e)
+{
+    struct creds_saved cs = {0};
+    if (become && creds_become(&p->ct, &cs, e) < 0)
+        return e->code;
+    /* A deadline of now: one try at connect() and send(). A runtime whose listen backlog is
+     * full is not waited for here, one after another (it did not answer); a fresh
+     * connection's buffer always takes the 20-byte request. */
+    int fd = ipc_conn_process_info_start(p->sfd, &p->want, p->attempt, util_now_ms(), e);
+    if (become)
+        creds_restore(&cs);
+    if (fd < 0)
+        return fd;
+    p->fd = fd;
+    p->rx = (struct ipc_conn_rx){0};
+    return 0;
+}
+
+/* Reads what arrived on slot i. Returns true when its exchange ended (the slot is freed). */
+static bool pending_step(struct ps_query *q, size_t i, struct ps_entry *list)
+{
+    struct ps_pending *p = &q->slot[i];
+    struct ps_entry *en = &list[p->idx];
+    struct cla_error e = {0};
+    struct ipc_process_info pi = {0};
+    uint32_t hr = 0;
+    int r = ipc_conn_rx_step(p->fd, &p->rx, &e);
+    if (r == 0)
+        return false;
+    if (r > 0)
+        r = ipc_conn_process_info_finish(p->attempt, &p->rx, &pi, &hr, &e);
+    if (r == -EAGAIN) {
+        /* An older runtime: the next command, on a new connection. */
+        ipc_conn_rx_free(&p->rx);
+        close(p->fd);
+        p->fd = -1;
+        p->attempt++;
+        if ((r = pending_connect(p, true, &e)) == 0)
+            return false;
+    }
+    if (r == 0)
+        query_answered(en, &pi);
+    else
+        query_failed(en, r, p->sfd, &e);
+    pending_close(q, i);
+    return true;
+}
+
+/* Waits on the exchanges in flight until fewer than `below` remain or the deadline passes; at
+ * the deadline every one still in flight is a runtime that did not answer. */
+static void query_wait(struct ps_query *q, struct ps_entry *list, size_t below)
+{
+    struct cla_error e = {0};
+    while (q->n >= below && q->n > 0) {
+        int64_t left = q->deadline_ms - util_now_ms();
+        if (left <= 0) {
+            err_set(&e, -ETIMEDOUT,
+                    "no reply to ProcessInfo within ps's deadline (--timeout: %lld ms for the "
+                    "whole listing)",
+                    (long long)q->timeout_ms);
+            while (q->n > 0) {
+                query_failed(&list[q->slot[0].idx], -ETIMEDOUT, q->slot[0].sfd, &e);
+                pending_close(q, 0);
+            }
+            return;
+        }
+        struct pollfd pfd[PS_QUERIES_IN_FLIGHT_MAX];
+        for (size_t i = 0; i < q->n; i++)
+            pfd[i] = (struct pollfd){.fd = q->slot[i].fd, .events = POLLIN};
+        size_t polled = q->n;
+        /* Capped so the int argument cannot overflow for a far deadline; the loop re-polls.
+         * Any revent (POLLHUP, POLLERR too) is read: the receive reports it. */
+        int k = poll(pfd, polled, left > 60000 ? 60000 : (int)left);
+        if (k < 0 && errno != EINTR)
+            q->deadline_ms = util_now_ms(); /* cannot wait: what is in flight did not answer */
+        if (k <= 0)
+            continue;
+        /* From the end: a finished slot is replaced by the last one, already looked at. */
+        for (size_t i = polled; i-- > 0;)
+            if (pfd[i].revents)
+                pending_step(q, i, list);
+    }
+}
+
+/* Starts asking a live runtime who it is (we act as its user here); the answer is read by
+ * query_wait. A refused connection marks the socket stale at once. The next attempt on an older
+ * runtime connects again later, through the same socket inode and with the same peer check:
+ * a process that took the pid meanwhile cannot be listening on that inode. */
+static void query_start(struct ps_query *q, struct target *t, const struct diag_socket *s,
+                        const struct creds_target *ct, struct ps_entry *list, size_t idx)
+{
+    struct ps_entry *en = &list[idx];
+    struct cla_error e = {0};
+    /* Past the deadline (slots held by silent runtimes until then) nothing more is asked: a
+     * reply could not be waited for, and the row says why it has none. */
+    if (util_now_ms() >= q->deadline_ms) {
+        en->state = "no_answer";
+        snprintf(en->detail, sizeof(en->detail),
+                 "not asked: ps's deadline (--timeout) passed before its turn, every connection "
+                 "slot (%d) waiting on a runtime that did not answer",
+                 PS_QUERIES_IN_FLIGHT_MAX);
+        return;
+    }
+    /* A socket of another user is refused here (-EPERM), named in the detail. */
+    int sfd = diag_socket_open(t, s, &e);
+    if (sfd < 0) {
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
+        return;
+    }
+    struct ps_pending *p = &q->slot[q->n];
+    /* The process that listens must be the one listed: its pid here and its effective uid. */
+    *p = (struct ps_pending){.idx = idx,
+                             .fd = -1,
+                             .sfd = sfd,
+                             .ct = *ct,
+                             .want = {.pid = t->pid, .uid = t->status.uid[1]}};
+    int r = pending_connect(p, false, &e);
+    if (r < 0) {
+        query_failed(en, r, sfd, &e);
+        close(sfd);
+        return;
+    }
+    q->n++;
+}
+
+/* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
+static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, struct ps_query *q,
+                   struct ps_entry *list, size_t idx)
+{
+    struct ps_entry *en = &list[idx];
     struct target t;
     struct cla_error e = {0};
     int r = target_open(proc_dirfd, pid, &t, &e);
@@ -151,9 +305,9 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, b
         break;
     }
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
-    if (s.state == SOCKET_NOT_SOCKET || s.state == SOCKET_FOREIGN || !query)
+    if (s.state == SOCKET_NOT_SOCKET || s.state == SOCKET_FOREIGN || !q)
         goto out;
-    query_runtime(&t, &s, timeout_ms, en);
+    query_start(q, &t, &s, &ct, list, idx);
 out:
     creds_restore(&cs);
     target_close(&t);
@@ -169,10 +323,17 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
      * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. */
     struct procindex *x = procindex_new(proc_dirfd, false);
     struct diag_socket_cache *cache = diag_socket_cache_new();
+    /* One deadline for every answer (ps_query): a slot frees when a runtime answers, and at
+     * the deadline all of them do. */
+    struct ps_query *q = query ? calloc(1, sizeof(*q)) : NULL;
     struct ps_entry *list = NULL;
     size_t n = 0, alloc = 0;
     int r = 0;
-    if (!x || !cache) {
+    if (q) {
+        q->timeout_ms = timeout_ms;
+        q->deadline_ms = util_now_ms() + timeout_ms;
+    }
+    if (!x || !cache || (query && !q)) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
@@ -193,12 +354,21 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
             list = nl;
             alloc = na;
         }
-        if (inspect(proc_dirfd, p->pid, cache, query, timeout_ms, &list[n]))
+        if (q)
+            query_wait(q, list, PS_QUERIES_IN_FLIGHT_MAX); /* a free slot */
+        if (inspect(proc_dirfd, p->pid, cache, q, list, n))
             n++;
     }
+    if (q)
+        query_wait(q, list, 1); /* every answer, or the deadline */
     if (n)
         qsort(list, n, sizeof(*list), cmp_pid); /* list is NULL when nothing was seen */
 out:
+    if (q) {
+        while (q->n > 0)
+            pending_close(q, 0);
+        free(q);
+    }
     diag_socket_cache_free(cache);
     procindex_free(x);
     if (r < 0) {

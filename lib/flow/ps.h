@@ -21,7 +21,8 @@ struct ps_entry {
     char tmpdir[256];
     char socket_name[96];
     const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled |
-                          refused (its /proc data breaks a rule: detail says which) */
+                          refused (its /proc data breaks a rule: detail says which) |
+                          no_answer (asked, no reply before the deadline) */
     char runtime_version[64];
     char runtime_rid[64];
     char arch[16];
@@ -29,8 +30,10 @@ struct ps_entry {
 };
 
 /* Scans `proc_dirfd` (skipping ourselves and kernel threads). With `query`, asks each live
- * runtime for ProcessInfo (one connection each, bounded by timeout_ms). Returns 0 with a
- * malloc'd array (caller frees) sorted by pid, or a negative errno. */
+ * runtime for ProcessInfo: all at once (up to PS_QUERIES_IN_FLIGHT_MAX connections in flight),
+ * under one deadline timeout_ms from the start of the scan; a runtime that has not answered by
+ * then is `no_answer`. Returns 0 with a malloc'd array (caller frees) sorted by pid, or a
+ * negative errno. */
 int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **ret_entries,
             size_t *ret_n, struct cla_error *e);
 

@@ -119,82 +119,127 @@ int ipc_conn_connect(int sock_pathfd, const struct ipc_peer *want, int64_t deadl
     return util_take_fd(&fd);
 }
 
-/* Sends all of buf (send = true) or receives exactly len bytes into it, waiting with poll() on
- * a non-blocking socket until the deadline. -ECONNRESET when the peer closes early. */
-static int transfer(int fd, uint8_t *buf, size_t len, bool send_dir, int64_t deadline_ms)
+/* Sends all of buf, waiting with poll() on a non-blocking socket until the deadline. */
+static int transfer(int fd, uint8_t *buf, size_t len, int64_t deadline_ms)
 {
     while (len > 0) {
         /* MSG_NOSIGNAL: a target that closes its end gives EPIPE here instead of a SIGPIPE
          * that would kill us. */
-        ssize_t n = send_dir ? send(fd, buf, len, MSG_NOSIGNAL) : recv(fd, buf, len, 0);
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN) {
-                int r = wait_fd(fd, send_dir ? POLLOUT : POLLIN, deadline_ms);
+                int r = wait_fd(fd, POLLOUT, deadline_ms);
                 if (r < 0)
                     return r;
                 continue;
             }
             return -errno;
         }
-        if (n == 0)
-            return -ECONNRESET;
         buf += n;
         len -= (size_t)n;
     }
     return 0;
 }
 
+void ipc_conn_rx_free(struct ipc_conn_rx *rx)
+{
+    free(rx->payload);
+    *rx = (struct ipc_conn_rx){0};
+}
+
+/* Receives what has arrived into buf[*got..want): 1 when it is all in, 0 when more must arrive,
+ * -ECONNRESET when the peer closed, -errno. */
+static int rx_some(int fd, uint8_t *buf, size_t want, size_t *got)
+{
+    while (*got < want) {
+        ssize_t n = recv(fd, buf + *got, want - *got, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return 0;
+            return -errno;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        *got += (size_t)n;
+    }
+    return 1;
+}
+
+int ipc_conn_rx_step(int fd, struct ipc_conn_rx *rx, struct cla_error *e)
+{
+    int r;
+    if (!rx->have_hdr) {
+        r = rx_some(fd, rx->hbuf, sizeof(rx->hbuf), &rx->got);
+        if (r == -ECONNRESET)
+            return err_set(e, r, "ipc: the target closed the connection without a reply");
+        if (r <= 0)
+            return r < 0 ? err_setsys(e, r, "ipc: receive") : 0;
+        /* The header is checked (magic, size >= its own length) before its size is used to
+         * allocate or read: the reply is the target's. */
+        if ((r = ipc_decode_header(rx->hbuf, sizeof(rx->hbuf), &rx->hdr, e)) < 0)
+            return r;
+        rx->have_hdr = true;
+        rx->got = 0;
+        /* size is a u16, so the payload is bounded by the protocol itself (< 64 KiB). */
+        rx->plen = (size_t)rx->hdr.size - IPC_HEADER_SIZE;
+        if (rx->plen > 0 && !(rx->payload = malloc(rx->plen)))
+            return err_set(e, -ENOMEM, "ipc: out of memory");
+    }
+    r = rx_some(fd, rx->payload, rx->plen, &rx->got);
+    if (r == -ECONNRESET)
+        return err_set(e, -EPROTO,
+                       "ipc: reply truncated: the target closed the connection inside a %zu-byte "
+                       "payload",
+                       rx->plen);
+    if (r < 0)
+        return err_setsys(e, r, "ipc: receive");
+    return r;
+}
+
+/* Reads one whole reply into *rx, waiting until the deadline. Returns 1, or a negative code
+ * with its message. */
+static int rx_until(int fd, struct ipc_conn_rx *rx, int64_t deadline_ms, struct cla_error *e)
+{
+    for (;;) {
+        int r = ipc_conn_rx_step(fd, rx, e);
+        if (r != 0)
+            return r;
+        r = wait_fd(fd, POLLIN, deadline_ms);
+        if (r == -ETIMEDOUT && rx->have_hdr)
+            return err_set(e, r,
+                           "ipc: reply truncated: %zu-byte payload not received before the "
+                           "deadline",
+                           rx->plen);
+        if (r == -ETIMEDOUT)
+            return err_set(e, r, "ipc: no reply before the deadline");
+        if (r < 0)
+            return err_setsys(e, r, "ipc: poll");
+    }
+}
+
 int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadline_ms,
                       struct ipc_header *ret_hdr, uint8_t **ret_payload, size_t *ret_len,
                       struct cla_error *e)
 {
-    /* The request is only read: transfer() takes a mutable buffer for both directions. */
-    int r = transfer(fd, (uint8_t *)(uintptr_t)req, req_len, true, deadline_ms);
+    /* The request is only read: transfer() takes a mutable buffer. */
+    int r = transfer(fd, (uint8_t *)(uintptr_t)req, req_len, deadline_ms);
     if (r == -ETIMEDOUT)
         return err_set(e, r, "ipc: sending the request timed out");
     if (r < 0)
         return err_setsys(e, r, "ipc: send");
 
-    uint8_t hbuf[IPC_HEADER_SIZE];
-    r = transfer(fd, hbuf, sizeof(hbuf), false, deadline_ms);
-    if (r == -ETIMEDOUT)
-        return err_set(e, r, "ipc: no reply before the deadline");
-    if (r == -ECONNRESET)
-        return err_set(e, r, "ipc: the target closed the connection without a reply");
-    if (r < 0)
-        return err_setsys(e, r, "ipc: receive");
-    /* The header is checked (magic, size >= its own length) before its size is used to
-     * allocate or read: the reply is the target's. */
-    struct ipc_header hdr;
-    if ((r = ipc_decode_header(hbuf, sizeof(hbuf), &hdr, e)) < 0)
+    struct ipc_conn_rx rx = {0};
+    if ((r = rx_until(fd, &rx, deadline_ms, e)) < 0) {
+        ipc_conn_rx_free(&rx);
         return r;
-
-    /* size is a u16, so the payload is bounded by the protocol itself (< 64 KiB). */
-    size_t plen = (size_t)hdr.size - IPC_HEADER_SIZE;
-    _cleanup_free_ uint8_t *payload = NULL;
-    if (plen > 0) {
-        payload = malloc(plen);
-        if (!payload)
-            return err_set(e, -ENOMEM, "ipc: out of memory");
-        r = transfer(fd, payload, plen, false, deadline_ms);
-        if (r == -ETIMEDOUT)
-            return err_set(e, r,
-                           "ipc: reply truncated: %zu-byte payload not received before the "
-                           "deadline",
-                           plen);
-        if (r == -ECONNRESET)
-            return err_set(e, -EPROTO,
-                           "ipc: reply truncated: the target closed the connection "
-                           "inside a %zu-byte payload",
-                           plen);
-        if (r < 0)
-            return err_setsys(e, r, "ipc: receive");
     }
-    *ret_hdr = hdr;
-    *ret_payload = util_take_ptr(&payload);
-    *ret_len = plen;
+    *ret_hdr = rx.hdr;
+    *ret_payload = rx.payload;
+    *ret_len = rx.plen;
     return 0;
 }
 
@@ -218,45 +263,73 @@ int ipc_conn_status_command(int sock_pathfd, const struct ipc_peer *want, const 
     return ipc_decode_status(&hdr, payload, len, ret_hresult, e);
 }
 
+/* Newest first: ProcessInfo3 (.NET 8) adds the runtime's RID, ProcessInfo2 (.NET 7) its
+ * version; an older runtime answers UNKNOWN_COMMAND and the next one is tried, each on a new
+ * connection since the runtime closes the old one after replying. */
+static const struct {
+    uint8_t id;
+    int version;
+} pi_tries[IPC_PROCESS_INFO_TRIES] = {
+    {IPC_PROCESS_INFO3, 3}, {IPC_PROCESS_INFO2, 2}, {IPC_PROCESS_INFO, 1}};
+
+int ipc_conn_process_info_start(int sock_pathfd, const struct ipc_peer *want, int attempt,
+                                int64_t deadline_ms, struct cla_error *e)
+{
+    if (attempt < 0 || attempt >= IPC_PROCESS_INFO_TRIES)
+        return err_set(e, -EINVAL, "ipc: no ProcessInfo attempt %d", attempt);
+    uint8_t req[IPC_HEADER_SIZE];
+    int n = ipc_encode_simple(IPC_SET_PROCESS, pi_tries[attempt].id, req, sizeof(req), e);
+    if (n < 0)
+        return n;
+    _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, want, deadline_ms, e);
+    if (fd < 0)
+        return fd;
+    int r = transfer(fd, req, (size_t)n, deadline_ms);
+    if (r == -ETIMEDOUT)
+        return err_set(e, r, "ipc: sending the request timed out");
+    if (r < 0)
+        return err_setsys(e, r, "ipc: send");
+    return util_take_fd(&fd);
+}
+
+int ipc_conn_process_info_finish(int attempt, const struct ipc_conn_rx *rx,
+                                 struct ipc_process_info *ret_info, uint32_t *ret_hresult,
+                                 struct cla_error *e)
+{
+    const struct ipc_header *hdr = &rx->hdr;
+    if (hdr->command_set == IPC_SET_SERVER && hdr->command_id == IPC_SERVER_ERROR) {
+        uint32_t hr;
+        int r = ipc_decode_status(hdr, rx->payload, rx->plen, &hr, e);
+        if (r < 0)
+            return r;
+        if (hr == HR_UNKNOWN_COMMAND && attempt + 1 < IPC_PROCESS_INFO_TRIES)
+            return -EAGAIN;
+        *ret_hresult = hr;
+        if (hr == HR_UNKNOWN_COMMAND)
+            return err_set(e, -EREMOTEIO, "ipc: the runtime knows no ProcessInfo command");
+        return err_set(e, -EREMOTEIO, "ipc: ProcessInfo answered HRESULT 0x%08X", hr);
+    }
+    if (hdr->command_set != IPC_SET_SERVER || hdr->command_id != IPC_SERVER_OK)
+        return err_set(e, -EPROTO, "ipc: unexpected reply 0x%02x/0x%02x to ProcessInfo",
+                       hdr->command_set, hdr->command_id);
+    return ipc_decode_process_info(pi_tries[attempt].version, rx->payload, rx->plen, ret_info, e);
+}
+
 int ipc_conn_process_info(int sock_pathfd, const struct ipc_peer *want, int64_t deadline_ms,
                           struct ipc_process_info *ret_info, uint32_t *ret_hresult,
                           struct cla_error *e)
 {
-    static const struct {
-        uint8_t id;
-        int version;
-    } tries[] = {{IPC_PROCESS_INFO3, 3}, {IPC_PROCESS_INFO2, 2}, {IPC_PROCESS_INFO, 1}};
-    /* Newest first: ProcessInfo3 (.NET 8) adds the runtime's RID, ProcessInfo2 (.NET 7) its
-     * version; an older runtime answers UNKNOWN_COMMAND and the next one is tried, each on a
-     * new connection since the runtime closes the old one after replying. */
-    for (size_t i = 0; i < ARRAY_SIZE(tries); i++) {
-        uint8_t req[IPC_HEADER_SIZE];
-        int n = ipc_encode_simple(IPC_SET_PROCESS, tries[i].id, req, sizeof(req), e);
-        if (n < 0)
-            return n;
-        _cleanup_close_ int fd = ipc_conn_connect(sock_pathfd, want, deadline_ms, e);
+    for (int attempt = 0;; attempt++) {
+        _cleanup_close_ int fd =
+            ipc_conn_process_info_start(sock_pathfd, want, attempt, deadline_ms, e);
         if (fd < 0)
             return fd;
-        struct ipc_header hdr;
-        _cleanup_free_ uint8_t *payload = NULL;
-        size_t len;
-        int r = ipc_conn_transact(fd, req, (size_t)n, deadline_ms, &hdr, &payload, &len, e);
-        if (r < 0)
+        struct ipc_conn_rx rx = {0};
+        int r = rx_until(fd, &rx, deadline_ms, e);
+        if (r > 0)
+            r = ipc_conn_process_info_finish(attempt, &rx, ret_info, ret_hresult, e);
+        ipc_conn_rx_free(&rx);
+        if (r != -EAGAIN)
             return r;
-        if (hdr.command_set == IPC_SET_SERVER && hdr.command_id == IPC_SERVER_ERROR) {
-            uint32_t hr;
-            if ((r = ipc_decode_status(&hdr, payload, len, &hr, e)) < 0)
-                return r;
-            if (hr == HR_UNKNOWN_COMMAND)
-                continue;
-            *ret_hresult = hr;
-            return err_set(e, -EREMOTEIO, "ipc: ProcessInfo answered HRESULT 0x%08X", hr);
-        }
-        if (hdr.command_set != IPC_SET_SERVER || hdr.command_id != IPC_SERVER_OK)
-            return err_set(e, -EPROTO, "ipc: unexpected reply 0x%02x/0x%02x to ProcessInfo",
-                           hdr.command_set, hdr.command_id);
-        return ipc_decode_process_info(tries[i].version, payload, len, ret_info, e);
     }
-    *ret_hresult = HR_UNKNOWN_COMMAND;
-    return err_set(e, -EREMOTEIO, "ipc: the runtime knows no ProcessInfo command");
 }

@@ -8,6 +8,7 @@
  * target may simply never answer). Nothing here parses more than the header's size field.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -44,6 +45,23 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
                       struct ipc_header *ret_hdr, uint8_t **ret_payload, size_t *ret_len,
                       struct cla_error *e);
 
+/* One reply being read from a non-blocking fd, in pieces as they arrive: the state a caller
+ * keeps for each connection it reads in its own poll loop. Zero-initialised to start. */
+struct ipc_conn_rx {
+    uint8_t hbuf[IPC_HEADER_SIZE];
+    size_t got; /* bytes of the header, then of the payload, received */
+    bool have_hdr;
+    struct ipc_header hdr;
+    uint8_t *payload; /* size-20 bytes, allocated once the header is decoded */
+    size_t plen;
+};
+
+/* Receives whatever has arrived on fd, never waiting. Returns 1 when the whole reply is in, 0
+ * when more must arrive (poll for POLLIN), -ECONNRESET when the peer closed before a header,
+ * -EPROTO for a bad header or a truncated payload, -errno. */
+int ipc_conn_rx_step(int fd, struct ipc_conn_rx *rx, struct cla_error *e);
+void ipc_conn_rx_free(struct ipc_conn_rx *rx);
+
 /* Asks the runtime who it is: ProcessInfo3, falling back to ProcessInfo2 and ProcessInfo on
  * older runtimes (they answer UNKNOWN_COMMAND), each on its own connection. Returns 0 with
  * *ret_info; -ECONNREFUSED for a stale socket; -EPROTO for a malformed reply; -EREMOTEIO when
@@ -51,6 +69,19 @@ int ipc_conn_transact(int fd, const uint8_t *req, size_t req_len, int64_t deadli
 int ipc_conn_process_info(int sock_pathfd, const struct ipc_peer *want, int64_t deadline_ms,
                           struct ipc_process_info *ret_info, uint32_t *ret_hresult,
                           struct cla_error *e);
+
+/* The same exchange in two halves, for a caller that waits on many runtimes at once.
+ * ipc_conn_process_info_start connects (ipc_conn_connect: the peer is checked) and sends the
+ * request of `attempt` (0 .. IPC_PROCESS_INFO_TRIES-1, newest command first); it returns the fd
+ * to read the reply from with ipc_conn_rx_step. ipc_conn_process_info_finish decodes that reply:
+ * as ipc_conn_process_info, and -EAGAIN when the runtime does not know the command and the next
+ * attempt (on a new connection) should be started. */
+#define IPC_PROCESS_INFO_TRIES 3
+int ipc_conn_process_info_start(int sock_pathfd, const struct ipc_peer *want, int attempt,
+                                int64_t deadline_ms, struct cla_error *e);
+int ipc_conn_process_info_finish(int attempt, const struct ipc_conn_rx *rx,
+                                 struct ipc_process_info *ret_info, uint32_t *ret_hresult,
+                                 struct cla_error *e);
 
 /* One request on its own connection, for commands answered by a bare HRESULT (AttachProfiler,
  * StartupProfiler, ResumeRuntime). Returns 0 with *ret_hresult (success or failure code). */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -711,6 +712,114 @@ static void test_process_info_fallback(void **state)
     assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 1);
 }
 
+/* ipc_conn_rx_step reads a reply as it arrives, never waiting: 0 until the last byte is in, on
+ * a non-blocking socket. */
+static void test_rx_step(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    uint8_t msg[24];
+    status_frame(msg, true, 0x01020304u);
+    struct ipc_conn_rx rx = {0};
+    struct cla_error e = {0};
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), 0);
+    assert_int_equal(write(sv[1], msg, 10), 10);
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), 0);
+    assert_false(rx.have_hdr);
+    assert_int_equal(write(sv[1], msg + 10, 12), 12);
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), 0);
+    assert_true(rx.have_hdr);
+    assert_int_equal(write(sv[1], msg + 22, 2), 2);
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), 1);
+    assert_int_equal(rx.plen, 4);
+    assert_memory_equal(rx.payload, msg + IPC_HEADER_SIZE, 4);
+    ipc_conn_rx_free(&rx);
+    assert_null(rx.payload);
+
+    /* Closed inside the payload: truncated, a protocol error. */
+    assert_int_equal(write(sv[1], msg, 21), 21);
+    close(sv[1]);
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), -EPROTO);
+    assert_non_null(strstr(e.msg, "truncated"));
+    ipc_conn_rx_free(&rx);
+    close(sv[0]);
+
+    /* Closed before a whole header: -ECONNRESET; a bad magic: -EPROTO before any allocation. */
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(write(sv[1], msg, 5), 5);
+    close(sv[1]);
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), -ECONNRESET);
+    ipc_conn_rx_free(&rx);
+    close(sv[0]);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+    msg[0] = 'X';
+    assert_int_equal(write(sv[1], msg, sizeof(msg)), (ssize_t)sizeof(msg));
+    assert_int_equal(ipc_conn_rx_step(sv[0], &rx, &e), -EPROTO);
+    assert_false(rx.have_hdr);
+    assert_null(rx.payload);
+    ipc_conn_rx_free(&rx);
+    close(sv[0]);
+    close(sv[1]);
+}
+
+/* Reads the whole reply on fd into *rx, polling; bounded by the caller's BOUNDED(). */
+static int rx_all(int fd, struct ipc_conn_rx *rx, struct cla_error *e)
+{
+    for (;;) {
+        int r = ipc_conn_rx_step(fd, rx, e);
+        if (r != 0)
+            return r;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        poll(&p, 1, 1000);
+    }
+}
+
+/* The exchange in halves, as ps drives it: start sends the request of one attempt; finish asks
+ * for the next attempt while the runtime does not know the command, and gives its answer after
+ * the last. The peer is checked by start before anything is sent. */
+static void test_process_info_halves(void **state)
+{
+    (void)state;
+    uint8_t unknown[24];
+    status_frame(unknown, false, HR_UNKNOWN_COMMAND);
+    struct script sc = {
+        .reply = {unknown, unknown}, .reply_len = {sizeof(unknown), sizeof(unknown)}, .n = 2};
+    struct sockdir s;
+    int pfd;
+    pid_t pid;
+    run_script(&sc, &s, &pfd, &pid);
+    struct cla_error e = {0};
+    struct ipc_process_info pi = {0};
+    uint32_t hr = 0;
+    volatile int r = 1;
+    for (int attempt = 1; attempt < IPC_PROCESS_INFO_TRIES; attempt++) {
+        int fd = ipc_conn_process_info_start(s.pathfd, &self, attempt, util_now_ms() + 5000, &e);
+        assert_true(fd >= 0);
+        struct ipc_conn_rx rx = {0};
+        BOUNDED(10, r = rx_all(fd, &rx, &e));
+        assert_int_equal(r, 1);
+        r = ipc_conn_process_info_finish(attempt, &rx, &pi, &hr, &e);
+        if (attempt + 1 < IPC_PROCESS_INFO_TRIES) {
+            assert_int_equal(r, -EAGAIN);
+        } else {
+            assert_int_equal(r, -EREMOTEIO);
+            assert_int_equal(hr, HR_UNKNOWN_COMMAND);
+        }
+        ipc_conn_rx_free(&rx);
+        close(fd);
+    }
+    uint8_t ids[4];
+    assert_int_equal(script_end(&s, pfd, pid, ids, sizeof(ids)), 2);
+    assert_int_equal(ids[0], IPC_PROCESS_INFO2);
+    assert_int_equal(ids[1], IPC_PROCESS_INFO);
+
+    /* No attempt past the last. */
+    assert_int_equal(ipc_conn_process_info_start(s.pathfd, &self, IPC_PROCESS_INFO_TRIES,
+                                                 util_now_ms() + 5000, &e),
+                     -EINVAL);
+}
+
 /* SO_PEERCRED of a socketpair names its creator: this process. The check takes exactly the pid
  * and uid it is given, and names what it found when they differ. */
 static void test_check_peer(void **state)
@@ -898,6 +1007,8 @@ int main(void)
         cmocka_unit_test(test_connect_long_path),
         cmocka_unit_test(test_status_command),
         cmocka_unit_test(test_process_info_fallback),
+        cmocka_unit_test(test_rx_step),
+        cmocka_unit_test(test_process_info_halves),
         cmocka_unit_test(test_check_peer),
         cmocka_unit_test(test_peer_another_process),
         cmocka_unit_test(test_peer_other_uid),
