@@ -56,9 +56,9 @@ struct job {
     /* names the run's temporaries in the target (attach_opts.nonce): chosen before the fork,
      * so that a run the watcher had to kill can be swept after it (watch_job_sweep_start) */
     char nonce[DELIVER_NONCE_LEN + 1];
-    bool swept;         /* a sweeper was started for it (once is enough) */
-    pid_t sweeper;      /* the process sweeping, while the watcher waits for it */
-    int sweeper_pidfd;  /* -1 when none (or pidfd_open is missing) */
+    bool swept;        /* a sweeper was started for it (once is enough) */
+    pid_t sweeper;     /* the process sweeping, while the watcher waits for it */
+    int sweeper_pidfd; /* -1 when none (or pidfd_open is missing) */
     size_t got;
     struct wire wire;
     /* the pin from the scan: pinned is &tg while the watcher holds it, NULL once closed

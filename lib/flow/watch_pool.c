@@ -265,8 +265,7 @@ static void child_release(struct watch_table *t, struct watch_pool *pool, struct
  * atexit handler, no stdio flush of the watcher's buffers, nothing printed or reported from here.
  */
 static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
-                                 struct watch_pool *pool, struct procindex *x, size_t slot,
-                                 int wfd)
+                                 struct watch_pool *pool, struct procindex *x, size_t slot, int wfd)
 {
     struct attach_opts ao = o->attach;
     char nonce[sizeof(pool->v[slot].nonce)];
@@ -320,8 +319,7 @@ bool watch_job_needs_sweep(const struct job *j)
 }
 
 /* The sweeper's work, as the target's user; its exit status says only whether it could act. */
-static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid,
-                        const char *nonce)
+static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid, const char *nonce)
 {
     _cleanup_(target_closep) struct target *pin = tg;
     struct creds_target ct;
