@@ -83,12 +83,15 @@ static void handle_result(const struct watch_opts *o, struct watch_table *t,
         o->on_result(res, !watch_table_final(t, pid, key), o->userdata);
 }
 
-/* Ends a job whose child has been reaped (or abandoned): report, release, free the slot. */
+/* Ends a job whose child has been reaped (or abandoned): sweep after a run that could not clean
+ * up after itself (bounded by WATCH_SWEEP_WAIT_MS), report, release, free the slot. */
 static void job_finish(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
-                       size_t slot)
+                       struct procindex *x, size_t slot)
 {
     struct job *j = &pool->v[slot];
     watch_job_drain(j);
+    if (watch_job_needs_sweep(j) && watch_job_sweep_start(o, t, pool, x, slot) == 0)
+        watch_pool_sweep_wait(pool, util_now_ms() + WATCH_SWEEP_WAIT_MS);
     _cleanup_free_ struct attach_result *res = malloc(sizeof(*res));
     watch_job_release(j);
     if (res) {
@@ -137,12 +140,12 @@ static void start_attach(const struct watch_opts *o, struct watch_table *t, stru
     watch_pool_remove(pool, slot);
 }
 
-/* Starts every attach the last scan reserved. */
+/* Starts every attach the last scan reserved (pinned, no child yet). */
 static void start_pending(const struct watch_opts *o, struct watch_table *t,
                           struct watch_pool *pool, struct procindex *x)
 {
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
-        if (pool->v[i].used && pool->v[i].pinned)
+        if (pool->v[i].used && pool->v[i].pinned && pool->v[i].child <= 0)
             start_attach(o, t, pool, x, i);
 }
 
@@ -261,7 +264,8 @@ static int create_ready_file(const char *path, struct cla_error *e)
 /* Waits until a child sends or ends, a deadline passes, `until_ms` comes or a stop signal
  * arrives (the only place SIGTERM/SIGINT are unblocked: `orig`), then handles what happened. */
 static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
-                            struct watch_pool *pool, int64_t until_ms, const sigset_t *orig)
+                            struct watch_pool *pool, struct procindex *x, int64_t until_ms,
+                            const sigset_t *orig)
 {
     struct pollfd fds[2 * WATCH_POOL_MAX];
     size_t nfds = 0;
@@ -284,6 +288,7 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
     struct timespec ts = {.tv_sec = wait / 1000, .tv_nsec = (wait % 1000) * 1000000};
     (void)ppoll(fds, nfds, &ts, orig);
 
+    watch_pool_reap_strays(pool);
     now = util_now_ms();
     for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
         struct job *j = &pool->v[i];
@@ -300,7 +305,7 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
             ended = watch_job_reap(j, true);
         }
         if (ended) {
-            job_finish(o, t, pool, i);
+            job_finish(o, t, pool, x, i);
         } else if (j->end == JOB_RUNNING && now >= j->deadline_ms) {
             watch_job_kill(j, JOB_TIMED_OUT);
             if (j->pidfd < 0)
@@ -309,9 +314,11 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
     }
 }
 
-/* Stop: every attach still in flight is killed, reaped within a short bound, and reported once
- * as interrupted (one that had already sent its whole result is reported with that). */
-static void abandon_all(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool)
+/* Stop: every attach still in flight is killed, reaped within a short bound, swept after (the
+ * sweepers run side by side, bounded together by WATCH_SWEEP_WAIT_MS) and reported once as
+ * interrupted (one that had already sent its whole result is reported with that). */
+static void abandon_all(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
+                        struct procindex *x)
 {
     for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
         struct job *j = &pool->v[i];
@@ -340,9 +347,18 @@ static void abandon_all(const struct watch_opts *o, struct watch_table *t, struc
             break;
         (void)poll(fds, nfds, nfds ? (int)(until - now) : 10);
     }
+    bool sweeping = false;
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
+        struct job *j = &pool->v[i];
+        if (j->used && watch_job_needs_sweep(j))
+            sweeping |= watch_job_sweep_start(o, t, pool, x, i) == 0;
+    }
+    if (sweeping)
+        watch_pool_sweep_wait(pool, util_now_ms() + WATCH_SWEEP_WAIT_MS);
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
         if (pool->v[i].used)
-            job_finish(o, t, pool, i);
+            job_finish(o, t, pool, x, i);
+    watch_pool_reap_strays(pool);
 }
 
 int watch_run(const struct watch_opts *o, struct cla_error *e)
@@ -394,9 +410,9 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         /* A bounded run (max_scans) ends once its last scan's attaches have. */
         if (!more && watch_pool_count(pool) == 0)
             break;
-        wait_and_handle(o, t, pool, more ? next_scan : INT64_MAX, &orig);
+        wait_and_handle(o, t, pool, x, more ? next_scan : INT64_MAX, &orig);
     }
-    abandon_all(o, t, pool);
+    abandon_all(o, t, pool, x);
 out:
     sigprocmask(SIG_SETMASK, &orig, NULL);
     if (o->ret_tracked)

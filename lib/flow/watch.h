@@ -64,6 +64,10 @@
 #define WATCH_ATTACH_SLACK_MS 5000
 /* On stop, how long killed children are waited for before the watcher leaves anyway. */
 #define WATCH_REAP_WAIT_MS 500
+/* After a child the watcher killed, the process that removes that run's temporaries from the
+ * target (watch_internal.h) gets this long before it is killed in turn: a stop takes at most
+ * WATCH_REAP_WAIT_MS and this past the signal. */
+#define WATCH_SWEEP_WAIT_MS 2000
 
 /* The instance table (watch_table.c): which instances are due, final or backing off. Pure: the
  * time is passed in. */

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+#include "deliver/deliver.h"
 #include "flow/attach.h"
 #include "flow/watch.h"
 #include "target/target.h"
@@ -52,10 +53,17 @@ struct job {
     bool eof, excess, reaped;
     int status; /* wait status, once reaped */
     enum job_end end;
+    /* names the run's temporaries in the target (attach_opts.nonce): chosen before the fork,
+     * so that a run the watcher had to kill can be swept after it (watch_job_sweep_start) */
+    char nonce[DELIVER_NONCE_LEN + 1];
+    bool swept;        /* a sweeper was started for it (once is enough) */
+    pid_t sweeper;     /* the process sweeping, while the watcher waits for it */
+    int sweeper_pidfd; /* -1 when none (or pidfd_open is missing) */
     size_t got;
     struct wire wire;
-    /* the pin from the scan, held until the child is started with it: pinned is &tg while
-     * the watcher holds it, NULL once closed or handed over (target_closep) */
+    /* the pin from the scan: pinned is &tg while the watcher holds it, NULL once closed
+     * (target_closep). The child takes a copy along; the watcher keeps its own until the job
+     * ends, to sweep through it after a child it killed. */
     struct target tg;
     struct target *pinned;
     /* who the attach was for, from the pin: for a result the child never sent */
@@ -68,6 +76,9 @@ struct job {
 struct watch_pool {
     struct job v[WATCH_POOL_MAX];
     size_t n;
+    /* sweepers killed past WATCH_SWEEP_WAIT_MS that had not ended yet (asleep in a stuck
+     * filesystem): reaped whenever they do, so that none stays a zombie; 0 = free */
+    pid_t strays[WATCH_POOL_MAX];
 };
 
 /* Starts the attach of the reserved `slot` in a child process, which takes the pin along and
@@ -90,6 +101,26 @@ void watch_job_kill(struct job *j, enum job_end why);
 
 /* Has the child sent exactly one well-formed result? */
 bool watch_job_complete(const struct job *j);
+
+/* Did the job's run end without cleaning up after itself (killed by us, or by a signal), with its
+ * child reaped (a child still running could still be writing)? Then its temporaries are to be
+ * swept. */
+bool watch_job_needs_sweep(const struct job *j);
+
+/* Starts a sweeper for the job in `slot`: a child process that acts as the target's user
+ * (creds.h) through the job's pin, opens the target's root and removes the temporaries named with
+ * the job's nonce from every candidate directory (place_sweep(): never a published profiler). A
+ * process of its own, so that a filesystem that stops answering holds it, not the watcher's loop
+ * (watch_pool_sweep_wait() bounds the wait). Returns 0, or -errno when none could be started. */
+int watch_job_sweep_start(const struct watch_opts *o, struct watch_table *t,
+                          struct watch_pool *pool, struct procindex *x, size_t slot);
+
+/* Waits until every sweeper started has ended or `until_ms` comes; those still running then are
+ * killed, and left to watch_pool_reap_strays() if they do not end at once. */
+void watch_pool_sweep_wait(struct watch_pool *pool, int64_t until_ms);
+
+/* Reaps, without waiting, the killed sweepers that have ended since. */
+void watch_pool_reap_strays(struct watch_pool *pool);
 
 /* Closes the job's pipe, pidfd and pin, whichever it still holds. */
 void watch_job_release(struct job *j);

@@ -15,6 +15,8 @@
 
 #include "base/syscalls.h"
 #include "base/util.h"
+#include "deliver/place.h"
+#include "target/creds.h"
 #include "target/procindex.h"
 
 _Static_assert(offsetof(struct wire, rid_source) == 4 && offsetof(struct wire, res) == 8,
@@ -98,7 +100,7 @@ int watch_pool_add(struct watch_pool *p, pid_t pid, uint64_t starttime, bool ret
         j->starttime = starttime;
         j->deadline_ms = deadline_ms;
         j->child = -1;
-        j->pidfd = j->rfd = -1;
+        j->pidfd = j->rfd = j->sweeper_pidfd = -1;
         p->n++;
         return (int)i;
     }
@@ -226,66 +228,194 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
 
 /* The child's work, with the pin it took along: its result, or 71 (no memory) or 74 (the pipe
  * failed) for an exit status. */
-static int child_attach(const struct watch_opts *o, struct target *tg, int wfd)
+static int child_attach(const struct attach_opts *o, struct target *tg, int wfd)
 {
     _cleanup_(target_closep) struct target *pin = tg;
     _cleanup_free_ struct attach_result *res = calloc(1, sizeof(*res));
     _cleanup_free_ struct wire *w = calloc(1, sizeof(*w));
     if (!res || !w)
         return 71;
-    attach_run(&o->attach, pin, res);
+    attach_run(o, pin, res);
     watch_result_encode(res, w);
     return util_write_all(wfd, w, sizeof(*w)) < 0 ? 74 : 0;
 }
 
-/*
- * The child attaches to the process the scan pinned (its pidfd and /proc dirfd are inherited,
- * so it is that process or nothing), tightens its own seccomp stages through the attach's
- * on_stage, sends the fixed-size result and leaves with _exit: no atexit handler, no stdio
- * flush of the watcher's buffers, nothing printed or reported from here.
- */
-static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
-                                 struct watch_pool *pool, struct procindex *x,
-                                 const struct target *pin, int wfd)
+/* In a child of the watcher: takes the pin of `slot` out of the pool, then releases everything
+ * of the watcher's it does not need: the other jobs' fds and pins, the table, the pool, the
+ * index (the socket directories of other processes, held open); valgrind checks a child's
+ * leaks at its exit too. */
+static void child_release(struct watch_table *t, struct watch_pool *pool, struct procindex *x,
+                          size_t slot, struct target *ret_pin)
 {
-    /* Everything of the watcher's that the attach does not need is released: the other jobs'
-     * fds and pins, the table, the pool (valgrind checks a child's leaks at its exit too). */
-    struct target tg = *pin;
+    *ret_pin = *util_take_ptr(&pool->v[slot].pinned);
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
-        if (pool->v[i].used)
+        if (pool->v[i].used) {
             watch_job_release(&pool->v[i]);
+            util_closep(&pool->v[i].sweeper_pidfd);
+        }
     watch_pool_free(pool);
     watch_table_free(t);
-    procindex_free(x); /* the socket directories of other processes, held open */
-    _exit(child_attach(o, &tg, wfd));
+    procindex_free(x);
+}
+
+/*
+ * The child attaches to the process the scan pinned (its pidfd and /proc dirfd are inherited,
+ * so it is that process or nothing), with the nonce the watcher chose, tightens its own seccomp
+ * stages through the attach's on_stage, sends the fixed-size result and leaves with _exit: no
+ * atexit handler, no stdio flush of the watcher's buffers, nothing printed or reported from here.
+ */
+static _Noreturn void child_main(const struct watch_opts *o, struct watch_table *t,
+                                 struct watch_pool *pool, struct procindex *x, size_t slot, int wfd)
+{
+    struct attach_opts ao = o->attach;
+    char nonce[sizeof(pool->v[slot].nonce)];
+    memcpy(nonce, pool->v[slot].nonce, sizeof(nonce));
+    ao.nonce = nonce;
+    struct target tg;
+    child_release(t, pool, x, slot, &tg);
+    _exit(child_attach(&ao, &tg, wfd));
 }
 
 int watch_job_start(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
                     struct procindex *x, size_t slot, struct cla_error *e)
 {
     struct job *j = &pool->v[slot];
-    /* The watcher's copy of the pin, closed on every way out; the child's copy is its own. */
-    _cleanup_(target_closep) struct target *pin = util_take_ptr(&j->pinned);
+    int r = deliver_new_nonce(j->nonce);
+    if (r < 0) {
+        target_closep(&j->pinned);
+        return err_setsys(e, r, "watch: a nonce for the attach to pid %d", (int)j->pid);
+    }
     int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return err_setsys(e, -errno, "watch: a pipe for the attach to pid %d", (int)j->pid);
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        r = err_setsys(e, -errno, "watch: a pipe for the attach to pid %d", (int)j->pid);
+        target_closep(&j->pinned);
+        return r;
+    }
     j->started_ms = util_now_ms();
     pid_t child = fork();
     if (child < 0) {
-        int r = err_setsys(e, -errno, "watch: fork for the attach to pid %d", (int)j->pid);
+        r = err_setsys(e, -errno, "watch: fork for the attach to pid %d", (int)j->pid);
         close(p[0]);
         close(p[1]);
+        target_closep(&j->pinned);
         return r;
     }
     if (child == 0) {
         close(p[0]);
-        child_main(o, t, pool, x, pin, p[1]);
+        child_main(o, t, pool, x, slot, p[1]);
     }
     close(p[1]);
     j->child = child;
     j->rfd = p[0];
     j->pidfd = sys_pidfd_open(child, 0);
     return 0;
+}
+
+bool watch_job_needs_sweep(const struct job *j)
+{
+    if (j->swept || j->child <= 0 || !j->reaped || !j->pinned)
+        return false;
+    return j->end != JOB_RUNNING || WIFSIGNALED(j->status);
+}
+
+/* The sweeper's work, as the target's user; its exit status says only whether it could act. */
+static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid, const char *nonce)
+{
+    _cleanup_(target_closep) struct target *pin = tg;
+    struct creds_target ct;
+    struct creds_saved cs = {0};
+    creds_target_of(pin->procfd, &pin->status, &ct);
+    if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0)
+        return 77;
+    int r = 1;
+    if (target_open_root(pin, NULL) == 0) {
+        struct place_opts po = {.user_dir = o->attach.target_dir, .uid = uid, .nonce = nonce};
+        (void)place_sweep(pin, &po);
+        r = 0;
+    }
+    creds_restore(&cs);
+    return r;
+}
+
+int watch_job_sweep_start(const struct watch_opts *o, struct watch_table *t,
+                          struct watch_pool *pool, struct procindex *x, size_t slot)
+{
+    struct job *j = &pool->v[slot];
+    j->swept = true;
+    pid_t child = fork();
+    if (child < 0)
+        return -errno;
+    if (child == 0) {
+        char nonce[sizeof(j->nonce)];
+        memcpy(nonce, j->nonce, sizeof(nonce));
+        uid_t uid = j->uid;
+        struct target tg;
+        child_release(t, pool, x, slot, &tg);
+        _exit(sweeper_work(o, &tg, uid, nonce));
+    }
+    j->sweeper = child;
+    j->sweeper_pidfd = sys_pidfd_open(child, 0);
+    return 0;
+}
+
+/* Reaps `*pid` if it has ended; true once it has (or is not ours to wait for). */
+static bool reap_now(pid_t *pid)
+{
+    if (*pid <= 0)
+        return true;
+    pid_t r;
+    do
+        r = waitpid(*pid, NULL, WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == *pid || (r < 0 && errno == ECHILD))
+        *pid = 0;
+    return *pid == 0;
+}
+
+void watch_pool_reap_strays(struct watch_pool *pool)
+{
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++)
+        (void)reap_now(&pool->strays[i]);
+}
+
+void watch_pool_sweep_wait(struct watch_pool *pool, int64_t until_ms)
+{
+    for (;;) {
+        struct pollfd fds[WATCH_POOL_MAX];
+        size_t nfds = 0;
+        bool pending = false;
+        for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
+            struct job *j = &pool->v[i];
+            if (!j->used || reap_now(&j->sweeper))
+                continue;
+            pending = true;
+            if (j->sweeper_pidfd >= 0)
+                fds[nfds++] = (struct pollfd){.fd = j->sweeper_pidfd, .events = POLLIN};
+        }
+        int64_t now = util_now_ms();
+        if (!pending || now >= until_ms)
+            break;
+        int64_t left = until_ms - now;
+        (void)poll(fds, nfds, nfds ? (int)left : (int)(left < 10 ? left : 10));
+    }
+    for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
+        struct job *j = &pool->v[i];
+        if (!j->used)
+            continue;
+        /* Past its deadline: killed (through its pidfd, as an attach's child is), and if it
+         * sleeps uninterruptibly, reaped later rather than waited for. */
+        if (j->sweeper > 0 && j->sweeper_pidfd >= 0)
+            (void)sys_pidfd_send_signal(j->sweeper_pidfd, SIGKILL, NULL, 0);
+        util_closep(&j->sweeper_pidfd);
+        if (reap_now(&j->sweeper))
+            continue;
+        for (size_t k = 0; k < WATCH_POOL_MAX; k++)
+            if (pool->strays[k] <= 0) {
+                pool->strays[k] = j->sweeper;
+                break;
+            }
+        j->sweeper = 0;
+    }
 }
 
 void watch_job_result_of(const struct job *j, enum attach_outcome outcome, int64_t now,

@@ -5,13 +5,24 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/bounds.h"
 #include "base/util.h"
+#include "profset/elffile.h"
 #include "profset/elfinfo.h"
 #include "target/proc_maps.h"
 #include "target/rootfs.h"
 #include "target/target.h"
+
+/* The ELF headers of the target's file open at `fd`, read piecewise (elffile.h): only the pages
+ * the parser asks for, never the whole file, whose size (and holes) the target chooses. */
+static int parse_headers(int fd, struct elf_info *ret)
+{
+    const struct elffile_limits lim = {.max_bytes = (uint64_t)ELFFILE_ROUNDS_MAX
+                                                    << ELFFILE_CHUNK_SHIFT};
+    return elffile_parse(fd, &lim, ret, NULL, NULL);
+}
 
 /*
  * The architecture of the CoreCLR library mapped in the target, read through its root (maps
@@ -26,11 +37,8 @@ static enum rid_arch runtime_library_arch(const struct target *t, const char *ma
     if (proc_maps_runtime_library(maps, mlen, lib, sizeof(lib)) != 1)
         return RID_ARCH_UNKNOWN;
     _cleanup_close_ int fd = rootfs_open(t->rootfd, lib, ROOTFS_REG, O_RDONLY, 0, NULL);
-    _cleanup_free_ char *buf = NULL;
-    size_t len;
     struct elf_info ei;
-    if (fd < 0 || util_read_all(fd, ELF_READ_MAX, &buf, &len) < 0 ||
-        elfinfo_parse((const uint8_t *)buf, len, &ei, NULL) < 0)
+    if (fd < 0 || parse_headers(fd, &ei) < 0)
         return RID_ARCH_UNKNOWN;
     return ei.arch;
 }
@@ -41,18 +49,20 @@ static void guess(struct target *t, struct rid *ret)
 {
     enum rid_libc libc = RID_LIBC_UNKNOWN;
     enum rid_arch arch = RID_ARCH_UNKNOWN;
-    size_t len, len_maps;
+    size_t len_maps;
     const char *maps = target_maps(t, &len_maps);
     if (maps) {
         int k = proc_maps_libc(maps, len_maps);
         libc = k == 1 ? RID_LIBC_MUSL : k == 2 ? RID_LIBC_GLIBC : RID_LIBC_UNKNOWN;
     }
-    _cleanup_free_ char *exe = NULL;
     struct elf_info ei;
-    /* "exe" is a magic link of our own procfs to the target's executable; its bytes are the
-     * target's, parsed like any other untrusted input (bounded, checked). */
-    if (target_read_exe(t, ELF_READ_MAX, &exe, &len, NULL) == 0 &&
-        elfinfo_parse((const uint8_t *)exe, len, &ei, NULL) == 0) {
+    /* "exe" is a magic link of our own procfs to the target's executable (following it is the
+     * point; O_NOFOLLOW fails on it); its bytes are the target's, parsed like any other untrusted
+     * input (bounded, checked), and only a regular file is read (never waited on). */
+    _cleanup_close_ int exe =
+        openat(t->procfd, "exe", O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (exe >= 0 && fstat(exe, &st) == 0 && S_ISREG(st.st_mode) && parse_headers(exe, &ei) == 0) {
         arch = ei.arch;
         if (libc == RID_LIBC_UNKNOWN)
             libc = ei.libc;

@@ -82,22 +82,23 @@ static const struct sandbox_rule rules[] = {
     ALLOW("rseq", ALL, "every new glibc thread (glibc >= 2.35)"),
     ALLOW_MASKED("clone", ALL, 0, CLONE_THREAD | SB_CLONE_NS, CLONE_THREAD,
                  "threads only: libcurl's threaded resolver"),
-    /* `watch` runs each attach in a child process (fork): a copy, never memory shared without
-     * CLONE_THREAD, no new namespace, SIGCHLD at its end. glibc's fork() adds CHILD_SETTID and
-     * CHILD_CLEARTID, outside the mask. The watcher's own stage only: an attach's child drops
-     * it at delivery, `attach` and `ps` never have it. */
+    /* `watch` runs each attach in a child process (fork), and after one it killed, a sweeper of
+     * that run's temporaries (watch_internal.h; it needs nothing this stage lacks): a copy, never
+     * memory shared without CLONE_THREAD, no new namespace, SIGCHLD at its end. glibc's fork() adds
+     * CHILD_SETTID and CHILD_CLEARTID, outside the mask. The watcher's own stage only: an attach's
+     * child drops it at delivery, `attach` and `ps` never have it. */
     ALLOW_MASKED("clone", WATCHER, 0, SB_CLONE_FORK_MASK, SIGCHLD,
-                 "watch: one child process per attach (glibc fork)"),
+                 "watch: one child process per attach, or per sweep (glibc fork)"),
     /* musl's fork() is the fork syscall where it exists (x86_64): a clone(SIGCHLD) with no
      * argument to check. Absent on arm64, where musl calls clone, checked above. */
-    ALLOW("fork", WATCHER, "watch: one child process per attach (musl fork)"),
-    ALLOW("wait4", WATCHER, "watch: reaping an attach's child"),
+    ALLOW("fork", WATCHER, "watch: one child process per attach, or per sweep (musl fork)"),
+    ALLOW("wait4", WATCHER, "watch: reaping an attach's child, or a sweeper"),
     /* The ready file is opened without O_TRUNC and emptied only once fstat has shown a regular
      * file (opfile.c): truncating at open would act on whatever was planted there. */
     ALLOW("ftruncate", WATCHER, "watch: emptying the ready file, checked to be a regular file"),
     /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
     ALLOW_EQ("pidfd_send_signal", WATCHER, 1, SIGKILL,
-             "watch: ending an attach's child (past its deadline, or at a stop)"),
+             "watch: ending an attach's child or a sweeper (past its deadline, or at a stop)"),
     /* glibc >= 2.34 tries clone3 first. Its flags sit in a struct in memory, which a filter
      * cannot read, so it must not run; ENOSYS makes glibc fall back to clone, checked above. */
     FAIL("clone3", ALL, ENOSYS, "pthread_create falls back to clone"),

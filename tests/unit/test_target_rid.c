@@ -221,12 +221,49 @@ static void test_guess(void **state)
     target_close(&t);
 }
 
+/* Bytes this process has read so far (read, pread: /proc/self/io's rchar). */
+static unsigned long long bytes_read_so_far(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    assert_non_null(f);
+    char line[128];
+    unsigned long long v = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "rchar: %llu", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
+/* The executable and the runtime library are the target's files, of a size it chooses: only the
+ * pages their headers need are read, not the (sparse) 60 MiB after them. */
+static void test_guess_reads_headers_only(void **state)
+{
+    (void)state;
+    struct target t = fake_target();
+    struct rid r;
+    enum target_rid_source src;
+    struct cla_error e;
+    write_maps(loader_musl, coreclr);
+    write_elf("proc/exe", EM_X86_64, NULL);
+    write_elf("root/usr/share/dotnet/shared/libcoreclr.so", EM_AARCH64, NULL);
+    sh("truncate -s 60M '%s/proc/exe' '%s/root/usr/share/dotnet/shared/libcoreclr.so'", base, base);
+    unsigned long long before = bytes_read_so_far();
+    assert_int_equal(detect(&t, NULL, false, "", &r, &src, &e), 0);
+    unsigned long long read = bytes_read_so_far() - before;
+    assert_string_equal(r.portable, "linux-musl-arm64");
+    /* the (small) maps and a few pages of each file: far from either file's 60 MiB */
+    assert_true(read < 1024 * 1024);
+    target_close(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_option),
         cmocka_unit_test(test_runtime_answer),
         cmocka_unit_test(test_guess),
+        cmocka_unit_test(test_guess_reads_headers_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

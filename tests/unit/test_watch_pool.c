@@ -8,8 +8,17 @@
 #include <string.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "base/syscalls.h"
+#include "base/util.h"
+#include "deliver/deliver.h"
 #include "flow/watch.h"
+#include "flow/watch_internal.h"
+#include "target/target.h"
 
 static void test_pool_bounds_and_busy(void **state)
 {
@@ -145,6 +154,88 @@ static void test_result_wire_hostile_child(void **state)
     free(d);
 }
 
+/* A child stuck past its deadline is killed and reaped, and then its run's temporaries are swept
+ * through the pin, as the target's user (here: ourselves), within WATCH_SWEEP_WAIT_MS: the
+ * temporary tree named with its nonce goes; another run's temporary and a published profiler
+ * stay. */
+static void test_killed_child_is_swept(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_watch_pool.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    struct watch_pool *p = watch_pool_new();
+    struct watch_table *t = watch_table_new();
+    assert_non_null(p);
+    assert_non_null(t);
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(proc >= 0);
+    int slot = watch_pool_add(p, getpid(), 1, false, util_now_ms() - 1);
+    assert_true(slot >= 0);
+    struct job *j = &p->v[slot];
+    assert_int_equal(target_open(proc, getpid(), &j->tg, NULL), 0);
+    j->pinned = &j->tg;
+    j->uid = getuid();
+    assert_int_equal(deliver_new_nonce(j->nonce), 0);
+    char other[DELIVER_NONCE_LEN + 1], mine[96], theirs[96];
+    assert_int_equal(deliver_new_nonce(other), 0);
+    const char *digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    assert_int_equal(deliver_temp_name(digest, j->nonce, ".tmpdir", mine, sizeof(mine)), 0);
+    assert_int_equal(deliver_temp_name(digest, other, ".tmpdir", theirs, sizeof(theirs)), 0);
+    assert_int_equal(mkdirat(dfd, mine, 0700), 0);
+    int f = openat(dfd, mine, O_RDONLY | O_DIRECTORY);
+    assert_true(f >= 0);
+    int g = openat(f, "pad.bin", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(g >= 0);
+    close(g);
+    close(f);
+    assert_int_equal(mkdirat(dfd, theirs, 0700), 0);
+    assert_int_equal(mkdirat(dfd, "libclrprobe-0123456789abcdef", 0500), 0);
+
+    /* The "attach": a child that never ends on its own. */
+    pid_t c = fork();
+    assert_true(c >= 0);
+    if (c == 0) {
+        for (;;)
+            pause();
+    }
+    j->child = c;
+    j->pidfd = sys_pidfd_open(c, 0);
+    assert_false(watch_job_needs_sweep(j)); /* running: it could still be writing */
+    assert_true(util_now_ms() >= j->deadline_ms);
+    watch_job_kill(j, JOB_TIMED_OUT);
+    assert_true(watch_job_reap(j, true));
+    assert_true(watch_job_needs_sweep(j));
+
+    struct watch_opts o = {.proc_dirfd = proc};
+    o.attach.target_dir = dir;
+    int64_t t0 = util_now_ms();
+    assert_int_equal(watch_job_sweep_start(&o, t, p, NULL, (size_t)slot), 0);
+    watch_pool_sweep_wait(p, util_now_ms() + WATCH_SWEEP_WAIT_MS);
+    assert_true(util_now_ms() - t0 <= WATCH_SWEEP_WAIT_MS + 100);
+    assert_false(watch_job_needs_sweep(j)); /* once */
+    struct stat st;
+    assert_int_equal(fstatat(dfd, mine, &st, AT_SYMLINK_NOFOLLOW), -1);
+    assert_int_equal(fstatat(dfd, theirs, &st, AT_SYMLINK_NOFOLLOW), 0);
+    assert_int_equal(fstatat(dfd, "libclrprobe-0123456789abcdef", &st, AT_SYMLINK_NOFOLLOW), 0);
+
+    /* A child that ended by itself with its result sent cleaned up after itself: no sweep. */
+    j->swept = false;
+    j->end = JOB_RUNNING;
+    j->status = 0;
+    assert_false(watch_job_needs_sweep(j));
+
+    watch_job_release(j);
+    watch_pool_free(p);
+    watch_table_free(t);
+    (void)unlinkat(dfd, theirs, AT_REMOVEDIR);
+    (void)unlinkat(dfd, "libclrprobe-0123456789abcdef", AT_REMOVEDIR);
+    close(dfd);
+    close(proc);
+    (void)rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +244,7 @@ int main(void)
         cmocka_unit_test(test_attach_deadline),
         cmocka_unit_test(test_result_wire_round_trip),
         cmocka_unit_test(test_result_wire_hostile_child),
+        cmocka_unit_test(test_killed_child_is_swept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
