@@ -268,57 +268,23 @@ static bool stdin_complete(const uint8_t *buf, size_t len, struct tar_end *tar)
     return !tar_detect(buf, len) || tar_find_end(buf, len, tar) != 0;
 }
 
-/* Reads stdin up to the end of the object it holds, never waiting for an EOF past it: a
- * `kubectl debug -i` container's stdin stays open after kubectl's input ends. A tar writer's
- * zero padding after the end, already in the pipe, is read off so that it does not meet a closed
- * pipe. Capped like util_read_all() (-E2BIG past `cap`), NUL-terminated heap buffer. */
-static int read_stdin_object(int fd, size_t cap, char **ret_buf, size_t *ret_len)
+/* util_read_until()'s `done` for stdin: stops at the end of the object it holds, never waiting
+ * for an EOF past it (a `kubectl debug -i` container's stdin stays open after kubectl's input
+ * ends). A tar writer's zero padding after the end, already in the pipe, is read off so that it
+ * does not meet a closed pipe. */
+struct stdin_read {
+    int fd;
+    struct tar_end tar;
+};
+
+static bool stdin_done(const char *buf, size_t len, void *arg)
 {
-    struct tar_end tar = {0};
-    size_t len = 0, size = 64 * 1024;
-    char *buf = malloc(size + 1);
-    if (!buf)
-        return -ENOMEM;
-    for (;;) {
-        if (len == size) {
-            if (size > cap) {
-                free(buf);
-                return -E2BIG;
-            }
-            size_t nsize = size > cap / 2 ? cap + 1 : size * 2;
-            char *nb = realloc(buf, nsize + 1);
-            if (!nb) {
-                free(buf);
-                return -ENOMEM;
-            }
-            buf = nb;
-            size = nsize;
-        }
-        ssize_t n = read(fd, buf + len, size - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int r = -errno;
-            free(buf);
-            return r;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > cap) {
-            free(buf);
-            return -E2BIG;
-        }
-        if (stdin_complete((const uint8_t *)buf, len, &tar)) {
-            if (tar.zero_seen)
-                drain_ready(fd, TAR_RECORD);
-            break;
-        }
-    }
-    buf[len] = '\0';
-    *ret_buf = buf;
-    *ret_len = len;
-    return 0;
+    struct stdin_read *s = arg;
+    if (!stdin_complete((const uint8_t *)buf, len, &s->tar))
+        return false;
+    if (s->tar.zero_seen)
+        drain_ready(s->fd, TAR_RECORD);
+    return true;
 }
 
 int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_error *e)
@@ -331,7 +297,8 @@ int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_e
     size_t len = 0;
     /* Read whole, capped: both decoders (ELF, tar) work on a buffer, and what stdin holds is
      * known only from its first bytes. */
-    int r = read_stdin_object(fd, PROFILER_MAX_SIZE, &buf, &len);
+    struct stdin_read sr = {.fd = fd};
+    int r = util_read_until(fd, PROFILER_MAX_SIZE, stdin_done, &sr, &buf, &len);
     if (r < 0) {
         profset_free(&ps);
         if (r == -E2BIG)
