@@ -199,10 +199,11 @@ static void test_key_texts_name_the_remedy(void **state)
     assert_non_null(strstr(hresult_lookup(0x80131515)->cause, "Mono"));
 }
 
-static bool in_table(uint32_t code)
+/* Is `code` in the list that `list` gives (hresult_table or hresult_win32_named)? */
+static bool in_list(const struct hresult_info *(*list)(size_t *), uint32_t code)
 {
     size_t n;
-    const struct hresult_info *t = hresult_table(&n);
+    const struct hresult_info *t = list(&n);
 
     for (size_t i = 0; i < n; i++)
         if (t[i].code == code)
@@ -210,15 +211,14 @@ static bool in_table(uint32_t code)
     return false;
 }
 
+static bool in_table(uint32_t code)
+{
+    return in_list(hresult_table, code);
+}
+
 static bool in_named(uint32_t code)
 {
-    size_t n;
-    const struct hresult_info *t = hresult_win32_named(&n);
-
-    for (size_t i = 0; i < n; i++)
-        if (t[i].code == code)
-            return true;
-    return false;
+    return in_list(hresult_win32_named, code);
 }
 
 /* The named-only Win32 codes: sorted, Win32, not shadowing a full entry, found by lookup. */
