@@ -33,6 +33,12 @@ int64_t util_now_ms(void)
 
 int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len)
 {
+    return util_read_until(fd, cap, NULL, NULL, ret_buf, ret_len);
+}
+
+int util_read_until(int fd, size_t cap, bool (*done)(const char *buf, size_t len, void *arg),
+                    void *arg, char **ret_buf, size_t *ret_len)
+{
     /* `alloc` never exceeds cap + 1 data bytes: reading one byte past the cap proves the file
      * is too large without reading the rest of it. */
     size_t alloc = 0, len = 0;
@@ -68,6 +74,8 @@ int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len)
             free(buf);
             return -E2BIG;
         }
+        if (done && done(buf, len, arg))
+            break;
     }
     if (!buf && !(buf = malloc(1)))
         return -ENOMEM;

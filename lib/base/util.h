@@ -70,6 +70,11 @@ int64_t util_now_ms(void);
  * `cap`, or another negative errno. */
 int util_read_all(int fd, size_t cap, char **ret_buf, size_t *ret_len);
 
+/* The same, but stops early once `done` (when not NULL) says, after a read, that the `len`
+ * bytes so far are all there is to read: for a pipe whose writer may never close it. */
+int util_read_until(int fd, size_t cap, bool (*done)(const char *buf, size_t len, void *arg),
+                    void *arg, char **ret_buf, size_t *ret_len);
+
 /* The kind of file an st_mode holds, for messages: "FIFO", "character device", "socket",
  * "symbolic link", "directory", "regular file", "block device". Pure; every name takes "a". */
 const char *util_file_type_name(unsigned mode);

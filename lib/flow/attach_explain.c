@@ -11,6 +11,7 @@
 #include "base/render.h"
 #include "base/util.h"
 #include "runtime/hresult.h"
+#include "target/creds.h"
 #include "target/proc_environ.h"
 #include "target/diag_socket.h"
 #include "target/proc_parse.h"
@@ -127,6 +128,9 @@ void attach_explain_socket_owner(int sockfd, const struct target *t, const char 
 /* Which right is missing depends on who we are. */
 void attach_explain_environ(const struct target *t, struct cla_error *e)
 {
+    /* Our uid and another gid: not a matter of dumpability or capabilities. */
+    if (creds_explain_gid_mismatch(t->pid, &t->status, e))
+        return;
     err_set(e, -t->environ_errno, "cannot read the environment of pid %d: %s", (int)t->pid,
             strerror(t->environ_errno));
     if (geteuid() == 0)

@@ -275,6 +275,13 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, s
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
         listed = diagnostics_off(&t) ? 1 : 0;
+        /* Our uid and another gid: nothing can be read of it, so it is listed with the group
+         * to set, and said once on stderr in full. */
+        if (!t.environ && creds_explain_gid_mismatch(pid, &t.status, &e)) {
+            snprintf(en->detail, sizeof(en->detail), "%.159s", e.hint);
+            dprintf(STDERR_FILENO, "clrattach: ps: %s; %s\n", e.msg, e.hint);
+            listed = 1;
+        }
         goto out;
     }
     switch (s.state) {

@@ -159,6 +159,29 @@ struct scan_ctx {
     struct diag_socket_cache *cache;
 };
 
+/* A process of our uid that we cannot read for its gid alone is said once on stderr, with the
+ * group to set (creds.h), not at every look: remembered by pid and start time, the last
+ * UNREADABLE_SAID of them. */
+#define UNREADABLE_SAID 64
+static void say_unreadable_once(const struct target *tg)
+{
+    static struct {
+        pid_t pid;
+        uint64_t starttime;
+    } said[UNREADABLE_SAID];
+    static size_t next;
+    struct cla_error e = {0};
+    for (size_t i = 0; i < UNREADABLE_SAID; i++)
+        if (said[i].pid == tg->pid && said[i].starttime == tg->stat.starttime)
+            return;
+    if (!creds_explain_gid_mismatch(tg->pid, &tg->status, &e))
+        return;
+    said[next].pid = tg->pid;
+    said[next].starttime = tg->stat.starttime;
+    next = (next + 1) % UNREADABLE_SAID;
+    dprintf(STDERR_FILENO, "clrattach: watch: %s; %s\n", e.msg, e.hint);
+}
+
 /* A slot is free for the due instance `w`: pin it, check the selectors and look for its socket,
  * and reserve the slot if it is to be attached; else it is idle (looked at again later). */
 static void offer_slot(const struct watch_waiting *w, void *userdata)
@@ -193,6 +216,8 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
     }
     /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
     if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
+        if (match && !tg.environ)
+            say_unreadable_once(&tg);
         watch_table_idle(c->t, p->pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
         return;
     }

@@ -62,6 +62,14 @@ struct elf_chunks {
 int elfinfo_parse_chunks(const uint8_t *buf, size_t len, const struct elf_chunks *c,
                          struct elf_info *ret, uint64_t *ret_missing, struct cla_error *e);
 
+/* Where an ELF file ends, from its headers as its first `len` bytes arrive: the end of the last
+ * program header's file bytes, of the section header table and of each section's bytes, whichever
+ * is furthest (a hostile file can make the sections say anything, which only makes the reader stop
+ * early or read to its cap). Returns 1 with *ret_end set (possibly above `len`; past
+ * PROFILER_MAX_SIZE when the headers claim that much), 0 when the headers needed are not all in
+ * `len` yet, or -ENOEXEC / -EPROTO when the bytes are not ELF or no end can be told from them. */
+int elfinfo_file_end(const uint8_t *buf, size_t len, uint64_t *ret_end);
+
 /* Do two parses say the same of their files (every field that carries a value)? */
 bool elfinfo_equal(const struct elf_info *a, const struct elf_info *b);
 

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/bounds.h"
+#include "profset/elfinfo.h"
 #include "profset/profdir_read.h"
 #include "profset/tarstream.h"
 #include "profset/userfile.h"
@@ -236,17 +238,67 @@ int profset_load(const char *path, const char *entry, struct profset *ret, struc
     return 0;
 }
 
+/* Reads off (and drops) what is already waiting on `fd`, up to `max` bytes, without blocking. */
+static void drain_ready(int fd, size_t max)
+{
+    char junk[4096];
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    for (size_t got = 0; got < max && poll(&p, 1, 0) == 1 && (p.revents & POLLIN);) {
+        size_t want = max - got < sizeof(junk) ? max - got : sizeof(junk);
+        ssize_t n = read(fd, junk, want);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+}
+
+/* Has stdin delivered a whole object? An ELF file is whole at the end its headers give, a tar
+ * stream after its end-of-archive blocks; bytes that are neither are refused as soon as a tar
+ * header's worth shows it, and headers too broken to tell an end leave the parser to refuse
+ * them. */
+static bool stdin_complete(const uint8_t *buf, size_t len, struct tar_end *tar)
+{
+    if (len >= 4 && memcmp(buf, "\177ELF", 4) == 0) {
+        uint64_t end;
+        int r = elfinfo_file_end(buf, len, &end);
+        return r < 0 || (r == 1 && len >= end);
+    }
+    if (len < TAR_BLOCK)
+        return false;
+    return !tar_detect(buf, len) || tar_find_end(buf, len, tar) != 0;
+}
+
+/* util_read_until()'s `done` for stdin: stops at the end of the object it holds, never waiting
+ * for an EOF past it (a `kubectl debug -i` container's stdin stays open after kubectl's input
+ * ends). A tar writer's zero padding after the end, already in the pipe, is read off so that it
+ * does not meet a closed pipe. */
+struct stdin_read {
+    int fd;
+    struct tar_end tar;
+};
+
+static bool stdin_done(const char *buf, size_t len, void *arg)
+{
+    struct stdin_read *s = arg;
+    if (!stdin_complete((const uint8_t *)buf, len, &s->tar))
+        return false;
+    if (s->tar.zero_seen)
+        drain_ready(s->fd, TAR_RECORD);
+    return true;
+}
+
 int profset_load_fd(int fd, const char *entry, struct profset *ret, struct cla_error *e)
 {
     struct profset ps = {.layout = "stdin"};
     struct profset_build *b = add_build(&ps, e);
     if (!b)
         return -ENOMEM;
-    char *buf;
-    size_t len;
+    char *buf = NULL;
+    size_t len = 0;
     /* Read whole, capped: both decoders (ELF, tar) work on a buffer, and what stdin holds is
      * known only from its first bytes. */
-    int r = util_read_all(fd, PROFILER_MAX_SIZE, &buf, &len);
+    struct stdin_read sr = {.fd = fd};
+    int r = util_read_until(fd, PROFILER_MAX_SIZE, stdin_done, &sr, &buf, &len);
     if (r < 0) {
         profset_free(&ps);
         if (r == -E2BIG)

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define BLOCK 512
+#define BLOCK TAR_BLOCK
 
 /* ustar header fields: offset and length (name at 0/100, prefix at 345/155, magic at 257). */
 #define F_MODE   100, 8
@@ -153,6 +153,55 @@ static int parse_pax(const uint8_t *p, size_t len, char *path, size_t path_size,
         }
         /* Other keys (owner, times, xattrs) are ignored: the delivery sets its own. */
         i += rlen;
+    }
+    return 0;
+}
+
+int tar_find_end(const uint8_t *buf, size_t len, struct tar_end *s)
+{
+    if (!s->started) {
+        s->pax_size = -1;
+        s->started = true;
+    }
+    while (s->off <= len && len - s->off >= BLOCK) {
+        const uint8_t *h = buf + s->off;
+        /* Writers end with two zero blocks; after the first, tar_next() reads nothing more, so
+         * whatever follows it ends the stream as well. */
+        if (s->zero_seen) {
+            s->off += zero_block(h) ? BLOCK : 0;
+            return 1;
+        }
+        if (zero_block(h)) {
+            s->zero_seen = true;
+            s->off += BLOCK;
+            continue;
+        }
+        if (!checksum_ok(h))
+            return -EPROTO;
+        int64_t size = octal(h, F_SIZE);
+        uint8_t type = h[F_TYPE];
+        bool meta = type == 'x' || type == 'g' || type == 'L';
+        if (size >= 0 && s->pax_size >= 0 && !meta) {
+            size = s->pax_size;
+            s->pax_size = -1;
+        }
+        if (size < 0 || size > PROFILER_MAX_SIZE || (meta && size > TAR_PAX_MAX))
+            return -EPROTO;
+        /* Capped above, so neither the rounding nor the sum can overflow. */
+        size_t padded = ((size_t)size + BLOCK - 1) / BLOCK * BLOCK;
+        if (type == 'x') {
+            /* Its "size" decides where the next header is: wait for the whole record. */
+            if (padded > len - s->off - BLOCK)
+                return 0;
+            char path[PROFDIR_PATH_MAX + 1];
+            bool have_path = false;
+            struct cla_error e = {0};
+            int r = parse_pax(h + BLOCK, (size_t)size, path, sizeof(path), &have_path, &s->pax_size,
+                              &e);
+            if (r < 0)
+                return r;
+        }
+        s->off += BLOCK + padded;
     }
     return 0;
 }

@@ -49,8 +49,8 @@ void result_text_event(const struct attach_result *r, const char *profiler,
         ret->spec.reason = "ProfilerAttached";
         ret->spec.type = "Normal";
         snprintf(part, sizeof(part),
-                 "Attached profiler %s %s to .NET pid %d (node-side pid %d, uid %u%s%s) in %lld "
-                 "ms%s: %.1024s",
+                 "Attached profiler %s %s to .NET pid %d (pid %d as seen from clrattach's PID "
+                 "namespace, uid %u%s%s) in %lld ms%s: %.1024s",
                  basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
                  r->runtime_version[0] ? ", .NET " : "", r->runtime_version,
                  (long long)r->duration_ms, r->startup_load ? " as a startup profiler" : "",

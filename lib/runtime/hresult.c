@@ -55,16 +55,46 @@ static const struct hresult_info table[] = {
      "--clsid, or a plugin library that exports the same entry point as the profiler.",
      "Send the CLSID the profiler's vendor documents as CORECLR_PROFILER, to the profiler's own "
      "library."},
+    {0x80070002, "HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)", HRESULT_CLASS_LOAD,
+     "The profiler could not find a file it opens during attach (its configuration, a log or "
+     "output directory, a helper library); the runtime passes its failure back.",
+     "Read the profiler's log for the path; check the client data names paths that exist in the "
+     "target's container, as the target's user sees them."},
+    {0x80070003, "HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND)", HRESULT_CLASS_LOAD,
+     "A directory on a path the profiler opens or writes during attach does not exist in the "
+     "target's container (ENOENT/ENOTDIR).",
+     "Point the profiler's output or log path (often in its client data) at a directory that "
+     "exists in the target's container, e.g. an emptyDir mount."},
+    {0x80070005, "HRESULT_FROM_WIN32(ERROR_ACCESS_DENIED)", HRESULT_CLASS_LOAD,
+     "The profiler was refused opening or writing a file as the target's user (EACCES/EPERM, or "
+     "the path is a directory); E_ACCESSDENIED is the same code.",
+     "Give the profiler a path the target's uid can write, e.g. its client data's output path on "
+     "an emptyDir; check the mode and owner there."},
+    {0x80070008, "HRESULT_FROM_WIN32(ERROR_NOT_ENOUGH_MEMORY)", HRESULT_CLASS_OTHER,
+     "An allocation failed in the profiler or the runtime during attach, e.g. a container close "
+     "to its memory limit.",
+     "Compare the container's memory.current with memory.max and look for OOM events; retry when "
+     "there is headroom."},
     {0x8007000E, "E_OUTOFMEMORY", HRESULT_CLASS_OTHER,
      "An allocation failed inside the target during attach (runtime or profiler), e.g. a "
      "container close to its memory limit.",
      "Compare the container's memory.current with memory.max and look for OOM events; retry when "
      "there is headroom."},
+    {0x80070013, "HRESULT_FROM_WIN32(ERROR_WRITE_PROTECT)", HRESULT_CLASS_LOAD,
+     "The profiler could not write: the file system it writes to is read-only (EROFS), e.g. a "
+     "container with readOnlyRootFilesystem and the profiler's default path under /tmp.",
+     "Give the profiler a writable path, e.g. its client data's output path on an emptyDir "
+     "mounted in the app's container."},
     {0x80070057, "E_INVALIDARG", HRESULT_CLASS_LOAD,
      "The profiler's InitializeForAttach rejected its arguments (often the client data); after "
      "`--startup`: the runtime was not suspended.",
      "Check the client data format the profiler expects and its log; if `--startup` was used on "
      "a running process, attach without it."},
+    {0x80070070, "HRESULT_FROM_WIN32(ERROR_DISK_FULL)", HRESULT_CLASS_LOAD,
+     "The profiler could not write: the file system it writes to is full or the user's quota is "
+     "spent (ENOSPC/EDQUOT), e.g. a small tmpfs or emptyDir sizeLimit.",
+     "Free space where the profiler writes, or give it a larger volume (the emptyDir's "
+     "sizeLimit); `df` in the app's container shows it."},
     {0x8007007A, "ERROR_INSUFFICIENT_BUFFER", HRESULT_CLASS_PROTOCOL,
      "Diagnostic IPC answer meaning a reply did not fit the runtime's buffer; not expected for "
      "an attach.",
@@ -80,6 +110,10 @@ static const struct hresult_info table[] = {
      "helper library), or built with hidden visibility or C++ name mangling.",
      "Point --profiler (or --entry) at the profiler's own library; `nm -D --defined-only <so>` "
      "shows what a library exports."},
+    {0x800700CE, "HRESULT_FROM_WIN32(ERROR_FILENAME_EXCED_RANGE)", HRESULT_CLASS_LOAD,
+     "A path the profiler opens or writes is too long for the target's file system "
+     "(ENAMETOOLONG): over 255 bytes in one name or 4096 in all.",
+     "Shorten the profiler's output or log path in its client data, or the `--target-dir`."},
     {0x8007045A, "ERROR_DLL_INIT_FAILED", HRESULT_CLASS_LOAD,
      "The profiler exports DllMain, which the runtime's PAL calls after dlopen(); it returned "
      "FALSE and the library was unloaded.",
@@ -242,6 +276,54 @@ static const struct hresult_info unknown_other = {
     "Check the profiler's own log; restart the target with PAL_OUTPUTDEBUGSTRING=1 to see the "
     "runtime's profiler messages."};
 
+/*
+ * Other Win32 codes, named only: a profiler's own code turns errno or GetLastError() into
+ * HRESULT_FROM_WIN32(x) (0x8007xxxx), and a name such as ERROR_SHARING_VIOLATION already says
+ * what failed, where "UNKNOWN" says nothing. Sorted by code; the texts are the generic Win32 ones.
+ */
+#define WIN32_CAUSE                                                                                \
+    "A Win32 error returned by the profiler's own code during attach (or from loading it): the "   \
+    "name says what failed."
+#define WIN32_STEP                                                                                 \
+    "Read the profiler's own log for the call that failed; restart the target with "               \
+    "PAL_OUTPUTDEBUGSTRING=1 to see the runtime's profiler messages."
+#define W32(n, sym)                                                                                \
+    {                                                                                              \
+        0x80070000u | (n), "HRESULT_FROM_WIN32(" #sym ")", HRESULT_CLASS_LOAD, WIN32_CAUSE,        \
+            WIN32_STEP                                                                             \
+    }
+static const struct hresult_info win32_named[] = {
+    W32(1, ERROR_INVALID_FUNCTION),
+    W32(4, ERROR_TOO_MANY_OPEN_FILES),
+    W32(6, ERROR_INVALID_HANDLE),
+    W32(11, ERROR_BAD_FORMAT),
+    W32(13, ERROR_INVALID_DATA),
+    W32(18, ERROR_NO_MORE_FILES),
+    W32(21, ERROR_NOT_READY),
+    W32(31, ERROR_GEN_FAILURE),
+    W32(32, ERROR_SHARING_VIOLATION),
+    W32(33, ERROR_LOCK_VIOLATION),
+    W32(38, ERROR_HANDLE_EOF),
+    W32(39, ERROR_HANDLE_DISK_FULL),
+    W32(50, ERROR_NOT_SUPPORTED),
+    W32(80, ERROR_FILE_EXISTS),
+    W32(82, ERROR_CANNOT_MAKE),
+    W32(109, ERROR_BROKEN_PIPE),
+    W32(120, ERROR_CALL_NOT_IMPLEMENTED),
+    W32(123, ERROR_INVALID_NAME),
+    W32(145, ERROR_DIR_NOT_EMPTY),
+    W32(161, ERROR_BAD_PATHNAME),
+    W32(170, ERROR_BUSY),
+    W32(183, ERROR_ALREADY_EXISTS),
+    W32(193, ERROR_BAD_EXE_FORMAT),
+    W32(203, ERROR_ENVVAR_NOT_FOUND),
+    W32(259, ERROR_NO_MORE_ITEMS),
+    W32(995, ERROR_OPERATION_ABORTED),
+    W32(998, ERROR_NOACCESS),
+    W32(1168, ERROR_NOT_FOUND),
+};
+#undef W32
+
 #define HR_SEVERITY_ERROR 0x80000000u
 #define HR_FACILITY(c)    (((c) >> 16) & 0x1fffu)
 #define FACILITY_ITF      0x4u
@@ -260,26 +342,41 @@ static const struct hresult_info *generic(uint32_t code)
     }
 }
 
-const struct hresult_info *hresult_lookup(uint32_t code)
+static const struct hresult_info *search(const struct hresult_info *t, size_t n, uint32_t code)
 {
-    size_t lo = 0, hi = ARRAY_SIZE(table);
+    size_t lo = 0, hi = n;
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (table[mid].code == code)
-            return &table[mid];
-        if (table[mid].code < code)
+        if (t[mid].code == code)
+            return &t[mid];
+        if (t[mid].code < code)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return generic(code);
+    return NULL;
+}
+
+const struct hresult_info *hresult_lookup(uint32_t code)
+{
+    const struct hresult_info *hi = search(table, ARRAY_SIZE(table), code);
+
+    if (!hi)
+        hi = search(win32_named, ARRAY_SIZE(win32_named), code);
+    return hi ? hi : generic(code);
 }
 
 const struct hresult_info *hresult_table(size_t *ret_count)
 {
     *ret_count = ARRAY_SIZE(table);
     return table;
+}
+
+const struct hresult_info *hresult_win32_named(size_t *ret_count)
+{
+    *ret_count = ARRAY_SIZE(win32_named);
+    return win32_named;
 }
 
 const char *hresult_class_name(enum hresult_class cls)

@@ -29,12 +29,17 @@ struct hresult_info {
     const char *next_step; /* what to do next, concrete */
 };
 
-/* The entry for `code`. Never NULL: an unknown code gets a static generic entry with name
- * "UNKNOWN", code 0 (print the code you looked up) and a class chosen by severity/facility. */
+/* The entry for `code`. Never NULL: a Win32 code (0x8007xxxx) that is only named gets its
+ * "HRESULT_FROM_WIN32(ERROR_...)" name with generic texts; any other unknown code gets a static
+ * generic entry with name "UNKNOWN", code 0 (print the code you looked up) and a class chosen by
+ * severity/facility. */
 const struct hresult_info *hresult_lookup(uint32_t code);
 
 /* The whole table of known codes, sorted by code without duplicates; *ret_count entries. */
 const struct hresult_info *hresult_table(size_t *ret_count);
+
+/* The Win32 codes known by name only (generic texts), sorted by code; *ret_count entries. */
+const struct hresult_info *hresult_win32_named(size_t *ret_count);
 
 /* Stable lower-case name of a class ("load", "not_ready", ...), for JSON and docs. */
 const char *hresult_class_name(enum hresult_class cls);

@@ -99,6 +99,34 @@ int creds_check(const struct creds_target *t, struct cla_error *e)
     return 0;
 }
 
+bool creds_gid_mismatch(const struct proc_status *st, uid_t our_uid, gid_t our_gid, gid_t *ret_gid)
+{
+    bool gid_differs = false;
+    for (size_t i = 0; i < 4; i++) {
+        if (st->uid[i] != our_uid)
+            return false;
+        /* The check reads the real, effective and saved gids; the fs gid follows the effective. */
+        gid_differs |= st->gid[i] != our_gid;
+    }
+    if (gid_differs)
+        *ret_gid = st->gid[1];
+    return gid_differs;
+}
+
+bool creds_explain_gid_mismatch(pid_t pid, const struct proc_status *st, struct cla_error *e)
+{
+    gid_t theirs, ours = getegid();
+    if (!creds_gid_mismatch(st, geteuid(), ours, &theirs))
+        return false;
+    err_set(e, -EACCES,
+            "pid %d runs as uid %u gid %u; this clrattach runs as gid %u: the kernel lets a "
+            "process read another's memory-backed files only when all its ids match",
+            (int)pid, (unsigned)st->uid[1], (unsigned)theirs, (unsigned)ours);
+    err_hint(e, "set runAsGroup: %u on the sidecar (or run the app with runAsGroup: %u)",
+             (unsigned)theirs, (unsigned)ours);
+    return true;
+}
+
 /* setfsuid() reports nothing: the only way to know is to ask for the current value. */
 static uid_t current_fsuid(void)
 {

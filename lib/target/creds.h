@@ -71,6 +71,20 @@ uint64_t creds_effective_for(uint64_t ours, const struct creds_target *t);
  * uid (and gid) to run as. */
 int creds_check(const struct creds_target *t, struct cla_error *e);
 
+/* Is the group the one thing that keeps us out of a process? The kernel's ptrace read check
+ * (PTRACE_MODE_READ_FSCREDS, behind /proc/<pid>/environ, root, maps, mem) wants the caller's
+ * fsuid equal to the process's real, effective and saved uid AND its fsgid equal to the three
+ * gids, or CAP_SYS_PTRACE. Kubernetes takes only the uid from an image's numeric "USER u:g"
+ * (the gid is 0 without a passwd entry), so an app and a sidecar given "the same user" can differ
+ * in the gid alone. True when every uid of `st` (status, which anyone may read) is `our_uid`
+ * and some gid is not `our_gid`; *ret_gid is then the process's effective gid. Pure. */
+bool creds_gid_mismatch(const struct proc_status *st, uid_t our_uid, gid_t our_gid, gid_t *ret_gid);
+
+/* Says so in `e` (-EACCES): "pid N runs as uid U gid G; this clrattach runs as gid H: ...", with
+ * the runAsGroup to set as the hint. Our ids are geteuid()/getegid() (the fs ids follow them).
+ * Returns true when it applied, false (e untouched) when the ids do not show a gid mismatch. */
+bool creds_explain_gid_mismatch(pid_t pid, const struct proc_status *st, struct cla_error *e);
+
 /* Switches this thread's fsuid/fsgid, supplementary groups (with CAP_SETGID) and effective
  * capabilities to act as `t`, saving ours in *ret_saved for creds_restore(). Returns 0, or
  * -EPERM when the kernel refused a step (then nothing is left switched; if even that fails, the

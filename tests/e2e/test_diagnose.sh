@@ -52,6 +52,23 @@ if start_target not-a-profiler --pidns; then
         fail "executable-refused" "exit $RC: $(cat "$ERR")"
 fi
 
+# A profiler that cannot write its output on a read-only file system (an app with
+# readOnlyRootFilesystem): the probe answers HRESULT_FROM_WIN32(ERROR_WRITE_PROTECT), decoded by
+# name with where to write instead, not as UNKNOWN.
+if start_target read-only-out --pidns --pre "mkdir -p /tmp/ro && mount -t tmpfs -o ro tmpfs /tmp/ro"; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+        --client-data out=/tmp/ro/report.json -o json
+    hr=$(json_get "$OUT" hresult)
+    if [ $RC -eq 7 ] && [ "$(json_get "$OUT" outcome)" = load_failed ] && [ "$hr" = 0x80070013 ] &&
+        grep -qF "HRESULT_FROM_WIN32(ERROR_WRITE_PROTECT)" "$ERR" && grep -q "writable path" "$ERR" &&
+        ! grep -q UNKNOWN "$ERR"; then
+        ok "write-protect-decoded ($hr)"
+    else
+        fail "write-protect-decoded" "exit $RC hr=$hr: $(cat "$ERR")"
+    fi
+fi
+
 # Usage errors: exit 2, the problem named, nothing done.
 clr attach --pid 1 --profiler "$PROBE" --clsid not-a-guid
 [ $RC -eq 2 ] && grep -q "not a GUID" "$ERR" && ok "usage-bad-clsid" || fail "usage-bad-clsid" "exit $RC $(cat "$ERR")"

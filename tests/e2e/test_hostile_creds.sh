@@ -250,6 +250,57 @@ else
     fail "undumpable" "the fake runtime did not start"
 fi
 
+# (d) The same uid, another gid: Kubernetes takes only the uid of an image's numeric USER u:g,
+# so the app runs as 1000:0 beside a sidecar of 1000:1000. The kernel's ptrace read check wants
+# every id to match: the app's environ stays closed. attach, ps and watch name the gid and the
+# runAsGroup to set, not dumpability; with the app's gid the same attach goes through.
+AS_1000_1000="setpriv --reuid=1000 --regid=1000 --clear-groups"
+GID_TAG="gid-mismatch-$$"
+if spawn_fake gidmismatch "" "setpriv --reuid=1000 --regid=0 --clear-groups" \
+    "'$(ns_path "$FAKE")' good $GID_TAG"; then
+    P=$TARGET_PID
+    want="pid $P runs as uid 1000 gid 0; this clrattach runs as gid 1000"
+    hint="set runAsGroup: 0 on the sidecar (or run the app with runAsGroup: 1000)"
+    clr timeout -k 2 "$RUN_LIMIT_S" $AS_1000_1000 \
+        "$CLRATTACH" attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S
+    if [ $RC -ne 5 ]; then
+        fail "gid-mismatch-attach-words" "exit $RC, want 5: $(cat "$ERR")"
+    elif ! grep -qF "$want" "$ERR" || ! grep -qF "$hint" "$ERR" || grep -q "dumpable" "$ERR"; then
+        fail "gid-mismatch-attach-words" "wrong words: $(cat "$ERR")"
+    else
+        ok "gid-mismatch-attach-words"
+    fi
+    clr timeout -k 2 "$RUN_LIMIT_S" $AS_1000_1000 "$CLRATTACH" ps -o json
+    detail=$(python3 -c 'import json,sys
+for d in json.load(open(sys.argv[1]))["processes"]:
+    if d["pid"] == int(sys.argv[2]): print(d["state"], d["detail"])' "$OUT" "$P" 2>/dev/null)
+    if [ $RC -ne 0 ]; then
+        fail "gid-mismatch-ps" "exit $RC: $(cat "$ERR")"
+    elif [ "$(grep -cF "$want" "$ERR")" != 1 ] || ! grep -qF "$hint" "$ERR"; then
+        fail "gid-mismatch-ps" "stderr: $(cat "$ERR")"
+    elif [ "$detail" != "no_access $hint" ]; then
+        fail "gid-mismatch-ps" "row: '$detail'"
+    else
+        ok "gid-mismatch-ps"
+    fi
+    # Watched for 2 s at 50 ms a scan: said once, not at every look. Only this target is
+    # selected: other runtimes of uid 1000 on the machine are not ours to attach.
+    clr timeout -s TERM -k 2 2 $AS_1000_1000 "$CLRATTACH" watch --profiler "$PROBE" \
+        --clsid "$PROBE_CLSID" --uid 1000 --match-cmdline "$GID_TAG" --interval 50 --events off
+    n=$(grep -cF "$want" "$ERR")
+    if [ "$n" != 1 ] || ! grep -qF "$hint" "$ERR"; then
+        fail "gid-mismatch-watch-once" "said $n times: $(head -c 2000 "$ERR")"
+    else
+        ok "gid-mismatch-watch-once"
+    fi
+    # The app's own gid: nothing in the way.
+    clr timeout -k 2 "$RUN_LIMIT_S" setpriv --reuid=1000 --regid=0 --clear-groups \
+        "$CLRATTACH" attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout $TIMEOUT_S
+    [ $RC -eq 0 ] && ok "gid-match-attaches" || fail "gid-match-attaches" "exit $RC: $(cat "$ERR")"
+else
+    fail "gid-mismatch" "the fake runtime did not start"
+fi
+
 # A TMPDIR its own user may write but not list (0333): clrattach lists it as that user, so the
 # advice is about the directory, not about running clrattach with more rights.
 if FAKE_ENV=TMPDIR=/tmp/w spawn_fake unlistable "mkdir -m 0333 /tmp/w && chown 1000:1000 /tmp/w" \

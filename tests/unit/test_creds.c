@@ -13,11 +13,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -236,6 +238,110 @@ static void test_check_gid_against_kernel(void **state)
     assert_int_equal(in_child(check_gid_against_kernel), 0);
 }
 
+/* The detection over the ids alone: every uid ours and a gid not. */
+static void test_gid_mismatch_pure(void **state)
+{
+    (void)state;
+    struct proc_status st = {.uid = {1654, 1654, 1654, 1654}, .gid = {0, 0, 0, 0}};
+    gid_t g = 77;
+    assert_true(creds_gid_mismatch(&st, 1654, 1654, &g));
+    assert_int_equal(g, 0);
+    /* All ids match: not a mismatch, whatever keeps us out. */
+    assert_false(creds_gid_mismatch(&st, 1654, 0, &g));
+    /* Another uid (any of the four): the uid is the problem, not the gid. */
+    for (int i = 0; i < 4; i++) {
+        struct proc_status o = st;
+        o.uid[i] = 1000;
+        assert_false(creds_gid_mismatch(&o, 1654, 1654, &g));
+    }
+    /* Only the saved gid differs: still a mismatch; the effective gid is the one named. */
+    struct proc_status saved = {.uid = {5, 5, 5, 5}, .gid = {9, 9, 3, 9}};
+    assert_true(creds_gid_mismatch(&saved, 5, 9, &g));
+    assert_int_equal(g, 9);
+}
+
+/* Against the kernel: a process of uid 1000 gid 0, read by uid 1000 gid 1000 without
+ * capabilities, keeps its environ closed, and the detection says why and what to set; read with
+ * gid 0 it opens, and the detection stays silent. */
+static int read_environ_as(gid_t gid, pid_t target, struct cla_error *e, bool *ret_said)
+{
+    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(1000, 1000, 1000) < 0)
+        return -1;
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)target);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+    if (fd >= 0)
+        close(fd);
+    struct proc_status st;
+    if (n <= 0 || proc_parse_status(buf, (size_t)n, &st, e) < 0)
+        return -2;
+    *ret_said = creds_explain_gid_mismatch(target, &st, e);
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)target);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    int err = fd < 0 ? errno : 0;
+    if (fd >= 0)
+        close(fd);
+    return err;
+}
+
+static pid_t gid_target;
+
+static int read_as_other_gid(void)
+{
+    struct cla_error e = {0};
+    bool said = false;
+    int r = read_environ_as(1000, gid_target, &e, &said);
+    if (r != EACCES)
+        return 10;
+    if (!said || !strstr(e.msg, "runs as uid 1000 gid 0; this clrattach runs as gid 1000") ||
+        !strstr(e.hint, "set runAsGroup: 0 on the sidecar (or run the app with runAsGroup: 1000)"))
+        return 11;
+    return 0;
+}
+
+static int read_as_same_gid(void)
+{
+    struct cla_error e = {0};
+    bool said = true;
+    int r = read_environ_as(0, gid_target, &e, &said);
+    return r != 0 ? 20 : said ? 21 : 0;
+}
+
+static void test_gid_mismatch_against_kernel(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("setresuid() and setresgid() to other ids");
+    gid_target = fork();
+    assert_true(gid_target >= 0);
+    if (gid_target == 0) {
+        /* Gone with the test; exec so that it is dumpable again after its change of ids. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(1000, 1000, 1000) < 0)
+            _exit(1);
+        execl("/bin/sleep", "sleep", "60", (char *)NULL);
+        _exit(1);
+    }
+    /* Its ids are in place once its status says so. */
+    for (int i = 0; i < 200; i++) {
+        char path[64], buf[4096];
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)gid_target);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        if (strstr(buf, "\nUid:\t1000\t1000\t1000\t1000\n") && strstr(buf, "Name:\tsleep\n"))
+            break;
+        usleep(5000);
+    }
+    int a = in_child(read_as_other_gid), b = in_child(read_as_same_gid);
+    kill(gid_target, SIGKILL);
+    waitpid(gid_target, NULL, 0);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 0);
+}
+
 /* As root: a uid-0 target without capabilities is served without ours, and gets them back. */
 static int become_capless_root(void)
 {
@@ -345,6 +451,8 @@ int main(void)
         cmocka_unit_test(test_target_of_self),
         cmocka_unit_test(test_target_of_other_userns),
         cmocka_unit_test(test_check_unprivileged),
+        cmocka_unit_test(test_gid_mismatch_pure),
+        cmocka_unit_test(test_gid_mismatch_against_kernel),
         cmocka_unit_test(test_check_gid_against_kernel),
         cmocka_unit_test(test_become_root),
         cmocka_unit_test(test_restore_refused_exits),

@@ -640,6 +640,65 @@ static void test_every_prefix(void **state)
     }
 }
 
+/* Where `--profiler -` stops reading: at the end the headers give, which for a linked file is its
+ * size (the section header table comes last); never before, whatever prefix has arrived. */
+static void test_file_end(void **state)
+{
+    (void)state;
+
+    for (size_t f = 0; f < ARRAY_SIZE(all_fixtures); f++) {
+        size_t len;
+        _cleanup_free_ uint8_t *buf = load(all_fixtures[f], &len);
+        bool lying = strcmp(all_fixtures[f], "lying-shdr.so") == 0;
+        uint64_t end = 0;
+        int r = elfinfo_file_end(buf, len, &end);
+        if (lying) {
+            assert_true(r == 1 || r == 0 || r == -EPROTO);
+            continue;
+        }
+        if (r != 1 || end != len)
+            fail_msg("%s: %d, end %llu of %zu", all_fixtures[f], r, (unsigned long long)end, len);
+        for (size_t n = 0; n < len; n++) {
+            _cleanup_free_ uint8_t *cut = malloc(n ? n : 1);
+            assert_non_null(cut);
+            memcpy(cut, buf, n);
+            uint64_t e2 = 0;
+            r = elfinfo_file_end(cut, n, &e2);
+            /* Not known yet, or known and the same: never an end short of the file. */
+            if (!(r == 0 || (r == 1 && e2 == len)))
+                fail_msg("%s, %zu bytes: %d, end %llu", all_fixtures[f], n, r,
+                         (unsigned long long)e2);
+        }
+    }
+    /* Not ELF, or no end to tell. */
+    uint64_t end;
+    assert_int_equal(elfinfo_file_end((const uint8_t *)"#!/bin/sh\n", 10, &end), -ENOEXEC);
+    assert_int_equal(elfinfo_file_end((const uint8_t *)"\177EL", 4, &end), -ENOEXEC);
+    assert_int_equal(elfinfo_file_end((const uint8_t *)"\177ELF", 4, &end), 0);
+    uint8_t img[IMG_SIZE];
+    size_t n = IMG_SIZE;
+    build(&x64_so, img);
+    assert_int_equal(elfinfo_file_end(img, n, &end), 1);
+    assert_true(end <= n);
+    img[EI_CLASS] = 9;
+    assert_int_equal(elfinfo_file_end(img, n, &end), -EPROTO);
+    build(&x64_so, img);
+    /* A section header table claimed past the cap: nothing to wait for, the read stops there. */
+    put(img, 40, (uint64_t)PROFILER_MAX_SIZE * 2, 8, false);
+    put(img, 58, sizeof(Elf64_Shdr), 2, false);
+    put(img, 60, 3, 2, false);
+    assert_int_equal(elfinfo_file_end(img, n, &end), 1);
+    assert_true(end > PROFILER_MAX_SIZE);
+    /* One at the very end of the 64-bit range does not wrap. */
+    put(img, 40, UINT64_MAX - 8, 8, false);
+    assert_int_equal(elfinfo_file_end(img, n, &end), 1);
+    assert_int_equal(end, UINT64_MAX);
+    /* PN_XNUM: the parser refuses it, so no end is told. */
+    build(&x64_so, img);
+    put(img, 56, 0xffff, 2, false);
+    assert_int_equal(elfinfo_file_end(img, n, &end), -EPROTO);
+}
+
 static void test_random_mutations(void **state)
 {
     uint64_t seed = 0x9e3779b97f4a7c15u;
@@ -857,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_repeated_segments),
         cmocka_unit_test(test_every_prefix),
         cmocka_unit_test(test_random_mutations),
+        cmocka_unit_test(test_file_end),
         cmocka_unit_test(test_partial_fixtures),
         cmocka_unit_test(test_partial_one_hole),
         cmocka_unit_test(test_partial_reads_no_absent_page),

@@ -66,10 +66,25 @@ static void check_text(const char *what, uint32_t code, const char *s, size_t ma
 
 static void check_entry_texts(const struct hresult_info *hi, uint32_t code)
 {
-    assert_non_null(hi->name);
-    assert_true(hi->name[0] != '\0');
-    for (const char *p = hi->name; *p; p++)
-        if (!(isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_'))
+    static const char w32[] = "HRESULT_FROM_WIN32(";
+    const char *sym = hi->name;
+    size_t symlen;
+
+    assert_non_null(sym);
+    /* A Win32 code reads as the macro that makes it: HRESULT_FROM_WIN32(ERROR_...). */
+    if (strncmp(sym, w32, strlen(w32)) == 0) {
+        sym += strlen(w32);
+        symlen = strlen(sym);
+        if (symlen < 2 || sym[symlen - 1] != ')' || strncmp(sym, "ERROR_", 6) != 0 ||
+            (code >> 16) != 0x8007)
+            fail_msg("0x%08X: name '%s' is not HRESULT_FROM_WIN32(ERROR_...)", code, hi->name);
+        symlen--;
+    } else {
+        symlen = strlen(sym);
+    }
+    assert_true(symlen > 0);
+    for (size_t k = 0; k < symlen; k++)
+        if (!(isupper((unsigned char)sym[k]) || isdigit((unsigned char)sym[k]) || sym[k] == '_'))
             fail_msg("0x%08X: name '%s' is not an upper-case symbol", code, hi->name);
     check_text("cause", code, hi->cause, CAUSE_MAX);
     check_text("next_step", code, hi->next_step, NEXT_STEP_MAX);
@@ -138,6 +153,17 @@ static void test_key_classes(void **state)
         {0x80004005, "E_FAIL", HRESULT_CLASS_LOAD},
         {0x80070057, "E_INVALIDARG", HRESULT_CLASS_LOAD},
         {0x8007000E, "E_OUTOFMEMORY", HRESULT_CLASS_OTHER},
+        /* What a profiler's file I/O returns, decoded by their Win32 names. */
+        {0x80070002, "HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND)", HRESULT_CLASS_LOAD},
+        {0x80070003, "HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND)", HRESULT_CLASS_LOAD},
+        {0x80070005, "HRESULT_FROM_WIN32(ERROR_ACCESS_DENIED)", HRESULT_CLASS_LOAD},
+        {0x80070008, "HRESULT_FROM_WIN32(ERROR_NOT_ENOUGH_MEMORY)", HRESULT_CLASS_OTHER},
+        {0x80070013, "HRESULT_FROM_WIN32(ERROR_WRITE_PROTECT)", HRESULT_CLASS_LOAD},
+        {0x80070070, "HRESULT_FROM_WIN32(ERROR_DISK_FULL)", HRESULT_CLASS_LOAD},
+        {0x800700CE, "HRESULT_FROM_WIN32(ERROR_FILENAME_EXCED_RANGE)", HRESULT_CLASS_LOAD},
+        /* Named only, with the generic Win32 texts. */
+        {0x80070020, "HRESULT_FROM_WIN32(ERROR_SHARING_VIOLATION)", HRESULT_CLASS_LOAD},
+        {0x80070490, "HRESULT_FROM_WIN32(ERROR_NOT_FOUND)", HRESULT_CLASS_LOAD},
     };
     (void)state;
 
@@ -163,19 +189,55 @@ static void test_key_texts_name_the_remedy(void **state)
     assert_non_null(strstr(mod->next_step, "LD_DEBUG=files"));
     assert_non_null(strstr(mod->cause, "noexec"));
     assert_non_null(strstr(mod->cause, "musl"));
+    /* A read-only file system hit by the profiler: say so and where to write instead. */
+    assert_non_null(strstr(hresult_lookup(0x80070013)->cause, "read-only"));
+    assert_non_null(strstr(hresult_lookup(0x80070013)->next_step, "writable path"));
+    assert_non_null(strstr(hresult_lookup(0x80070013)->next_step, "emptyDir"));
+    assert_non_null(strstr(hresult_lookup(0x80070070)->cause, "full"));
+    assert_non_null(strstr(hresult_lookup(0x800700CE)->cause, "too long"));
     assert_non_null(strstr(hresult_lookup(0x8007007F)->cause, "DllGetClassObject"));
     assert_non_null(strstr(hresult_lookup(0x80131515)->cause, "Mono"));
 }
 
-static bool in_table(uint32_t code)
+/* Is `code` in the list that `list` gives (hresult_table or hresult_win32_named)? */
+static bool in_list(const struct hresult_info *(*list)(size_t *), uint32_t code)
 {
     size_t n;
-    const struct hresult_info *t = hresult_table(&n);
+    const struct hresult_info *t = list(&n);
 
     for (size_t i = 0; i < n; i++)
         if (t[i].code == code)
             return true;
     return false;
+}
+
+static bool in_table(uint32_t code)
+{
+    return in_list(hresult_table, code);
+}
+
+static bool in_named(uint32_t code)
+{
+    return in_list(hresult_win32_named, code);
+}
+
+/* The named-only Win32 codes: sorted, Win32, not shadowing a full entry, found by lookup. */
+static void test_win32_named(void **state)
+{
+    size_t n;
+    const struct hresult_info *t = hresult_win32_named(&n);
+    (void)state;
+
+    assert_true(n >= 20);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && t[i - 1].code >= t[i].code)
+            fail_msg("named entry %zu (0x%08X) not above the one before", i, t[i].code);
+        assert_int_equal(t[i].code >> 16, 0x8007);
+        assert_false(in_table(t[i].code));
+        assert_ptr_equal(hresult_lookup(t[i].code), &t[i]);
+        check_entry_texts(&t[i], t[i].code);
+        assert_non_null(strstr(t[i].name, "HRESULT_FROM_WIN32(ERROR_"));
+    }
 }
 
 static void test_unknown_codes(void **state)
@@ -186,8 +248,8 @@ static void test_unknown_codes(void **state)
     } unknown[] = {
         {0x00000001, HRESULT_CLASS_OTHER}, /* S_FALSE: success, but not what attach answers */
         {0x7FFFFFFF, HRESULT_CLASS_OTHER},
-        {0x80070002, HRESULT_CLASS_LOAD}, /* Win32 ERROR_FILE_NOT_FOUND */
-        {0x80070005, HRESULT_CLASS_LOAD}, /* Win32 ERROR_ACCESS_DENIED */
+        {0x80070099, HRESULT_CLASS_LOAD}, /* Win32 153, neither in the table nor named */
+        {0x8007FFFF, HRESULT_CLASS_LOAD},
         {0x8007007D, HRESULT_CLASS_LOAD}, /* just below a known Win32 code */
         {0x80040154, HRESULT_CLASS_LOAD}, /* REGDB_E_CLASSNOTREG, FACILITY_ITF */
         {0x8013136B + 0x1000, HRESULT_CLASS_OTHER},
@@ -206,6 +268,7 @@ static void test_unknown_codes(void **state)
         const struct hresult_info *hi;
 
         assert_false(in_table(c));
+        assert_false(in_named(c));
         hi = hresult_lookup(c);
         assert_non_null(hi);
         assert_string_equal(hi->name, "UNKNOWN");
@@ -216,8 +279,8 @@ static void test_unknown_codes(void **state)
         check_entry_texts(hi, c);
     }
     /* Different families get different advice. */
-    assert_ptr_not_equal(hresult_lookup(0x80070002), hresult_lookup(0x80131370));
-    assert_ptr_not_equal(hresult_lookup(0x80070002), hresult_lookup(0x80040154));
+    assert_ptr_not_equal(hresult_lookup(0x80070099), hresult_lookup(0x80131370));
+    assert_ptr_not_equal(hresult_lookup(0x80070099), hresult_lookup(0x80040154));
     assert_ptr_not_equal(hresult_lookup(0x00000001), hresult_lookup(0x80004000));
 }
 
@@ -296,6 +359,21 @@ static void test_docs_match_table(void **state)
         }
         free(row);
     }
+    /* The named-only Win32 codes are listed as "| 0x80070020 | HRESULT_FROM_WIN32(...) |". */
+    t = hresult_win32_named(&n);
+    for (size_t i = 0; i < n; i++) {
+        char code[16];
+        char *row;
+
+        hresult_format(t[i].code, code, sizeof(code));
+        if (asprintf(&row, "\n| %s | %s |\n", code, t[i].name) < 0)
+            fail_msg("out of memory");
+        if (!strstr(doc, row)) {
+            free(row);
+            fail_msg("%s: named Win32 row missing or different in %s", code, DOC_PATH);
+        }
+        free(row);
+    }
 }
 
 int main(void)
@@ -306,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_key_classes),       cmocka_unit_test(test_key_texts_name_the_remedy),
         cmocka_unit_test(test_unknown_codes),     cmocka_unit_test(test_format),
         cmocka_unit_test(test_class_names),       cmocka_unit_test(test_docs_match_table),
+        cmocka_unit_test(test_win32_named),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

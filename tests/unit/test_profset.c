@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "profset/profset.h"
@@ -149,6 +153,85 @@ static void test_stdin(void **state)
     assert_non_null(strstr(e.msg, "neither an ELF shared object nor a tar stream"));
 }
 
+/* A pipe whose writer stays open, as a `kubectl debug -i` container's stdin does after kubectl's
+ * input ends: a child writes `path` in `step`-byte pieces and then waits to be killed, and the
+ * test holds its own copy of the write end too. Returns the read end. */
+static int open_pipe_never_closed(const char *path, size_t step, pid_t *ret_child, int *ret_wfd)
+{
+    int p[2];
+    assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        /* Gone with the test, even when the runner's timeout kills it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        char *buf;
+        size_t len;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || util_read_all(fd, 1 << 24, &buf, &len) < 0)
+            _exit(1);
+        for (size_t off = 0; off < len;) {
+            size_t n = len - off < step ? len - off : step;
+            if (write(p[1], buf + off, n) != (ssize_t)n)
+                _exit(1);
+            off += n;
+            usleep(100);
+        }
+        for (;;)
+            pause();
+    }
+    *ret_child = child;
+    *ret_wfd = p[1];
+    return p[0];
+}
+
+static void close_pipe(int rfd, int wfd, pid_t child)
+{
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(rfd);
+    close(wfd);
+}
+
+/* `--profiler -` returns at the end of the archive or the ELF file: the unit runner's timeout
+ * fails this test if the read waits for an EOF that never comes. */
+static void test_stdin_never_closed(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    char p[256];
+    pid_t child;
+    int wfd;
+    snprintf(p, sizeof(p), "%s/t.tar", base);
+    sh("tar -C %s/pkg/runtimes/linux-x64/native -cf %s .", base, p);
+    static const size_t steps[] = {100, 512, 65536};
+    for (size_t i = 0; i < ARRAY_SIZE(steps); i++) {
+        int fd = open_pipe_never_closed(p, steps[i], &child, &wfd);
+        assert_int_equal(profset_load_fd(fd, "libPlugin.so", &ps, &e), 0);
+        assert_string_equal(ps.builds[0].dir->files[ps.builds[0].dir->entry].path, "libPlugin.so");
+        assert_int_equal(ps.builds[0].dir->n, 3);
+        profset_free(&ps);
+        close_pipe(fd, wfd, child);
+
+        fd = open_pipe_never_closed(FIX "glibc-x64.so", steps[i], &child, &wfd);
+        assert_int_equal(profset_load_fd(fd, NULL, &ps, &e), 0);
+        assert_null(ps.builds[0].dir);
+        /* All of it, not a prefix that happened to parse. */
+        struct stat st;
+        assert_int_equal(stat(FIX "glibc-x64.so", &st), 0);
+        assert_int_equal(ps.builds[0].len, st.st_size);
+        profset_free(&ps);
+        close_pipe(fd, wfd, child);
+
+        /* Neither format: refused as soon as a tar header's worth shows it. */
+        fd = open_pipe_never_closed("tests/fixtures/elf/gen.sh", steps[i], &child, &wfd);
+        assert_int_equal(profset_load_fd(fd, NULL, &ps, &e), -EINVAL);
+        assert_non_null(strstr(e.msg, "neither an ELF shared object nor a tar stream"));
+        close_pipe(fd, wfd, child);
+    }
+}
+
 /* The build a target gets, and the refusals before anything is sent: a single file built for
  * another libc or machine, a bundle without the target's RID or for a target whose RID is not
  * known. Each message names both sides and the hint the way out. */
@@ -216,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_nuget_root_and_runtimes),
         cmocka_unit_test(test_bundle_and_single),
         cmocka_unit_test(test_stdin),
+        cmocka_unit_test(test_stdin_never_closed),
         cmocka_unit_test(test_choose_refusals),
         cmocka_unit_test(test_load_refusals),
     };

@@ -35,8 +35,12 @@ static void test_attached(void **state)
     assert_string_equal(ev.spec.type, "Normal");
     assert_string_equal(ev.spec.action, "AttachProfiler");
     assert_non_null(strstr(ev.note, "libclrprobe.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}"));
-    assert_non_null(strstr(ev.note, ".NET pid 1 (node-side pid 4242, uid 1000, .NET 10.0.12)"));
+    assert_non_null(strstr(
+        ev.note,
+        ".NET pid 1 (pid 4242 as seen from clrattach's PID namespace, uid 1000, .NET 10.0.12)"));
     assert_non_null(strstr(ev.note, "/tmp/libclrprobe-0123.so"));
+    /* 4242 is clrattach's own view of the pid, not necessarily the node's. */
+    assert_null(strstr(ev.note, "node-side"));
     assert_int_equal(ev.spec.event_time.tv_nsec, 123456789);
 }
 
@@ -209,12 +213,15 @@ static enum attach_outcome outcome_of_class(enum hresult_class cls)
 static void test_note_every_hresult_well_formed(void **state)
 {
     (void)state;
-    size_t count;
+    size_t count, named_count;
     const struct hresult_info *t = hresult_table(&count);
+    const struct hresult_info *named = hresult_win32_named(&named_count);
     struct ipc_guid g = clsid();
-    for (size_t i = 0; i <= count; i++) {
-        /* The last round: a code the table does not know. */
-        uint32_t code = i < count ? t[i].code : 0x8badf00du;
+    for (size_t i = 0; i <= count + named_count; i++) {
+        /* Then the Win32 codes known by name only; the last round: a code neither knows. */
+        uint32_t code = i < count                 ? t[i].code
+                        : i < count + named_count ? named[i - count].code
+                                                  : 0x8badf00du;
         const struct hresult_info *hi = hresult_lookup(code);
         for (int env = 0; env < 2; env++) {
             struct attach_result r = {.outcome = outcome_of_class(hi->cls),
@@ -240,6 +247,33 @@ static void test_note_every_hresult_well_formed(void **state)
                 assert_non_null(strstr(ev.note, hi->next_step));
         }
     }
+}
+
+/* A profiler that hit a read-only file system: named as such, load_failed, with where to write. */
+static void test_write_protect_names_the_fix(void **state)
+{
+    (void)state;
+    const struct hresult_info *hi = hresult_lookup(0x80070013);
+    assert_int_equal(hi->cls, HRESULT_CLASS_LOAD); /* so attach's outcome is load_failed */
+    struct attach_result r = {.outcome = ATTACH_LOAD_FAILED,
+                              .pid = 9,
+                              .nspid = 1,
+                              .have_hresult = true,
+                              .hresult = 0x80070013};
+    snprintf(r.error.msg, sizeof(r.error.msg), "the runtime answered %s (0x%08X): %s", hi->name,
+             0x80070013u, hi->cause);
+    snprintf(r.error.hint, sizeof(r.error.hint), "%s", hi->next_step);
+    struct ipc_guid g = clsid();
+    struct result_text_event ev;
+    result_text_event(&r, "p.so", &g, &when, &ev);
+    assert_well_formed(ev.note);
+    assert_string_equal(ev.spec.reason, "ProfilerAttachFailed");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_non_null(
+        strstr(ev.note, "load_failed (HRESULT_FROM_WIN32(ERROR_WRITE_PROTECT) 0x80070013)"));
+    assert_non_null(strstr(ev.note, "read-only"));
+    assert_non_null(strstr(ev.note, "Next step: Give the profiler a writable path"));
+    assert_null(strstr(ev.note, "UNKNOWN"));
 }
 
 /* Messages and hints without a final period, or with trailing white space, get exactly one. */
@@ -327,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_termination_message),
         cmocka_unit_test(test_json_exit_code_is_the_process_code),
         cmocka_unit_test(test_note_every_hresult_well_formed),
+        cmocka_unit_test(test_write_protect_names_the_fix),
         cmocka_unit_test(test_note_sentences_from_bare_messages),
         cmocka_unit_test(test_inert_refusal),
         cmocka_unit_test(test_forced_inert_says_so),

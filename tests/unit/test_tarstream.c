@@ -95,6 +95,52 @@ static void test_real_pax(void **state)
     check_real("pax");
 }
 
+/* The end of a real archive, as its bytes arrive in any pieces: never found before the two zero
+ * blocks, always right after them. */
+static void check_end(const char *format)
+{
+    size_t len, off = 0;
+    _cleanup_free_ uint8_t *buf = make_archive(format, &len);
+    struct tar_entry en;
+    struct cla_error e = {0};
+    int r;
+    while ((r = tar_next(buf, len, &off, &en, &e)) == 1)
+        ;
+    assert_int_equal(r, 0);
+    size_t want = off + 2 * TAR_BLOCK; /* tar_next() stops at the first zero block */
+    assert_true(want <= len);
+    static const size_t steps[] = {1, 7, 512, 1000, 4096};
+    for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+        struct tar_end s = {0};
+        size_t n = 0;
+        for (r = 0; r == 0 && n < len;) {
+            n = n + steps[k] > len ? len : n + steps[k];
+            r = tar_find_end(buf, n, &s);
+            if (r == 0 && n >= want)
+                fail_msg("%s, step %zu: no end at %zu bytes (want %zu)", format, steps[k], n, want);
+        }
+        assert_int_equal(r, 1);
+        assert_int_equal(s.off, want);
+        assert_true(n >= want);
+        /* A fresh look at the whole says the same. */
+        struct tar_end whole = {0};
+        assert_int_equal(tar_find_end(buf, len, &whole), 1);
+        assert_int_equal(whole.off, want);
+    }
+}
+
+static void test_end_gnu(void **state)
+{
+    (void)state;
+    check_end("gnu");
+}
+
+static void test_end_pax(void **state)
+{
+    (void)state;
+    check_end("pax");
+}
+
 /* One hand-made ustar header (and its data) at `h`; returns the bytes used. */
 static size_t header(uint8_t *h, const char *name, char type, const char *data, size_t size)
 {
@@ -189,6 +235,45 @@ static void test_malformed(void **state)
     assert_int_equal(tar_next(buf, 0, &off, &en, &e), 0);
 }
 
+/* The end of hand-made streams: a pax size moves the next header; a zero block and anything
+ * after it ends the stream for tar_next() too; a bad header stops the search. */
+static void test_end_made(void **state)
+{
+    (void)state;
+    static uint8_t buf[16384];
+    memset(buf, 0, sizeof(buf));
+    const char *rec = "13 size=1000\n";
+    size_t n = header(buf, "PaxHeaders/x", 'x', rec, strlen(rec));
+    /* The ustar size says 0; the pax size puts the next header 1024 bytes on. */
+    size_t big = n;
+    n += header(buf + n, "big.so", '0', NULL, 0) + 1024;
+    memset(buf + big + 512, 'A', 1000);
+    n += header(buf + n, "small.so", '0', "x", 1);
+    struct tar_end s = {0};
+    assert_int_equal(tar_find_end(buf, n, &s), 0);
+    assert_int_equal(s.off, n);
+    assert_int_equal(tar_find_end(buf, n + 512, &s), 0);
+    assert_int_equal(tar_find_end(buf, n + 1024, &s), 1);
+    assert_int_equal(s.off, n + 1024);
+    /* The pax header cut short: wait for its record before going on. */
+    struct tar_end cut = {0};
+    assert_int_equal(tar_find_end(buf, 600, &cut), 0);
+    assert_int_equal(cut.off, 0);
+    /* A zero block then a non-zero one: the end, after the first. */
+    memset(buf, 0, sizeof(buf));
+    n = header(buf, "a.so", '0', "x", 1);
+    buf[n + 512] = 1;
+    struct tar_end z = {0};
+    assert_int_equal(tar_find_end(buf, n + 1024, &z), 1);
+    assert_int_equal(z.off, n + 512);
+    /* A bad checksum: no use reading on. */
+    memset(buf, 0, sizeof(buf));
+    n = header(buf, "a.so", '0', "x", 1);
+    buf[0] ^= 1;
+    struct tar_end bad = {0};
+    assert_int_equal(tar_find_end(buf, n, &bad), -EPROTO);
+}
+
 /* A pax header's path replaces the ustar name, so the checks apply to what tar would create. */
 static void test_pax_path_checked(void **state)
 {
@@ -227,7 +312,8 @@ int main(void)
         cmocka_unit_test(test_real_gnu),  cmocka_unit_test(test_real_ustar),
         cmocka_unit_test(test_real_pax),  cmocka_unit_test(test_refused),
         cmocka_unit_test(test_malformed), cmocka_unit_test(test_pax_path_checked),
-        cmocka_unit_test(test_normalise),
+        cmocka_unit_test(test_normalise), cmocka_unit_test(test_end_gnu),
+        cmocka_unit_test(test_end_pax),   cmocka_unit_test(test_end_made),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
