@@ -32,11 +32,12 @@ static const char *diagnostics_off(const struct target *t)
 }
 
 /* Asks a live runtime who it is; a refused connection marks the socket stale. */
-static void query_runtime(struct target *t, const struct diag_socket *s, int64_t timeout_ms,
-                          struct ps_entry *en)
+static void query_runtime(struct procindex *x, struct target *t, const struct diag_socket *s,
+                          int64_t timeout_ms, struct ps_entry *en)
 {
     struct cla_error e = {0};
-    _cleanup_close_ int sfd = diag_socket_open(t, s, &e);
+    /* stall isolation: the socket is looked up by the index's helper (procindex.h) */
+    _cleanup_close_ int sfd = procindex_socket_open(x, t, s, &e);
     if (sfd < 0) {
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
@@ -77,7 +78,7 @@ static void query_runtime(struct target *t, const struct diag_socket *s, int64_t
 }
 
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, bool query,
+static int inspect(int proc_dirfd, pid_t pid, struct procindex *x, unsigned flags, bool query,
                    int64_t timeout_ms, struct ps_entry *en)
 {
     struct target t;
@@ -108,12 +109,22 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, b
     struct creds_saved cs = {0};
     struct diag_socket s;
     int listed = 1;
+    /* stall isolation: a process whose TMPDIR did not answer (its group's, or its own look)
+     * is listed as such, and nothing below its root is asked for again now. */
+    if (flags & PROCINDEX_UNREACHABLE) {
+        en->state = "unreachable";
+        snprintf(en->detail, sizeof(en->detail),
+                 "its TMPDIR did not answer within %d ms: the filesystem there has stopped "
+                 "answering (a hung mount?)",
+                 PROCINDEX_ANSWER_MS);
+        goto out;
+    }
     creds_target_of(t.procfd, &t.status, &ct);
     if (creds_check(&ct, &e) < 0 || creds_become(&ct, &cs, &e) < 0 ||
-        diag_socket_find(&t, cache, &s, &e) < 0) {
-        en->state = "no_access";
+        procindex_socket_find(x, &t, &s, &e) < 0) {
+        en->state = e.code == -ETIMEDOUT ? "unreachable" : "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
-        listed = diagnostics_off(&t) ? 1 : 0;
+        listed = e.code == -ETIMEDOUT || diagnostics_off(&t) ? 1 : 0;
         goto out;
     }
     switch (s.state) {
@@ -138,7 +149,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, b
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
     if (s.state == SOCKET_NOT_SOCKET || !query)
         goto out;
-    query_runtime(&t, &s, timeout_ms, en);
+    query_runtime(x, &t, &s, timeout_ms, en);
 out:
     creds_restore(&cs);
     target_close(&t);
@@ -151,13 +162,13 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
     /* The index points at every process that can give a row: a socket name for its namespace
      * pid in its TMPDIR, diagnostics turned off, a TMPDIR refused, or nothing known (no access
      * to its files); only those get the full look below, which decides the row exactly as for
-     * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. */
+     * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. One
+     * whose TMPDIR did not answer (UNREACHABLE) is a row of that state, not left out. */
     struct procindex *x = procindex_new(proc_dirfd, false);
-    struct diag_socket_cache *cache = diag_socket_cache_new();
     struct ps_entry *list = NULL;
     size_t n = 0, alloc = 0;
     int r = 0;
-    if (!x || !cache) {
+    if (!x) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
@@ -165,8 +176,8 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         goto out;
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
-        if (!(p->flags &
-              (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED | PROCINDEX_UNKNOWN)))
+        if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
+                          PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
             continue;
         if (n == alloc) {
             size_t na = alloc ? alloc * 2 : 16;
@@ -178,13 +189,12 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
             list = nl;
             alloc = na;
         }
-        if (inspect(proc_dirfd, p->pid, cache, query, timeout_ms, &list[n]))
+        if (inspect(proc_dirfd, p->pid, x, p->flags, query, timeout_ms, &list[n]))
             n++;
     }
     if (n)
         qsort(list, n, sizeof(*list), cmp_pid); /* list is NULL when nothing was seen */
 out:
-    diag_socket_cache_free(cache);
     procindex_free(x);
     if (r < 0) {
         free(list);

@@ -16,7 +16,6 @@
 
 #include "base/util.h"
 #include "flow/watch_internal.h"
-#include "target/creds.h"
 #include "target/diag_socket.h"
 #include "target/proc_parse.h"
 #include "target/procindex.h"
@@ -157,7 +156,6 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
     int r = procindex_scan(x, util_now_ms(), e);
     if (r < 0)
         return r;
-    struct diag_socket_cache *cache = diag_socket_cache_new();
     watch_table_begin(t);
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
@@ -187,16 +185,11 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         bool match =
             tg.stat.starttime == st->starttime && selector_matches(&tg, &o->sel, own_mntns);
         struct diag_socket s = {.state = SOCKET_ABSENT};
-        /* The look for its socket is an access to the target: made as its user (creds.h). */
-        if (match && cache) {
-            struct creds_target ct;
-            struct creds_saved cs = {0};
-            creds_target_of(tg.procfd, &tg.status, &ct);
-            if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0 ||
-                diag_socket_find(&tg, cache, &s, NULL) < 0)
-                s.state = SOCKET_ABSENT;
-            creds_restore(&cs);
-        }
+        /* The look for its socket is an access to the target: made as its user (creds.h), by
+         * the index's helper (stall isolation: a filesystem that stops answering holds the
+         * helper, never this loop; the process is then UNREACHABLE for a while). */
+        if (match && procindex_socket_find(x, &tg, &s, NULL) < 0)
+            s.state = SOCKET_ABSENT;
         /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
         if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
             watch_table_idle(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
@@ -207,7 +200,6 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
             continue; /* still due: the next scan tries again */
         reserve(o, pool, util_take_ptr(&pinned), fp, retry);
     }
-    diag_socket_cache_free(cache);
     watch_table_sweep(t);
     return 0;
 }
@@ -328,6 +320,10 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGINT);
     sigprocmask(SIG_BLOCK, &block, &orig);
+    /* stall isolation: the index's waits for its helper let a stop in as ppoll here does, and
+     * a directory that stops answering is said once */
+    procindex_set_interrupt(x, &orig, o->stop);
+    procindex_on_unreachable(x, o->on_warning, o->userdata);
     pid_t self = getpid();
     int r = 0;
     /* Our own mount namespace, for --other-containers: read once, before any target. */
@@ -345,6 +341,10 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         bool more = o->max_scans == 0 || scans < o->max_scans;
         if (more && util_now_ms() >= next_scan) {
             r = scan(o, t, pool, x, &own_mntns, e);
+            if (r == -EINTR && *o->stop) { /* a stop while the index waited for its helper */
+                r = 0;
+                break;
+            }
             if (r < 0) {
                 err_prefix(e, "watch: scan");
                 break;
