@@ -231,7 +231,7 @@ static _Noreturn void child_main(const struct watch_opts *o, struct watch_table 
             watch_job_release(&pool->v[i]);
     watch_pool_free(pool);
     watch_table_free(t);
-    procindex_free(x); /* the socket directories of other processes, held open */
+    procindex_free(x); /* its copy only: the index's helper stays the watcher's */
     _exit(child_attach(o, &tg, wfd));
 }
 

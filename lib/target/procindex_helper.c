@@ -339,7 +339,9 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
     target_close(&t);
     rep->r = r < 0 ? r : 0;
     rep->state = s.state;
-    memcpy(rep->s.name, s.name, sizeof(rep->s.name));
+    /* Up to the NUL only (rep is zeroed): the bytes after it were never written, and all
+     * that crosses the socket is defined. */
+    memcpy(rep->s.name, s.name, strnlen(s.name, sizeof(s.name) - 1));
     rep->s.key = s.key;
     rep->s.candidates = s.candidates;
     rep->s.stale = s.stale;
@@ -347,8 +349,8 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
     rep->s.file_type = s.file_type;
 copy_error:
     rep->code = e.code;
-    memcpy(rep->msg, e.msg, sizeof(rep->msg));
-    memcpy(rep->hint, e.hint, sizeof(rep->hint));
+    memcpy(rep->msg, e.msg, strnlen(e.msg, sizeof(e.msg) - 1));
+    memcpy(rep->hint, e.hint, strnlen(e.hint, sizeof(e.hint) - 1));
 }
 
 void procindex_helper_handle(void *ctx, const void *req, size_t len, int fd, void **ret_reply,
