@@ -90,6 +90,7 @@ struct procindex {
     struct procindex_hctx hctx;
     uint64_t next_group_id;
     uint64_t scans;          /* counts the scans: the helper keeps its listings for one */
+    int64_t now_ms;          /* the last scan's time, the clock of the back-offs */
     unsigned stalls_in_scan; /* helpers given up in this scan (PROCINDEX_SCAN_STALLS_MAX) */
     void (*on_unreachable)(const char *msg, void *userdata);
     void *userdata;
@@ -657,34 +658,45 @@ static bool stall_active(struct procindex *x, struct procindex_stall *s, int64_t
     return now_ms < s->until_ms || s->stuck;
 }
 
-/* A request about `s` was not answered (the helper given up: `stuck`, when not reaped yet).
- * Returns true when it was reachable until now: the caller says so, once. */
-static bool stall_mark(struct procindex *x, struct procindex_stall *s, pid_t stuck, int64_t now_ms)
+/* Is this answer of fsworker_call one that leaves what it was about unreachable: none in time,
+ * the helper ended in its midst or answered nonsense, or no helper could be started (too many
+ * stuck)? The others (a stop, out of memory, a fork refused) say nothing about the directory. */
+static bool is_stall(int r)
 {
-    bool first = s->until_ms == 0;
-    s->stalls++;
-    s->until_ms = now_ms + procindex_stall_backoff_ms(s->stalls);
-    s->stuck = stuck;
-    x->stalls_in_scan++;
-    return first;
+    return r == -ETIMEDOUT || r == -EPIPE || r == -EPROTO || r == -EAGAIN;
 }
 
-/* The report of a directory that stopped answering: once, when it does. */
-static void report_unreachable(struct procindex *x, pid_t pid, const char *tmpdir, uid_t uid, int r,
-                               const struct procindex_stall *s)
+/* A request about group `g` (or about the process `pid` without one: its own `s`) got no usable
+ * answer (`r`; the helper given up, `stuck` while not reaped): the group's listing is void, it
+ * is left alone for the back-off, and said once, when it stops answering. */
+static void stall_mark(struct procindex *x, struct procindex_group *g, struct procindex_stall *s,
+                       pid_t pid, const char *tmpdir, uid_t uid, int r, pid_t stuck)
 {
-    if (!x->on_unreachable)
+    bool first = s->until_ms == 0;
+    if (g) {
+        g->valid = false;
+        g->n = 0;
+        g->held = false;
+    }
+    s->stalls++;
+    s->until_ms = x->now_ms + procindex_stall_backoff_ms(s->stalls);
+    s->stuck = stuck;
+    x->stalls_in_scan++;
+    if (!first || !x->on_unreachable)
         return;
-    char shown[256], msg[1024];
+    char shown[256], what[96], msg[1024];
     render_text(tmpdir, strlen(tmpdir), shown, sizeof(shown));
-    const char *what = r == -ETIMEDOUT ? "did not answer within" : "ended the helper within";
+    if (r == -EAGAIN)
+        snprintf(what, sizeof(what),
+                 "could not be looked at (%d helpers are stuck already):", FSWORKER_STUCK_MAX);
+    else
+        snprintf(what, sizeof(what), "did not answer within %d ms:", PROCINDEX_ANSWER_MS);
     snprintf(msg, sizeof(msg),
-             "pid %d: its TMPDIR '%s' (as uid %u) %s %d ms: the filesystem there has stopped "
-             "answering (a hung NFS or CIFS mount, a stuck volume or FUSE daemon?); its processes "
-             "are skipped for %lld s at least, and while that request stays unanswered. Next step: "
-             "check that mount on the node "
-             "(/proc/%d/mountinfo names it) or restart the process",
-             (int)pid, shown, (unsigned)uid, what, PROCINDEX_ANSWER_MS,
+             "pid %d: its TMPDIR '%s' (as uid %u) %s the filesystem there has stopped answering "
+             "(a hung NFS or CIFS mount, a stuck volume or FUSE daemon?); its processes are "
+             "skipped for %lld s at least, and while that request stays unanswered. Next step: "
+             "check that mount on the node (/proc/%d/mountinfo names it) or restart the process",
+             (int)pid, shown, (unsigned)uid, what,
              (long long)(procindex_stall_backoff_ms(s->stalls) / 1000), (int)pid);
     x->on_unreachable(msg, x->userdata);
 }
@@ -711,10 +723,11 @@ static int scan_groups(struct procindex *x, int64_t now_ms)
             continue;
         }
         x->groups[kept++] = g;
-        /* A stop, a directory left alone, or enough helpers given up in this scan: the others
-         * keep their last listing and are looked at next scan. */
+        /* A stop, a directory left alone, or (watch) enough helpers given up in this scan: the
+         * others keep their last listing and are looked at next scan. ps has no next scan: it
+         * goes through all, each unanswered one costing a helper, FSWORKER_STUCK_MAX at most. */
         if (r < 0 || stall_active(x, &g->stall, now_ms) ||
-            x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX)
+            (x->with_stat && x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX))
             continue;
         /* Two fds per directory held: a target that makes thousands of TMPDIRs must not take
          * every fd the helper has. The groups past the bound are left to the full look, as
@@ -724,14 +737,8 @@ static int scan_groups(struct procindex *x, int64_t now_ms)
             procindex_group_scan(g, x->w, held < PROCINDEX_HELD_MAX, x->with_stat, now_ms, &stuck);
         if (rr == -EINTR) {
             r = rr;
-        } else if (rr == -ETIMEDOUT || rr == -EPIPE || rr == -EPROTO) {
-            /* No answer, the helper ended in its midst, or one that made no sense. (Other
-             * errors are ours, a helper that could not start: the group keeps its listing.) */
-            g->valid = false;
-            g->n = 0;
-            g->held = false;
-            if (stall_mark(x, &g->stall, stuck, now_ms))
-                report_unreachable(x, g->rep, g->tmpdir, g->uid, rr, &g->stall);
+        } else if (is_stall(rr)) {
+            stall_mark(x, g, &g->stall, g->rep, g->tmpdir, g->uid, rr, stuck);
         } else if (rr == 0) {
             g->stall = (struct procindex_stall){0};
         }
@@ -792,6 +799,7 @@ static void flag_processes(struct procindex *x, int64_t now_ms)
 int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
 {
     x->scans++;
+    x->now_ms = now_ms;
     x->stalls_in_scan = 0;
     bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
     if (x->with_stat && !fresh && now_ms < x->relist_ms) {
@@ -849,21 +857,19 @@ static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
         memcpy(q.name, s->name, sizeof(q.name));
     _cleanup_free_ void *buf = NULL;
     size_t len = 0;
-    pid_t stuck;
+    pid_t stuck = 0;
     *ret_fd = -1;
-    int r = fsworker_call(x->w, &q, sizeof(q), -1, PROCINDEX_ANSWER_MS, &buf, &len, ret_fd, &stuck);
-    if (r == 0 && len != sizeof(*ret))
-        r = -EPROTO;
-    if (r == -ETIMEDOUT || r == -EPIPE || r == -EPROTO) {
-        struct rec *rc = find_rec(x, t->pid);
-        struct procindex_stall *st = rc ? (rc->g ? &rc->g->stall : &rc->stall) : NULL;
-        if (rc && rc->g) {
-            rc->g->valid = false;
-            rc->g->n = 0;
-            rc->g->held = false;
-        }
-        if (st && stall_mark(x, st, stuck, util_now_ms()))
-            report_unreachable(x, t->pid, t->tmpdir, t->status.uid[1], r, st);
+    /* One that did not answer before (its directory, or its own look: ps looks at every member
+     * of a group the scan flagged) is not asked again until its back-off ends. */
+    struct rec *rc = find_rec(x, t->pid);
+    struct procindex_stall *st = rc ? (rc->g ? &rc->g->stall : &rc->stall) : NULL;
+    int r = st && stall_active(x, st, x->now_ms) ? -ETIMEDOUT : 0;
+    if (r == 0) {
+        r = fsworker_call(x->w, &q, sizeof(q), -1, PROCINDEX_ANSWER_MS, &buf, &len, ret_fd, &stuck);
+        if (r == 0 && len != sizeof(*ret))
+            r = -EPROTO;
+        if (st && is_stall(r))
+            stall_mark(x, rc->g, st, t->pid, t->tmpdir, t->status.uid[1], r, stuck);
     }
     if (r < 0) {
         util_closep(ret_fd);
@@ -872,6 +878,11 @@ static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
                            "its TMPDIR did not answer within %d ms: the filesystem there has "
                            "stopped answering (a hung mount?)",
                            PROCINDEX_ANSWER_MS);
+        if (r == -EAGAIN)
+            return err_set(e, -ETIMEDOUT,
+                           "its TMPDIR could not be looked at: %d helpers are stuck in "
+                           "filesystems that stopped answering",
+                           FSWORKER_STUCK_MAX);
         return err_setsys(e, r, "the helper for pid %d's files", (int)t->pid);
     }
     memcpy(ret, buf, sizeof(*ret));
