@@ -844,7 +844,7 @@ static struct rec *find_rec(struct procindex *x, pid_t pid)
 /* One full-look request for the pinned `t`, through the helper. A request not answered marks
  * the process (its group, when it has one) unreachable, as a directory that did not answer. */
 static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
-                       const struct diag_socket *s, struct px_socket_reply *ret, int *ret_fd,
+                       const struct diag_socket *s, struct px_socket_reply **ret, int *ret_fd,
                        struct cla_error *e)
 {
     struct px_socket_req q;
@@ -855,7 +855,7 @@ static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
     q.scan = x->scans;
     if (s)
         memcpy(q.name, s->name, sizeof(q.name));
-    _cleanup_free_ void *buf = NULL;
+    _cleanup_free_ struct px_socket_reply *a = NULL;
     size_t len = 0;
     pid_t stuck = 0;
     *ret_fd = -1;
@@ -865,8 +865,9 @@ static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
     struct procindex_stall *st = rc ? (rc->g ? &rc->g->stall : &rc->stall) : NULL;
     int r = st && stall_active(x, st, x->now_ms) ? -ETIMEDOUT : 0;
     if (r == 0) {
-        r = fsworker_call(x->w, &q, sizeof(q), -1, PROCINDEX_ANSWER_MS, &buf, &len, ret_fd, &stuck);
-        if (r == 0 && len != sizeof(*ret))
+        r = fsworker_call(x->w, &q, sizeof(q), -1, PROCINDEX_ANSWER_MS, (void **)&a, &len, ret_fd,
+                          &stuck);
+        if (r == 0 && len != sizeof(*a))
             r = -EPROTO;
         if (st && is_stall(r))
             stall_mark(x, rc->g, st, t->pid, t->tmpdir, t->status.uid[1], r, stuck);
@@ -885,25 +886,27 @@ static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
                            FSWORKER_STUCK_MAX);
         return err_setsys(e, r, "the helper for pid %d's files", (int)t->pid);
     }
-    memcpy(ret, buf, sizeof(*ret));
-    ret->msg[sizeof(ret->msg) - 1] = '\0';
-    ret->hint[sizeof(ret->hint) - 1] = '\0';
-    if (ret->r < 0 && e) {
-        e->code = ret->code < 0 ? ret->code : ret->r;
-        memcpy(e->msg, ret->msg, sizeof(e->msg));
-        memcpy(e->hint, ret->hint, sizeof(e->hint));
+    if (a->r < 0) { /* the helper's own answer: its error, as the look in place gave it */
+        util_closep(ret_fd);
+        if (e) {
+            a->msg[sizeof(a->msg) - 1] = '\0';
+            a->hint[sizeof(a->hint) - 1] = '\0';
+            e->code = a->code < 0 ? a->code : a->r;
+            memcpy(e->msg, a->msg, sizeof(e->msg));
+            memcpy(e->hint, a->hint, sizeof(e->hint));
+        }
+        return a->r;
     }
-    return ret->r < 0 ? ret->r : 0;
+    *ret = util_take_ptr(&a);
+    return 0;
 }
 
 int procindex_socket_find(struct procindex *x, const struct target *t, struct diag_socket *ret,
                           struct cla_error *e)
 {
-    _cleanup_free_ struct px_socket_reply *a = malloc(sizeof(*a));
+    _cleanup_free_ struct px_socket_reply *a = NULL;
     int fd;
-    if (!a)
-        return err_set(e, -ENOMEM, "out of memory");
-    int r = socket_call(x, PX_SOCKET_FIND, t, NULL, a, &fd, e);
+    int r = socket_call(x, PX_SOCKET_FIND, t, NULL, &a, &fd, e);
     util_closep(&fd);
     if (r < 0)
         return r;
@@ -925,11 +928,9 @@ int procindex_socket_find(struct procindex *x, const struct target *t, struct di
 int procindex_socket_open(struct procindex *x, const struct target *t, const struct diag_socket *s,
                           struct cla_error *e)
 {
-    _cleanup_free_ struct px_socket_reply *a = malloc(sizeof(*a));
+    _cleanup_free_ struct px_socket_reply *a = NULL;
     int fd;
-    if (!a)
-        return err_set(e, -ENOMEM, "out of memory");
-    int r = socket_call(x, PX_SOCKET_OPEN, t, s, a, &fd, e);
+    int r = socket_call(x, PX_SOCKET_OPEN, t, s, &a, &fd, e);
     if (r < 0)
         return r;
     if (fd < 0)

@@ -45,43 +45,55 @@ static void done(void *ctx)
     (void)ctx;
 }
 
-static int call(struct fsworker *w, const char *req, int fd, int64_t timeout, void **ret,
-                size_t *ret_len, int *ret_fd, pid_t *stuck)
+/* What one call gives back. */
+struct ans {
+    void *rep;
+    size_t len;
+    int fd;
+    pid_t stuck;
+};
+
+static int call(struct fsworker *w, const char *req, int fd, int64_t timeout, struct ans *a)
 {
-    return fsworker_call(w, req, strlen(req), fd, timeout, ret, ret_len, ret_fd, stuck);
+    return fsworker_call(w, req, strlen(req), fd, timeout, &a->rep, &a->len, &a->fd, &a->stuck);
+}
+
+/* Lets go of an answer's buffer and fd. */
+static void drop(struct ans *a)
+{
+    free(a->rep);
+    a->rep = NULL;
+    if (a->fd >= 0)
+        close(a->fd);
+    a->fd = -1;
 }
 
 static void test_answers_and_fds(void **state)
 {
     (void)state;
     struct fsworker *w = fsworker_new(handle, done, NULL);
+    struct ans a = {.fd = -1};
     assert_non_null(w);
     assert_int_equal(fsworker_generation(w), 0); /* nothing started before the first call */
-    void *rep;
-    size_t len;
-    int fd;
-    pid_t stuck;
-    assert_int_equal(call(w, "echo one", -1, 2000, &rep, &len, &fd, &stuck), 0);
-    assert_int_equal(len, 8);
-    assert_memory_equal(rep, "echo one", 8);
-    assert_true(fd >= 0);
-    assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
-    close(fd);
-    free(rep);
+    assert_int_equal(call(w, "echo one", -1, 2000, &a), 0);
+    assert_int_equal(a.len, 8);
+    assert_memory_equal(a.rep, "echo one", 8);
+    assert_true(a.fd >= 0);
+    assert_true(fcntl(a.fd, F_GETFD) & FD_CLOEXEC);
+    drop(&a);
     /* An fd sent along comes back: the same file. */
     int mine = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    struct stat a, b;
-    assert_int_equal(fstat(mine, &a), 0);
-    assert_int_equal(call(w, "echo two", mine, 2000, &rep, &len, &fd, &stuck), 0);
-    assert_int_equal(fstat(fd, &b), 0);
-    assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
-    close(fd);
+    struct stat sa, sb;
+    assert_int_equal(fstat(mine, &sa), 0);
+    assert_int_equal(call(w, "echo two", mine, 2000, &a), 0);
+    assert_int_equal(fstat(a.fd, &sb), 0);
+    assert_true(sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev);
+    drop(&a);
     close(mine);
-    free(rep);
     /* A long answer arrives whole. */
-    assert_int_equal(call(w, "big", -1, 5000, &rep, &len, &fd, &stuck), 0);
-    assert_int_equal(len, 1 << 20);
-    free(rep);
+    assert_int_equal(call(w, "big", -1, 5000, &a), 0);
+    assert_int_equal(a.len, 1 << 20);
+    drop(&a);
     assert_int_equal(fsworker_generation(w), 1); /* one helper all along */
     fsworker_free(w);
 }
@@ -92,23 +104,20 @@ static void test_stuck_helper_given_up(void **state)
 {
     (void)state;
     struct fsworker *w = fsworker_new(handle, done, NULL);
-    void *rep;
-    size_t len;
-    int fd;
-    pid_t stuck;
+    struct ans a = {.fd = -1};
     int64_t t0 = util_now_ms();
-    assert_int_equal(call(w, "hang", -1, 300, &rep, &len, &fd, &stuck), -ETIMEDOUT);
+    assert_int_equal(call(w, "hang", -1, 300, &a), -ETIMEDOUT);
     int64_t took = util_now_ms() - t0;
     assert_true(took >= 300 && took < 2000);
     /* Killed: reaped at a later look, never waited for. */
+    pid_t stuck = a.stuck;
     for (int i = 0; i < 200 && stuck && fsworker_stuck(w, stuck); i++)
         usleep(10000);
     assert_false(stuck && fsworker_stuck(w, stuck));
-    assert_int_equal(call(w, "echo again", -1, 2000, &rep, &len, &fd, &stuck), 0);
-    assert_int_equal(stuck, 0);
+    assert_int_equal(call(w, "echo again", -1, 2000, &a), 0);
+    assert_int_equal(a.stuck, 0);
     assert_int_equal(fsworker_generation(w), 2);
-    close(fd);
-    free(rep);
+    drop(&a);
     fsworker_free(w);
 }
 
@@ -130,18 +139,15 @@ static void test_stop_ends_the_wait(void **state)
     sigaddset(&block, SIGALRM);
     sigprocmask(SIG_BLOCK, &block, &orig);
     struct fsworker *w = fsworker_new(handle, done, NULL);
+    struct ans a = {.fd = -1};
     fsworker_set_interrupt(w, &orig, &stop_flag);
     stop_flag = 0;
     alarm(1);
-    void *rep;
-    size_t len;
-    int fd;
-    pid_t stuck;
     int64_t t0 = util_now_ms();
-    assert_int_equal(call(w, "hang", -1, 10000, &rep, &len, &fd, &stuck), -EINTR);
+    assert_int_equal(call(w, "hang", -1, 10000, &a), -EINTR);
     assert_true(util_now_ms() - t0 < 3000);
     /* Once stopped, nothing more is asked. */
-    assert_int_equal(call(w, "echo", -1, 2000, &rep, &len, &fd, &stuck), -EINTR);
+    assert_int_equal(call(w, "echo", -1, 2000, &a), -EINTR);
     fsworker_free(w);
     sigprocmask(SIG_SETMASK, &orig, NULL);
     signal(SIGALRM, SIG_DFL);
@@ -153,26 +159,21 @@ static void test_child_copy_leaves_helper_alone(void **state)
 {
     (void)state;
     struct fsworker *w = fsworker_new(handle, done, NULL);
-    void *rep;
-    size_t len;
-    int fd;
-    pid_t stuck;
-    assert_int_equal(call(w, "echo", -1, 2000, &rep, &len, &fd, &stuck), 0);
-    close(fd);
-    free(rep);
+    struct ans a = {.fd = -1};
+    assert_int_equal(call(w, "echo", -1, 2000, &a), 0);
+    drop(&a);
     pid_t c = fork();
     if (c == 0) {
-        int r = call(w, "echo", -1, 2000, &rep, &len, &fd, &stuck);
+        int r = call(w, "echo", -1, 2000, &a);
         fsworker_free(w);
         _exit(r == -EINVAL ? 0 : 1);
     }
     int st;
     assert_int_equal(waitpid(c, &st, 0), c);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    assert_int_equal(call(w, "echo", -1, 2000, &rep, &len, &fd, &stuck), 0);
+    assert_int_equal(call(w, "echo", -1, 2000, &a), 0);
     assert_int_equal(fsworker_generation(w), 1);
-    close(fd);
-    free(rep);
+    drop(&a);
     fsworker_free(w);
 }
 
