@@ -344,6 +344,10 @@ int fsworker_call(struct fsworker *w, const void *req, size_t len, int fd, int64
     if (len > FSWORKER_REQUEST_MAX || getpid() != w->owner)
         return -EINVAL;
     int r;
+    /* Given-up helpers whose filesystem came back have ended: reaped here, not left as
+     * zombies until the next stall (a watcher may be pid 1 of its container). */
+    if (w->nstuck)
+        reap(w);
     if (!w->pid && (r = start(w)) < 0)
         return r;
     int64_t deadline = util_now_ms() + timeout_ms;
