@@ -69,6 +69,12 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
     (void)attach_cli_emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
 }
 
+static void on_watch_warning(const char *msg, void *userdata)
+{
+    (void)userdata;
+    say(stderr, "clrattach: watch: warning: %s", msg);
+}
+
 /* The selectors from the options. CLI_GO_ON or a usage error. */
 static int parse_selector(const struct attach_cli *a, struct watch_selector *ret)
 {
@@ -134,6 +140,7 @@ static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
         .interval_ms = (int64_t)a->interval_ms,
         .ready_file = a->ready_file,
         .on_result = on_watch_result,
+        .on_warning = on_watch_warning,
         .userdata = &ctx,
         .stop = &stop_requested,
         .ret_tracked = &tracked,

@@ -66,6 +66,21 @@
 /* Host-side scans. */
 #define PROC_SCAN_MAX_PIDS 4194304 /* pid_max ceiling on Linux */
 
+/* Stall isolation (lib/target/fsworker.c, procindex*.c): what `ps` and `watch` do below other
+ * processes' roots runs in a helper process. One request (a socket directory opened or listed,
+ * a socket looked up) gets this long to be answered; a helper that does not answer is killed
+ * and kept to be reaped, and at most FSWORKER_STUCK_MAX such ones wait at once (each stuck in a
+ * filesystem that never answers, a FUSE daemon that read the request: SIGKILL cannot end that
+ * wait). A directory that did not answer is left alone from MIN doubling up to MAX, and a scan
+ * gives up at most SCAN_STALLS_MAX helpers (the groups after wait for the next scan). */
+#define PROCINDEX_ANSWER_MS            2000
+#define FSWORKER_STUCK_MAX             16
+#define FSWORKER_REQUEST_MAX           (TARGET_PATH_MAX + 256)
+#define FSWORKER_REPLY_MAX             (32 * (TARGET_DIR_ENTRIES_MAX + 1)) /* entries of 32 bytes */
+#define PROCINDEX_STALL_BACKOFF_MIN_MS 5000
+#define PROCINDEX_STALL_BACKOFF_MAX_MS (10 * 60 * 1000)
+#define PROCINDEX_SCAN_STALLS_MAX      2
+
 /* The sample profiler (profiler/clientdata.c): its own cap on client data (clrattach sends up to
  * IPC_MAX_CLIENT_DATA for other profilers); anything longer is rejected, not truncated. */
 #define CLRPROBE_CLIENT_DATA_MAX  4096

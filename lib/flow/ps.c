@@ -198,8 +198,9 @@ static void query_wait(struct ps_query *q, struct ps_entry *list, size_t below)
  * query_wait. A refused connection marks the socket stale at once. The next attempt on an older
  * runtime connects again later, through the same socket inode and with the same peer check:
  * a process that took the pid meanwhile cannot be listening on that inode. */
-static void query_start(struct ps_query *q, struct target *t, const struct diag_socket *s,
-                        const struct creds_target *ct, struct ps_entry *list, size_t idx)
+static void query_start(struct ps_query *q, struct procindex *x, struct target *t,
+                        const struct diag_socket *s, const struct creds_target *ct,
+                        struct ps_entry *list, size_t idx)
 {
     struct ps_entry *en = &list[idx];
     struct cla_error e = {0};
@@ -213,8 +214,9 @@ static void query_start(struct ps_query *q, struct target *t, const struct diag_
                  PS_QUERIES_IN_FLIGHT_MAX);
         return;
     }
-    /* A socket of another user is refused here (-EPERM), named in the detail. */
-    int sfd = diag_socket_open(t, s, &e);
+    /* A socket of another user is refused here (-EPERM), named in the detail. The lookup is
+     * the index helper's (stall isolation, procindex.h). */
+    int sfd = procindex_socket_open(x, t, s, &e);
     if (sfd < 0) {
         en->state = "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
@@ -237,8 +239,8 @@ static void query_start(struct ps_query *q, struct target *t, const struct diag_
 }
 
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, struct ps_query *q,
-                   struct ps_entry *list, size_t idx)
+static int inspect(int proc_dirfd, pid_t pid, struct procindex *x, unsigned flags,
+                   struct ps_query *q, struct ps_entry *list, size_t idx)
 {
     struct ps_entry *en = &list[idx];
     struct target t;
@@ -269,12 +271,22 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, s
     struct creds_saved cs = {0};
     struct diag_socket s;
     int listed = 1;
+    /* stall isolation: a process whose TMPDIR did not answer (its group's, or its own look)
+     * is listed as such, and nothing below its root is asked for again now. */
+    if (flags & PROCINDEX_UNREACHABLE) {
+        en->state = "unreachable";
+        snprintf(en->detail, sizeof(en->detail),
+                 "its TMPDIR did not answer within %d ms: the filesystem there has stopped "
+                 "answering (a hung mount?)",
+                 PROCINDEX_ANSWER_MS);
+        goto out;
+    }
     creds_target_of(t.procfd, &t.status, &ct);
     if (creds_check(&ct, &e) < 0 || creds_become(&ct, &cs, &e) < 0 ||
-        diag_socket_find(&t, cache, &s, &e) < 0) {
-        en->state = "no_access";
+        procindex_socket_find(x, &t, &s, &e) < 0) {
+        en->state = e.code == -ETIMEDOUT ? "unreachable" : "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
-        listed = diagnostics_off(&t) ? 1 : 0;
+        listed = e.code == -ETIMEDOUT || diagnostics_off(&t) ? 1 : 0;
         /* Our uid and another gid: nothing can be read of it, so it is listed with the group
          * to set, and said once on stderr in full. */
         if (!t.environ && creds_explain_gid_mismatch(pid, &t.status, &e)) {
@@ -314,7 +326,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct diag_socket_cache *cache, s
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
     if (s.state == SOCKET_NOT_SOCKET || s.state == SOCKET_FOREIGN || !q)
         goto out;
-    query_start(q, &t, &s, &ct, list, idx);
+    query_start(q, x, &t, &s, &ct, list, idx);
 out:
     creds_restore(&cs);
     target_close(&t);
@@ -327,9 +339,9 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
     /* The index points at every process that can give a row: a socket name for its namespace
      * pid in its TMPDIR, diagnostics turned off, a TMPDIR refused, or nothing known (no access
      * to its files); only those get the full look below, which decides the row exactly as for
-     * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. */
+     * an attach. The others (nearly all) cost their probe: status, environ, ns/mnt, root. One
+     * whose TMPDIR did not answer (UNREACHABLE) is a row of that state, not left out. */
     struct procindex *x = procindex_new(proc_dirfd, false);
-    struct diag_socket_cache *cache = diag_socket_cache_new();
     /* One deadline for every answer (ps_query): a slot frees when a runtime answers, and at
      * the deadline all of them do. */
     struct ps_query *q = query ? calloc(1, sizeof(*q)) : NULL;
@@ -340,7 +352,7 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         q->timeout_ms = timeout_ms;
         q->deadline_ms = util_now_ms() + timeout_ms;
     }
-    if (!x || !cache || (query && !q)) {
+    if (!x || (query && !q)) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
@@ -348,8 +360,8 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         goto out;
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
-        if (!(p->flags &
-              (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED | PROCINDEX_UNKNOWN)))
+        if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
+                          PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
             continue;
         if (n == alloc) {
             size_t na = alloc ? alloc * 2 : 16;
@@ -363,7 +375,7 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         }
         if (q)
             query_wait(q, list, PS_QUERIES_IN_FLIGHT_MAX); /* a free slot */
-        if (inspect(proc_dirfd, p->pid, cache, q, list, n))
+        if (inspect(proc_dirfd, p->pid, x, p->flags, q, list, n))
             n++;
     }
     if (q)
@@ -376,7 +388,6 @@ out:
             pending_close(q, 0);
         free(q);
     }
-    diag_socket_cache_free(cache);
     procindex_free(x);
     if (r < 0) {
         free(list);

@@ -22,7 +22,8 @@ struct ps_entry {
     char socket_name[96];
     const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled |
                           refused (its /proc data breaks a rule: detail says which) |
-                          no_answer (asked, no reply before the deadline) */
+                          no_answer (asked, no reply before the deadline),
+                          unreachable (its TMPDIR's filesystem did not answer in time) */
     char runtime_version[64];
     char runtime_rid[64];
     char arch[16];

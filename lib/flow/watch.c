@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/opfile.h"
 #include "base/util.h"
 #include "flow/watch_internal.h"
 #include "target/creds.h"
@@ -21,7 +22,6 @@
 #include "target/proc_parse.h"
 #include "target/procindex.h"
 #include "target/target.h"
-#include "base/opfile.h"
 
 /* Is the process in the mount namespace `own` (device and inode of ns/mnt)? Unknown counts as
  * yes: a process whose namespace cannot be read is not selected as "another container". */
@@ -156,7 +156,6 @@ struct scan_ctx {
     struct watch_pool *pool;
     struct procindex *x;
     const struct stat *own_mntns;
-    struct diag_socket_cache *cache;
 };
 
 /* A process of our uid that we cannot read for its gid alone is said once on stderr, with the
@@ -204,16 +203,11 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
     bool match =
         tg.stat.starttime == st->starttime && selector_matches(&tg, &c->o->sel, c->own_mntns);
     struct diag_socket s = {.state = SOCKET_ABSENT};
-    /* The look for its socket is an access to the target: made as its user (creds.h). */
-    if (match && c->cache) {
-        struct creds_target ct;
-        struct creds_saved cs = {0};
-        creds_target_of(tg.procfd, &tg.status, &ct);
-        if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0 ||
-            diag_socket_find(&tg, c->cache, &s, NULL) < 0)
-            s.state = SOCKET_ABSENT;
-        creds_restore(&cs);
-    }
+    /* The look for its socket is an access to the target: made as its user (creds.h), by the
+     * index's helper (stall isolation: a filesystem that stops answering holds the helper, never
+     * this loop; the process is then UNREACHABLE for a while). */
+    if (match && procindex_socket_find(c->x, &tg, &s, NULL) < 0)
+        s.state = SOCKET_ABSENT;
     /* Not .NET (yet), or not ours: looked at every scan while young, then now and then. */
     if (!match || (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED)) {
         if (match && !tg.environ)
@@ -266,10 +260,8 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         .pool = pool,
         .x = x,
         .own_mntns = own_mntns,
-        .cache = diag_socket_cache_new(),
     };
     watch_pool_offer(pool, waiting, n, offer_slot, &c);
-    diag_socket_cache_free(c.cache);
     watch_table_sweep(t, util_now_ms());
     return 0;
 }
@@ -405,6 +397,10 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGINT);
     sigprocmask(SIG_BLOCK, &block, &orig);
+    /* stall isolation: the index's waits for its helper let a stop in as ppoll here does, and
+     * a directory that stops answering is said once */
+    procindex_set_interrupt(x, &orig, o->stop);
+    procindex_on_unreachable(x, o->on_warning, o->userdata);
     pid_t self = getpid();
     int r = 0;
     /* Our own mount namespace, for --other-containers: read once, before any target. */
@@ -422,6 +418,10 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         bool more = o->max_scans == 0 || scans < o->max_scans;
         if (more && util_now_ms() >= next_scan) {
             r = scan(o, t, pool, x, &own_mntns, e);
+            if (r == -EINTR && *o->stop) { /* a stop while the index waited for its helper */
+                r = 0;
+                break;
+            }
             if (r < 0) {
                 err_prefix(e, "watch: scan");
                 break;

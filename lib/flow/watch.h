@@ -220,6 +220,9 @@ struct watch_opts {
     /* Called in the watcher once per new outcome of an instance (print, report an Event), and
      * once with ATTACH_INTERRUPTED for each attach abandoned at a stop. */
     void (*on_result)(const struct attach_result *r, bool retry_scheduled, void *userdata);
+    /* Called with a sentence (rendered) when a process's TMPDIR stops answering (procindex.h);
+     * NULL: not said. */
+    void (*on_warning)(const char *msg, void *userdata);
     void *userdata;
     volatile sig_atomic_t *stop; /* set by the SIGTERM handler */
     size_t *ret_tracked;         /* if set: instances still tracked when the loop ended */

@@ -255,7 +255,7 @@ static void child_release(struct watch_table *t, struct watch_pool *pool, struct
         }
     watch_pool_free(pool);
     watch_table_free(t);
-    procindex_free(x);
+    procindex_free(x); /* its copy only: the index's helper stays the watcher's */
 }
 
 /*

@@ -20,6 +20,7 @@
 /* Stage sets, named for how long a rule lives. */
 #define ALL SANDBOX_IN_ALL
 #define WATCHER SANDBOX_IN_FULL                               /* watch's own process */
+#define FORKS (WATCHER | SANDBOX_IN_PS)                       /* watch and ps start helpers */
 #define DELIVERY (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH)        /* until the profiler is placed */
 #define DISCOVERY (DELIVERY | SANDBOX_IN_PS)                  /* ... and ps, all along */
 #define ATTACH (DELIVERY | SANDBOX_IN_DELIVERED)              /* until the runtime answered */
@@ -85,20 +86,24 @@ static const struct sandbox_rule rules[] = {
     /* `watch` runs each attach in a child process (fork), and after one it killed, a sweeper of
      * that run's temporaries (watch_internal.h; it needs nothing this stage lacks): a copy, never
      * memory shared without CLONE_THREAD, no new namespace, SIGCHLD at its end. glibc's fork() adds
-     * CHILD_SETTID and CHILD_CLEARTID, outside the mask. The watcher's own stage only: an attach's
-     * child drops it at delivery, `attach` and `ps` never have it. */
-    ALLOW_MASKED("clone", WATCHER, 0, SB_CLONE_FORK_MASK, SIGCHLD,
-                 "watch: one child process per attach, or per sweep (glibc fork)"),
+     * CHILD_SETTID and CHILD_CLEARTID, outside the mask. `watch` and `ps` also fork the helper that
+     * makes their calls below other processes' roots (lib/target/fsworker.c): a filesystem that
+     * stops answering holds a helper in a wait no signal ends, never them. The watcher's and ps's
+     * stages only: an attach's child drops it at delivery, `attach` never has it. */
+    ALLOW_MASKED(
+        "clone", FORKS, 0, SB_CLONE_FORK_MASK, SIGCHLD,
+        "watch: a child per attach or sweep; watch, ps: the filesystem helper (glibc fork)"),
     /* musl's fork() is the fork syscall where it exists (x86_64): a clone(SIGCHLD) with no
      * argument to check. Absent on arm64, where musl calls clone, checked above. */
-    ALLOW("fork", WATCHER, "watch: one child process per attach, or per sweep (musl fork)"),
-    ALLOW("wait4", WATCHER, "watch: reaping an attach's child, or a sweeper"),
+    ALLOW("fork", FORKS,
+          "watch: a child per attach or sweep; watch, ps: the filesystem helper (musl fork)"),
+    ALLOW("wait4", FORKS, "reaping an attach's child, a sweeper or a filesystem helper"),
     /* The ready file is opened without O_TRUNC and emptied only once fstat has shown a regular
      * file (opfile.c): truncating at open would act on whatever was planted there. */
     ALLOW("ftruncate", WATCHER, "watch: emptying the ready file, checked to be a regular file"),
     /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
-    ALLOW_EQ("pidfd_send_signal", WATCHER, 1, SIGKILL,
-             "watch: ending an attach's child or a sweeper (past its deadline, or at a stop)"),
+    ALLOW_EQ("pidfd_send_signal", FORKS, 1, SIGKILL,
+             "ending an attach's child, a sweeper or a filesystem helper past its deadline"),
     /* glibc >= 2.34 tries clone3 first. Its flags sit in a struct in memory, which a filter
      * cannot read, so it must not run; ENOSYS makes glibc fall back to clone, checked above. */
     FAIL("clone3", ALL, ENOSYS, "pthread_create falls back to clone"),
@@ -202,6 +207,7 @@ static const struct sandbox_rule rules[] = {
     ALLOW_EQ("prctl", ALL, 0, PR_CAPBSET_READ, "sandbox_drop_caps"),
     ALLOW_EQ("prctl", ALL, 0, PR_CAPBSET_DROP, "sandbox_drop_caps"),
     ALLOW_EQ("prctl", ALL, 0, PR_CAP_AMBIENT, "sandbox_drop_caps"),
+    ALLOW_EQ("prctl", FORKS, 0, PR_SET_NAME, "the filesystem helper names itself (fsworker.c)"),
     /* A further filter can only take rights away, so installing one stays allowed. */
     ALLOW_EQ("seccomp", ALL, 0, SECCOMP_SET_MODE_FILTER, "sandbox_tighten"),
     ALLOW_EQ("seccomp", ALL, 0, SECCOMP_GET_ACTION_AVAIL, "libseccomp API level probe"),

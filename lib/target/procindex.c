@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "target/proc_environ.h"
+#include "base/render.h"
 #include "base/util.h"
+#include "target/proc_environ.h"
 
 void procindex_probe_parse(const char *environ, size_t environ_len, struct procindex_probe *ret)
 {
@@ -62,7 +65,8 @@ struct rec {
     uint64_t sock_fp;
     int64_t next_look_ms; /* stat read again (with stat on), or an UNKNOWN probed again */
     int64_t young_until_ms;
-    int64_t stat_ms; /* when its stat was read last */
+    int64_t stat_ms;              /* when its stat was read last */
+    struct procindex_stall stall; /* its full look did not come back (one without a group) */
 };
 
 struct procindex {
@@ -81,6 +85,15 @@ struct procindex {
      * when alloc_after < 0 */
     pid_t alloc_after, alloc_upto;
     int64_t relist_ms; /* list /proc again by then at the latest */
+    /* Everything below other processes' roots goes through the helper (procindex_helper.c). */
+    struct fsworker *w;
+    struct procindex_hctx hctx;
+    uint64_t next_group_id;
+    uint64_t scans;          /* counts the scans: the helper keeps its listings for one */
+    int64_t now_ms;          /* the last scan's time, the clock of the back-offs */
+    unsigned stalls_in_scan; /* helpers given up in this scan (PROCINDEX_SCAN_STALLS_MAX) */
+    void (*on_unreachable)(const char *msg, void *userdata);
+    void *userdata;
 };
 
 /* "<pid>/<name>" into out (at least PID_PATH_MAX bytes), its digits written by hand rather than
@@ -122,6 +135,48 @@ static int ns_ino(int proc_dirfd, pid_t pid, const char *ns, uint64_t *ret)
     return proc_ns_link_parse(text, (size_t)n, ns + strlen("ns/"), ret);
 }
 
+/* statx(2)'s answer as the kernel lays it out (stable ABI, include/uapi/linux/stat.h), up to the
+ * device: musl 1.2.3 (the static build) has neither the struct nor a wrapper, and mixing
+ * <linux/stat.h> into <sys/stat.h> redefines its S_IF* macros there. */
+struct statx_head {
+    uint32_t mask, blksize;
+    uint64_t attributes;
+    uint32_t nlink, uid, gid;
+    uint16_t mode, spare0;
+    uint64_t ino, size, blocks, attributes_mask;
+    struct {
+        int64_t sec;
+        uint32_t nsec;
+        int32_t reserved;
+    } atime, btime, ctime, mtime;
+    uint32_t rdev_major, rdev_minor, dev_major, dev_minor;
+    uint64_t spare[14];
+};
+_Static_assert(sizeof(struct statx_head) == 256, "struct statx is 256 bytes");
+#define STATX_INO_BIT       0x100u  /* STATX_INO */
+#define STATX_DONT_SYNC_BIT 0x4000u /* AT_STATX_DONT_SYNC */
+
+/* The device and inode of the directory `pid` sees as "/" ("root" is a magic link of our own
+ * procfs: what is stat'ed is that directory, nothing below it), from the attributes the kernel
+ * holds (AT_STATX_DONT_SYNC): a root on a filesystem that stopped answering (a process chrooted
+ * into a FUSE mount whose daemon never replies) must not hold the scan in a fresh GETATTR. An
+ * inode's device and number never change, so cached ones are exact. Returns 0 or -errno. */
+static int root_identity(int proc_dirfd, pid_t pid, struct stat *ret)
+{
+    char path[PID_PATH_MAX];
+    struct statx_head sx;
+    pid_path(path, pid, "root");
+    if (syscall(SYS_statx, proc_dirfd, path, STATX_DONT_SYNC_BIT, STATX_INO_BIT, &sx) == 0) {
+        memset(ret, 0, sizeof(*ret));
+        ret->st_dev = makedev(sx.dev_major, sx.dev_minor);
+        ret->st_ino = sx.ino;
+        return 0;
+    }
+    if (errno != ENOSYS) /* Linux < 4.11 has no statx */
+        return -errno;
+    return fstatat(proc_dirfd, path, ret, 0) < 0 ? -errno : 0;
+}
+
 struct procindex *procindex_new(int proc_dirfd, bool stat)
 {
     struct procindex *x = calloc(1, sizeof(*x));
@@ -129,6 +184,13 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
         return NULL;
     x->envbuf = malloc(PROC_ENVIRON_MAX + 1);
     if (!x->envbuf) {
+        free(x);
+        return NULL;
+    }
+    x->hctx.proc_dirfd = proc_dirfd;
+    x->w = fsworker_new(procindex_helper_handle, procindex_helper_done, &x->hctx);
+    if (!x->w) {
+        free(x->envbuf);
         free(x);
         return NULL;
     }
@@ -147,6 +209,8 @@ void procindex_free(struct procindex *x)
 {
     if (!x)
         return;
+    /* The helper lets go of every directory it holds as it leaves. */
+    fsworker_free(x->w);
     for (size_t i = 0; i < x->ngroups; i++)
         procindex_group_free(x->groups[i]);
     free(x->groups);
@@ -250,7 +314,8 @@ static struct procindex_group *find_group(struct procindex *x, uint64_t mnt_ino,
         x->groups = ng;
         x->galloc = na;
     }
-    struct procindex_group *g = procindex_group_new(mnt_ino, root, owner, p->tmpdir, pid);
+    struct procindex_group *g =
+        procindex_group_new(++x->next_group_id, mnt_ino, root, owner, p->tmpdir, pid);
     if (!g)
         return NULL;
     x->groups[x->ngroups++] = g;
@@ -290,10 +355,8 @@ static bool probe_into(struct procindex *x, pid_t pid, struct rec *r, int64_t no
         r->base |= PROCINDEX_UNKNOWN;
         return true;
     }
-    /* "root" is a magic link of our own procfs (as in target_open_root): what is stat'ed is
-     * the directory the process sees as "/", nothing below it. */
-    if (fstatat(x->proc_dirfd, pid_path(path, pid, "root"), &root, 0) < 0) {
-        if (procindex_gone(-errno)) /* a zombie has no root: it has no socket either */
+    if ((rr = root_identity(x->proc_dirfd, pid, &root)) < 0) {
+        if (procindex_gone(rr)) /* a zombie has no root: it has no socket either */
             return false;
         r->base |= PROCINDEX_UNKNOWN;
         return true;
@@ -583,9 +646,64 @@ static int relist(struct procindex *x, int64_t now_ms, struct cla_error *e)
     return 0;
 }
 
+/* Is what `s` is about left alone now: its back-off running, or the helper that did not come
+ * back from it still stuck there (the filesystem has not answered that request yet: a second
+ * helper would only join the first)? */
+static bool stall_active(struct procindex *x, struct procindex_stall *s, int64_t now_ms)
+{
+    if (!s->until_ms)
+        return false;
+    if (s->stuck && !fsworker_stuck(x->w, s->stuck))
+        s->stuck = 0;
+    return now_ms < s->until_ms || s->stuck;
+}
+
+/* Is this answer of fsworker_call one that leaves what it was about unreachable: none in time,
+ * the helper ended in its midst or answered nonsense, or no helper could be started (too many
+ * stuck)? The others (a stop, out of memory, a fork refused) say nothing about the directory. */
+static bool is_stall(int r)
+{
+    return r == -ETIMEDOUT || r == -EPIPE || r == -EPROTO || r == -EAGAIN;
+}
+
+/* A request about group `g` (or about the process `pid` without one: its own `s`) got no usable
+ * answer (`r`; the helper given up, `stuck` while not reaped): the group's listing is void, it
+ * is left alone for the back-off, and said once, when it stops answering. */
+static void stall_mark(struct procindex *x, struct procindex_group *g, struct procindex_stall *s,
+                       pid_t pid, const char *tmpdir, uid_t uid, int r, pid_t stuck)
+{
+    bool first = s->until_ms == 0;
+    if (g) {
+        g->valid = false;
+        g->n = 0;
+        g->held = false;
+    }
+    s->stalls++;
+    s->until_ms = x->now_ms + procindex_stall_backoff_ms(s->stalls);
+    s->stuck = stuck;
+    x->stalls_in_scan++;
+    if (!first || !x->on_unreachable)
+        return;
+    char shown[256], what[96], msg[1024];
+    render_text(tmpdir, strlen(tmpdir), shown, sizeof(shown));
+    if (r == -EAGAIN)
+        snprintf(what, sizeof(what),
+                 "could not be looked at (%d helpers are stuck already):", FSWORKER_STUCK_MAX);
+    else
+        snprintf(what, sizeof(what), "did not answer within %d ms:", PROCINDEX_ANSWER_MS);
+    snprintf(msg, sizeof(msg),
+             "pid %d: its TMPDIR '%s' (as uid %u) %s the filesystem there has stopped answering "
+             "(a hung NFS or CIFS mount, a stuck volume or FUSE daemon?); its processes are "
+             "skipped for %lld s at least, and while that request stays unanswered. Next step: "
+             "check that mount on the node (/proc/%d/mountinfo names it) or restart the process",
+             (int)pid, shown, (unsigned)uid, what,
+             (long long)(procindex_stall_backoff_ms(s->stalls) / 1000), (int)pid);
+    x->on_unreachable(msg, x->userdata);
+}
+
 /* Each group's representative (its first member in pid order), its directory opened or
  * kept, listed when it changed; groups nobody is left in let go. */
-static void scan_groups(struct procindex *x, int64_t now_ms)
+static int scan_groups(struct procindex *x, int64_t now_ms)
 {
     for (size_t i = 0; i < x->ngroups; i++)
         x->groups[i]->members = 0;
@@ -595,20 +713,39 @@ static void scan_groups(struct procindex *x, int64_t now_ms)
             g->rep = x->v[i].pub.pid;
     }
     size_t kept = 0, held = 0;
+    int r = 0;
     for (size_t i = 0; i < x->ngroups; i++) {
         struct procindex_group *g = x->groups[i];
         if (!g->members) { /* nobody left there: its directory is let go */
+            if (r == 0)
+                procindex_group_forget(g, x->w);
             procindex_group_free(g);
             continue;
         }
         x->groups[kept++] = g;
+        /* A stop, a directory left alone, or (watch) enough helpers given up in this scan: the
+         * others keep their last listing and are looked at next scan. ps has no next scan: it
+         * goes through all, each unanswered one costing a helper, FSWORKER_STUCK_MAX at most. */
+        if (r < 0 || stall_active(x, &g->stall, now_ms) ||
+            (x->with_stat && x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX))
+            continue;
         /* Two fds per directory held: a target that makes thousands of TMPDIRs must not take
-         * every fd the watcher has (its attaches need pipes and pidfds). The groups past the
-         * bound are left to the full look, as without the index. */
-        procindex_group_scan(g, x->proc_dirfd, held < PROCINDEX_HELD_MAX, x->with_stat, now_ms);
-        held += g->dir != NULL;
+         * every fd the helper has. The groups past the bound are left to the full look, as
+         * without the index. */
+        pid_t stuck;
+        int rr =
+            procindex_group_scan(g, x->w, held < PROCINDEX_HELD_MAX, x->with_stat, now_ms, &stuck);
+        if (rr == -EINTR) {
+            r = rr;
+        } else if (is_stall(rr)) {
+            stall_mark(x, g, &g->stall, g->rep, g->tmpdir, g->uid, rr, stuck);
+        } else if (rr == 0) {
+            g->stall = (struct procindex_stall){0};
+        }
+        held += g->held;
     }
     x->ngroups = kept;
+    return r;
 }
 
 /* Each process's flags from its group's listing: a socket name for its namespace pid, and
@@ -619,6 +756,13 @@ static void flag_processes(struct procindex *x, int64_t now_ms)
         struct rec *rc = &x->v[i];
         rc->pub.flags |= rc->base;
         struct procindex_group *g = rc->g;
+        /* Its directory, or its own full look, did not come back: nobody looks at it until the
+         * back-off ends (its flags would send the scan into the same silent filesystem). */
+        if (stall_active(x, g ? &g->stall : &rc->stall, now_ms)) {
+            rc->pub.flags &= ~(PROCINDEX_SOCKET | PROCINDEX_UNKNOWN);
+            rc->pub.flags |= PROCINDEX_UNREACHABLE;
+            continue;
+        }
         if (!g)
             continue;
         if (!g->valid) {
@@ -654,6 +798,9 @@ static void flag_processes(struct procindex *x, int64_t now_ms)
 
 int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
 {
+    x->scans++;
+    x->now_ms = now_ms;
+    x->stalls_in_scan = 0;
     bool fresh = pids_allocated(x); /* read BEFORE the listing: what comes after is seen next */
     if (x->with_stat && !fresh && now_ms < x->relist_ms) {
         refresh_known(x, now_ms);
@@ -662,7 +809,131 @@ int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e)
         if (r < 0)
             return r;
     }
-    scan_groups(x, now_ms);
+    if (scan_groups(x, now_ms) < 0)
+        return err_set(e, -EINTR, "interrupted by a stop");
     flag_processes(x, now_ms);
     return 0;
+}
+
+void procindex_set_interrupt(struct procindex *x, const sigset_t *mask, volatile sig_atomic_t *stop)
+{
+    fsworker_set_interrupt(x->w, mask, stop);
+}
+
+void procindex_on_unreachable(struct procindex *x, void (*fn)(const char *msg, void *userdata),
+                              void *userdata)
+{
+    x->on_unreachable = fn;
+    x->userdata = userdata;
+}
+
+/* The record of `pid` in the last scan (sorted by pid), or NULL. */
+static struct rec *find_rec(struct procindex *x, pid_t pid)
+{
+    size_t lo = 0, hi = x->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->v[mid].pub.pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->n && x->v[lo].pub.pid == pid ? &x->v[lo] : NULL;
+}
+
+/* One full-look request for the pinned `t`, through the helper. A request not answered marks
+ * the process (its group, when it has one) unreachable, as a directory that did not answer. */
+static int socket_call(struct procindex *x, uint32_t op, const struct target *t,
+                       const struct diag_socket *s, struct px_socket_reply **ret, int *ret_fd,
+                       struct cla_error *e)
+{
+    struct px_socket_req q;
+    memset(&q, 0, sizeof(q));
+    q.op = op;
+    q.pid = t->pid;
+    q.starttime = t->stat.starttime;
+    q.scan = x->scans;
+    if (s)
+        memcpy(q.name, s->name, sizeof(q.name));
+    _cleanup_free_ struct px_socket_reply *a = NULL;
+    size_t len = 0;
+    pid_t stuck = 0;
+    *ret_fd = -1;
+    /* One that did not answer before (its directory, or its own look: ps looks at every member
+     * of a group the scan flagged) is not asked again until its back-off ends. */
+    struct rec *rc = find_rec(x, t->pid);
+    struct procindex_stall *st = rc ? (rc->g ? &rc->g->stall : &rc->stall) : NULL;
+    int r = st && stall_active(x, st, x->now_ms) ? -ETIMEDOUT : 0;
+    if (r == 0) {
+        r = fsworker_call(x->w, &q, sizeof(q), -1, PROCINDEX_ANSWER_MS, (void **)&a, &len, ret_fd,
+                          &stuck);
+        if (r == 0 && len != sizeof(*a))
+            r = -EPROTO;
+        if (st && is_stall(r))
+            stall_mark(x, rc->g, st, t->pid, t->tmpdir, t->status.uid[1], r, stuck);
+    }
+    if (r < 0) {
+        util_closep(ret_fd);
+        if (r == -ETIMEDOUT)
+            return err_set(e, -ETIMEDOUT,
+                           "its TMPDIR did not answer within %d ms: the filesystem there has "
+                           "stopped answering (a hung mount?)",
+                           PROCINDEX_ANSWER_MS);
+        if (r == -EAGAIN)
+            return err_set(e, -ETIMEDOUT,
+                           "its TMPDIR could not be looked at: %d helpers are stuck in "
+                           "filesystems that stopped answering",
+                           FSWORKER_STUCK_MAX);
+        return err_setsys(e, r, "the helper for pid %d's files", (int)t->pid);
+    }
+    if (a->r < 0) { /* the helper's own answer: its error, as the look in place gave it */
+        util_closep(ret_fd);
+        if (e) {
+            a->msg[sizeof(a->msg) - 1] = '\0';
+            a->hint[sizeof(a->hint) - 1] = '\0';
+            e->code = a->code < 0 ? a->code : a->r;
+            memcpy(e->msg, a->msg, sizeof(e->msg));
+            memcpy(e->hint, a->hint, sizeof(e->hint));
+        }
+        return a->r;
+    }
+    *ret = util_take_ptr(&a);
+    return 0;
+}
+
+int procindex_socket_find(struct procindex *x, const struct target *t, struct diag_socket *ret,
+                          struct cla_error *e)
+{
+    _cleanup_free_ struct px_socket_reply *a = NULL;
+    int fd;
+    int r = socket_call(x, PX_SOCKET_FIND, t, NULL, &a, &fd, e);
+    util_closep(&fd);
+    if (r < 0)
+        return r;
+    struct diag_socket s = {.state = (enum socket_state)a->state};
+    if (a->state > SOCKET_DIR_ERROR)
+        return err_set(e, -EPROTO, "the helper for pid %d: a socket state out of range",
+                       (int)t->pid);
+    memcpy(s.name, a->s.name, sizeof(s.name));
+    s.name[sizeof(s.name) - 1] = '\0';
+    s.key = a->s.key;
+    s.candidates = a->s.candidates;
+    s.stale = a->s.stale;
+    s.dir_errno = a->s.dir_errno;
+    s.file_type = a->s.file_type;
+    *ret = s;
+    return 0;
+}
+
+int procindex_socket_open(struct procindex *x, const struct target *t, const struct diag_socket *s,
+                          struct cla_error *e)
+{
+    _cleanup_free_ struct px_socket_reply *a = NULL;
+    int fd;
+    int r = socket_call(x, PX_SOCKET_OPEN, t, s, &a, &fd, e);
+    if (r < 0)
+        return r;
+    if (fd < 0)
+        return err_set(e, -EPROTO, "the helper for pid %d: no socket came back", (int)t->pid);
+    return fd;
 }

@@ -16,8 +16,15 @@
  *
  * The index is a pre-filter only: what a flag points at still gets the full, pinned look
  * (target_open, creds, diag_socket_find, diag_socket_open) before anything is used.
+ *
+ * Nothing below another process's root is touched by the caller's process: the directories are
+ * held, listed and looked into by a helper process (fsworker.h), each request within
+ * PROCINDEX_ANSWER_MS. A filesystem that stops answering (a hung NFS or CIFS mount, a stuck
+ * volume, a FUSE daemon that never replies) holds the helper, which is given up; the group is
+ * then PROCINDEX_UNREACHABLE for a back-off time, and the scan goes on with a fresh helper.
  */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +32,9 @@
 
 #include "base/bounds.h"
 #include "base/err.h"
+#include "target/diag_socket.h"
 #include "target/proc_parse.h"
+#include "target/target.h"
 
 /* A process is probed again (stat read, then everything on an execve) every scan while it is
  * younger than this, then every PROCINDEX_RECHECK_MS, spread over the scans: an execve into a
@@ -59,6 +68,14 @@
 /* Not probed (no access to it, or to its socket directory as its group's user): only the full
  * look can tell. */
 #define PROCINDEX_UNKNOWN 0x10u
+/* Its socket directory, or its full look, did not answer within PROCINDEX_ANSWER_MS: left
+ * alone (never SOCKET or UNKNOWN) until its back-off ends. */
+#define PROCINDEX_UNREACHABLE 0x20u
+
+/* How long a directory that did not answer for the `stalls`-th time in a row is left alone:
+ * PROCINDEX_STALL_BACKOFF_MIN_MS, doubling, at most PROCINDEX_STALL_BACKOFF_MAX_MS (a helper
+ * still stuck in it also keeps it alone). Pure. */
+int64_t procindex_stall_backoff_ms(unsigned stalls);
 
 /* What the probe finds in a process's environ alone (pure). */
 struct procindex_probe {
@@ -107,7 +124,8 @@ void procindex_free(struct procindex *x);
 
 /* One pass: lists /proc (skipping ourselves), probes the processes not seen before, lists each
  * socket directory. Acts as each group's user (creds.h) to open its directory. Returns 0 or a
- * negative errno when /proc itself cannot be listed. */
+ * negative errno when /proc itself cannot be listed, or -EINTR on a stop
+ * (procindex_set_interrupt). */
 int procindex_scan(struct procindex *x, int64_t now_ms, struct cla_error *e);
 
 /* The processes of the last scan, sorted by pid. */
@@ -120,5 +138,23 @@ int64_t procindex_age_ms(uint64_t starttime);
 
 /* Socket directories open (groups with members), for tests and the benchmark. */
 size_t procindex_groups(const struct procindex *x);
+
+/* For a caller that lets its stop signals in only while it waits (watch): the waits for the
+ * helper use `mask`, and a signal that sets *stop ends the scan with -EINTR (fsworker.h). */
+void procindex_set_interrupt(struct procindex *x, const sigset_t *mask,
+                             volatile sig_atomic_t *stop);
+
+/* `fn` gets a sentence (rendered, with the next step) each time a directory stops answering. */
+void procindex_on_unreachable(struct procindex *x, void (*fn)(const char *msg, void *userdata),
+                              void *userdata);
+
+/* The full look's filesystem part for the pinned `t` (as diag_socket_find, diag_socket_open,
+ * each as t's user: creds.h), made by the helper on the same process (pid and start time).
+ * -ETIMEDOUT when it did not answer in time: the process is then UNREACHABLE from the next
+ * scan on. procindex_socket_open returns the O_PATH fd of the socket. */
+int procindex_socket_find(struct procindex *x, const struct target *t, struct diag_socket *ret,
+                          struct cla_error *e);
+int procindex_socket_open(struct procindex *x, const struct target *t, const struct diag_socket *s,
+                          struct cla_error *e);
 
 #endif

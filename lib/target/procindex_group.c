@@ -1,19 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The socket directories as the index sees them: what each one held at its last listing, and
+ * the requests that keep that up to date (the helper, procindex_helper.c, makes the calls). */
 #include "target/procindex_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "target/creds.h"
-#include "target/proc_parse.h"
-#include "target/rootfs.h"
-#include "target/target.h"
 #include "base/util.h"
 
 static int cmp_entry(const void *a, const void *b)
@@ -57,7 +51,15 @@ uint64_t procindex_entries_fp(const struct procindex_entry *v, size_t n, pid_t n
     return any ? (h ? h : 1) : 0;
 }
 
-struct procindex_group *procindex_group_new(uint64_t mnt_ino, const struct stat *root,
+int64_t procindex_stall_backoff_ms(unsigned stalls)
+{
+    int64_t ms = PROCINDEX_STALL_BACKOFF_MIN_MS;
+    for (unsigned i = 1; i < stalls && ms < PROCINDEX_STALL_BACKOFF_MAX_MS; i++)
+        ms *= 2;
+    return ms < PROCINDEX_STALL_BACKOFF_MAX_MS ? ms : PROCINDEX_STALL_BACKOFF_MAX_MS;
+}
+
+struct procindex_group *procindex_group_new(uint64_t id, uint64_t mnt_ino, const struct stat *root,
                                             const struct stat *owner, const char *tmpdir, pid_t rep)
 {
     struct procindex_group *g = calloc(1, sizeof(*g));
@@ -65,197 +67,148 @@ struct procindex_group *procindex_group_new(uint64_t mnt_ino, const struct stat 
         free(g);
         return NULL;
     }
+    g->id = id;
     g->mnt_ino = mnt_ino;
     g->root_dev = root->st_dev;
     g->root_ino = root->st_ino;
     g->uid = owner->st_uid;
     g->gid = owner->st_gid;
     g->rep = rep;
-    g->rootfd = -1;
     return g;
-}
-
-/* Lets go of the directory and root held open; the entries stay as listed. */
-static void group_release(struct procindex_group *g)
-{
-    if (g->dir)
-        closedir(g->dir);
-    g->dir = NULL;
-    util_closep(&g->rootfd);
-    g->rootfd = -1; /* closed once: the number may be another fd's next */
-}
-
-static void group_close(struct procindex_group *g)
-{
-    group_release(g);
-    g->n = 0;
-    g->valid = false;
 }
 
 void procindex_group_free(struct procindex_group *g)
 {
     if (!g)
         return;
-    group_close(g);
     free(g->entries);
     free(g->tmpdir);
     free(g);
 }
 
-/* Opens a group's directory as its representative's user, through the pinned process: the
- * same steps as diag_socket_find (target_open, creds, rootfs_open), once per group. */
-static void group_open(int proc_dirfd, struct procindex_group *g, int64_t now)
+/* Does the helper running now hold the group's directory? One given up took it along. */
+static bool held_now(struct procindex_group *g, const struct fsworker *w)
 {
-    struct target t;
-    g->retry_ms = now + PROCINDEX_RETRY_MS;
-    int r = target_open(proc_dirfd, g->rep, &t, NULL);
-    if (r < 0) {
-        g->dir_errno = procindex_gone(r) ? EAGAIN : -r;
-        if (procindex_gone(r))
-            g->retry_ms = now; /* another member is its representative at the next scan */
-        return;
-    }
-    struct stat rst;
-    /* The pinned process must still see this directory (an execve may have moved it); its own
-     * ids, from its status, are who the directory is listed as. */
-    if (strcmp(t.tmpdir, g->tmpdir) != 0 || t.mntns != g->mnt_ino ||
-        target_open_root(&t, NULL) < 0 || fstat(t.rootfd, &rst) < 0 || rst.st_dev != g->root_dev ||
-        rst.st_ino != g->root_ino) {
-        g->dir_errno = EAGAIN;
-        goto out;
-    }
-    struct creds_target ct;
-    struct creds_saved cs = {0};
-    creds_target_of(t.procfd, &t.status, &ct);
-    int fd = -EPERM;
-    if (creds_check(&ct, NULL) == 0 && creds_become(&ct, &cs, NULL) == 0)
-        fd = rootfs_open_contained(t.rootfd, g->tmpdir, ROOTFS_DIR, O_RDONLY, NULL);
-    creds_restore(&cs);
-    struct stat dst;
-    if (fd >= 0 && fstat(fd, &dst) < 0) {
-        close(fd);
-        fd = -errno;
-    }
-    if (fd < 0) {
-        g->dir_errno = -fd;
-        goto out;
-    }
-    g->dir = fdopendir(fd);
-    if (!g->dir) {
-        g->dir_errno = errno;
-        close(fd);
-        goto out;
-    }
-    g->dir_dev = dst.st_dev;
-    g->dir_ino = dst.st_ino;
-    g->rootfd = util_take_fd(&t.rootfd);
-    g->dir_errno = 0;
-    g->listed_at_ns = 0; /* listed at once */
-out:
-    target_close(&t);
+    if (g->held && g->held_gen != fsworker_generation(w))
+        g->held = false;
+    return g->held;
 }
 
-/* Does the TMPDIR name still lead to the directory held open? A tmpfs mounted over /tmp after
- * the group was opened (a container's start) hides the old one under it. Resolved as ourselves
- * through rootfs (O_PATH: nothing is read), only to compare identities. */
-static bool group_current(struct procindex_group *g)
+/* A request for the group, with its TMPDIR after the fixed part. */
+static int group_call(const struct procindex_group *g, struct fsworker *w, uint32_t op,
+                      uint32_t flags, void **ret, size_t *ret_len, pid_t *ret_stuck)
 {
-    _cleanup_close_ int fd = rootfs_open_contained(g->rootfd, g->tmpdir, ROOTFS_DIR, O_PATH, NULL);
-    struct stat st;
-    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g->dir_dev && st.st_ino == g->dir_ino;
+    size_t tlen = strlen(g->tmpdir);
+    if (tlen >= TARGET_PATH_MAX)
+        return -ENAMETOOLONG; /* the probe takes no longer one */
+    char buf[sizeof(struct px_group_req) + TARGET_PATH_MAX];
+    struct px_group_req q;
+    memset(&q, 0, sizeof(q));
+    q.op = op;
+    q.flags = flags;
+    q.id = g->id;
+    q.mnt_ino = g->mnt_ino;
+    q.root_dev = g->root_dev;
+    q.root_ino = g->root_ino;
+    q.rep = g->rep;
+    q.tmpdir_len = (uint32_t)tlen;
+    memcpy(buf, &q, sizeof(q));
+    memcpy(buf + sizeof(q), g->tmpdir, tlen);
+    int fd = -1;
+    int r = fsworker_call(w, buf, sizeof(q) + tlen, -1, PROCINDEX_ANSWER_MS, ret, ret_len, &fd,
+                          ret_stuck);
+    if (fd >= 0)
+        close(fd); /* none is sent for a group */
+    return r;
 }
 
-static int64_t realtime_ns(void)
+/* The last listing made void: the names are no longer known. */
+static void group_void(struct procindex_group *g)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Lists a group's directory when it may have changed: its mtime moves with every name added,
- * removed or replaced. The filesystem's clock is coarse (a jiffy), so a listing made within a
- * second of the last change does not count as seeing it: the next scan lists again. */
-static void group_list(struct procindex_group *g, int64_t now_ms)
-{
-    if (now_ms < g->next_list_ms)
-        return;
-    struct stat st;
-    if (fstat(dirfd(g->dir), &st) < 0 || st.st_nlink == 0) {
-        group_close(g); /* removed: opened again, by its name */
-        g->dir_errno = ENOENT;
-        return;
-    }
-    int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-    if (g->listed_at_ns && mtime == g->listed_mtime_ns && g->listed_at_ns - mtime > 1000000000LL)
-        return;
-    int64_t at = realtime_ns();
-    rewinddir(g->dir);
     g->n = 0;
-    size_t seen = 0;
-    struct dirent *de;
-    /* errno cleared before each readdir: a name gone before its stat below must not read as a
-     * failed listing at the end (readdir's NULL is the end or an error, told apart by errno). */
-    for (;;) {
-        errno = 0;
-        if (!(de = readdir(g->dir)))
-            break;
-        /* A hostile target can fill its /tmp with millions of entries to stall us: as in
-         * diag_socket.c, past the cap the directory gives no listing (tried again later). */
-        if (++seen > TARGET_DIR_ENTRIES_MAX) {
-            group_close(g);
-            g->dir_errno = E2BIG;
-            return;
-        }
-        size_t len = strlen(de->d_name);
-        pid_t pid;
-        uint64_t key;
-        struct stat est;
-        if (!proc_socket_name_parse(de->d_name, len, &pid, &key) ||
-            fstatat(dirfd(g->dir), de->d_name, &est, AT_SYMLINK_NOFOLLOW) < 0)
-            continue; /* another name, or gone meanwhile */
-        if (g->n == g->alloc) {
-            size_t na = g->alloc ? g->alloc * 2 : 8;
-            struct procindex_entry *ne = realloc(g->entries, na * sizeof(*ne));
-            if (!ne)
-                break; /* out of memory: fewer names; the next change lists again */
-            g->entries = ne;
-            g->alloc = na;
-        }
-        g->entries[g->n++] = (struct procindex_entry){
-            .nspid = pid,
-            .key = key,
-            .ino = est.st_ino,
-            .ctime_ns = (int64_t)est.st_ctim.tv_sec * 1000000000 + est.st_ctim.tv_nsec};
-    }
-    if (errno && !de) {
-        group_close(g);
-        g->dir_errno = errno;
-        return;
-    }
-    procindex_sort_entries(g->entries, g->n);
-    g->listed_mtime_ns = mtime;
-    g->listed_at_ns = at;
-    g->valid = true;
-    /* A directory a target keeps busy with many names is not listed at every scan. */
-    if (seen > PROCINDEX_BUSY_ENTRIES)
-        g->next_list_ms = now_ms + PROCINDEX_RETRY_MS;
+    g->valid = false;
 }
 
-void procindex_group_scan(struct procindex_group *g, int proc_dirfd, bool may_open, bool hold,
-                          int64_t now_ms)
+/* Takes the helper's answer in. Returns -EPROTO for one that does not add up (then the group is
+ * left as it was). */
+static int group_apply(struct procindex_group *g, const struct fsworker *w, const void *buf,
+                       size_t len, int64_t now_ms)
 {
-    if (g->dir && !group_current(g))
-        group_close(g);
-    if (!g->dir && now_ms >= g->retry_ms) {
-        if (may_open) {
-            group_open(proc_dirfd, g, now_ms);
-        } else {
-            g->dir_errno = EMFILE;
-            g->retry_ms = now_ms + PROCINDEX_RETRY_MS;
-        }
+    struct px_group_reply a;
+    if (len < sizeof(a))
+        return -EPROTO;
+    memcpy(&a, buf, sizeof(a));
+    if (a.n > TARGET_DIR_ENTRIES_MAX || len != sizeof(a) + (size_t)a.n * sizeof(*g->entries))
+        return -EPROTO;
+    g->held = a.flags & PX_HELD;
+    g->held_gen = fsworker_generation(w);
+    if (a.flags & PX_OPEN_FAILED) {
+        g->dir_errno = a.dir_errno;
+        /* Another member is its representative at the next scan when this one ended. */
+        g->retry_ms = (a.flags & PX_REP_GONE) ? now_ms : now_ms + PROCINDEX_RETRY_MS;
     }
-    if (g->dir)
-        group_list(g, now_ms);
-    if (!hold)
-        group_release(g);
+    if (a.flags & PX_CLOSED) {
+        group_void(g);
+        g->dir_errno = a.dir_errno;
+    }
+    if (a.flags & PX_LISTED) {
+        if (a.n > g->alloc) {
+            struct procindex_entry *ne = realloc(g->entries, a.n * sizeof(*ne));
+            if (!ne) { /* out of memory: no listing; the next change lists again */
+                group_void(g);
+                return 0;
+            }
+            g->entries = ne;
+            g->alloc = a.n;
+        }
+        if (a.n)
+            memcpy(g->entries, (const char *)buf + sizeof(a), a.n * sizeof(*g->entries));
+        g->n = a.n;
+        procindex_sort_entries(g->entries, g->n);
+        g->valid = true;
+        g->dir_errno = 0;
+        /* A directory a target keeps busy with many names is not listed at every scan. */
+        if (a.seen > PROCINDEX_BUSY_ENTRIES)
+            g->next_list_ms = now_ms + PROCINDEX_RETRY_MS;
+    }
+    return 0;
+}
+
+int procindex_group_scan(struct procindex_group *g, struct fsworker *w, bool may_open, bool hold,
+                         int64_t now_ms, pid_t *ret_stuck)
+{
+    *ret_stuck = 0;
+    uint32_t flags = hold ? PX_HOLD : 0;
+    /* May open: also for one held, which the helper lets go of when its TMPDIR name leads
+     * elsewhere now, and then opens again at once. */
+    if (now_ms >= g->retry_ms && may_open) {
+        flags |= PX_MAY_OPEN;
+    } else if (now_ms >= g->retry_ms && !held_now(g, w)) {
+        g->dir_errno = EMFILE;
+        g->retry_ms = now_ms + PROCINDEX_RETRY_MS;
+    }
+    if (now_ms >= g->next_list_ms)
+        flags |= PX_MAY_LIST;
+    /* Nothing held and nothing to open: nothing to ask. */
+    if (!held_now(g, w) && !(flags & PX_MAY_OPEN))
+        return 0;
+    _cleanup_free_ void *buf = NULL;
+    size_t len = 0;
+    int r = group_call(g, w, PX_GROUP, flags, &buf, &len, ret_stuck);
+    if (r < 0)
+        return r;
+    return group_apply(g, w, buf, len, now_ms);
+}
+
+void procindex_group_forget(struct procindex_group *g, struct fsworker *w)
+{
+    if (!held_now(g, w))
+        return;
+    _cleanup_free_ void *buf = NULL;
+    size_t len = 0;
+    pid_t stuck;
+    /* Closing a directory waits for no filesystem (FUSE sends its release in the background),
+     * so this answer comes; a helper that does not give it is given up like any other. */
+    (void)group_call(g, w, PX_FORGET, 0, &buf, &len, &stuck);
+    g->held = false;
 }

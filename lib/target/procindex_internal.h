@@ -3,40 +3,54 @@
 #define CLRATTACH_PROCINDEX_INTERNAL_H
 
 /*
- * What procindex.c (the process records, the listing of /proc, the probe) and procindex_group.c
- * (the socket directories the records point at) share; nothing outside lib/target/procindex*.c
- * includes it. A group is created by the probe that first finds a process in it, scanned once
- * per scan while it has members, and freed when the last one is gone.
+ * What procindex.c (the process records, the listing of /proc, the probe), procindex_group.c
+ * (the socket directories the records point at) and procindex_helper.c (the helper process that
+ * opens and lists them: fsworker.h) share; nothing outside lib/target/procindex*.c includes it. A
+ * group is created by the probe that first finds a process in it, scanned once per scan while it
+ * has members, and freed when the last one is gone.
+ *
+ * Nothing in this process touches a socket directory, nor anything else below another process's
+ * root: the helper does, one request at a time, and a request it does not answer within
+ * PROCINDEX_ANSWER_MS marks what it was about (a group, or a process without one) unreachable
+ * for a back-off time.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "target/diag_socket.h"
+#include "target/fsworker.h"
 #include "target/procindex.h"
+
+/* A directory (or a process) whose request was not answered in time. */
+struct procindex_stall {
+    unsigned stalls;  /* in a row: the back-off doubles with each */
+    int64_t until_ms; /* left alone until then (0: reachable) */
+    pid_t stuck;      /* the helper given up on it, while it is not reaped: no second one is
+                         sent into the same silent filesystem before the first came back */
+};
 
 /* Where the sockets of a set of processes live: one directory in one view, as one user. */
 struct procindex_group {
+    uint64_t id; /* names it to the helper */
     uint64_t mnt_ino, root_dev, root_ino;
     uid_t uid;
     gid_t gid;
     char *tmpdir;
     pid_t rep; /* a member of the last scan: the process whose user opens the directory */
     size_t members;
-    DIR *dir;   /* opened as rep's user; NULL until then, or after a failure */
-    int rootfd; /* O_PATH of rep's root when the directory was opened */
-    uint64_t dir_dev, dir_ino;
-    int dir_errno; /* why there is no listing (0 with one) */
+    bool held;         /* the helper of generation held_gen holds it open */
+    uint64_t held_gen; /* fsworker_generation() */
+    int dir_errno;     /* why there is no listing (0 with one) */
     int64_t retry_ms;
-    /* the directory's mtime at the last listing, and when (CLOCK_REALTIME, ns) it was made */
-    int64_t listed_mtime_ns, listed_at_ns;
     int64_t next_list_ms; /* a crowded directory is listed at most every PROCINDEX_RETRY_MS */
     bool valid;           /* the entries are the directory's (listed, not closed since) */
     struct procindex_entry *entries;
     size_t n, alloc;
+    struct procindex_stall stall;
 };
 
 /* Is this error a process that has ended (its /proc directory gone, or a zombie's)? */
@@ -49,19 +63,95 @@ static inline bool procindex_gone(int r)
  * directories are owned as `owner` is, under TMPDIR `tmpdir` (copied); `rep` is the member whose
  * user opens its directory at the next scan. Nothing is opened yet. Returns NULL when out of
  * memory. */
-struct procindex_group *procindex_group_new(uint64_t mnt_ino, const struct stat *root,
+struct procindex_group *procindex_group_new(uint64_t id, uint64_t mnt_ino, const struct stat *root,
                                             const struct stat *owner, const char *tmpdir,
                                             pid_t rep);
 
-/* Closes what the group holds and frees it. NULL is a no-op. */
+/* Frees the group (procindex_group_forget first, for one the helper holds). NULL is a no-op. */
 void procindex_group_free(struct procindex_group *g);
 
-/* One scan of the group's directory: the one held is let go when its TMPDIR name leads elsewhere
- * now; when none is held and the retry is due, it is opened as `g->rep`'s user through
- * /proc/<rep> under `proc_dirfd`, unless `may_open` is false (past the bound of directories held:
- * no listing, EMFILE, tried again later); a held one is listed when it changed. With `hold`
- * false the directory is let go after its listing (ps lists once). */
-void procindex_group_scan(struct procindex_group *g, int proc_dirfd, bool may_open, bool hold,
-                          int64_t now_ms);
+/* ---- the helper's requests and answers (procindex_helper.c answers them) ------------------ */
+
+enum procindex_op {
+    PX_GROUP = 1,   /* struct px_group_req, then the TMPDIR: struct px_group_reply */
+    PX_FORGET,      /* struct px_group_req: the directory let go of; an empty answer */
+    PX_SOCKET_FIND, /* struct px_socket_req: struct px_socket_reply */
+    PX_SOCKET_OPEN, /* struct px_socket_req: struct px_socket_reply, and the socket's fd */
+};
+
+/* PX_GROUP: what the helper may do for the group this time. */
+#define PX_MAY_OPEN 0x1u /* open it when it holds it not (as `rep`'s user) */
+#define PX_MAY_LIST 0x2u /* list it when it changed */
+#define PX_HOLD     0x4u /* keep it open after (watch); else let go at once (ps) */
+
+struct px_group_req {
+    uint32_t op;
+    uint32_t flags;
+    uint64_t id;
+    uint64_t mnt_ino, root_dev, root_ino;
+    int32_t rep;
+    uint32_t tmpdir_len; /* the bytes after this struct, no NUL */
+};
+
+/* PX_GROUP's answer: the flags, then `n` entries (struct procindex_entry, unsorted). */
+#define PX_HELD        0x01u /* it holds the directory open now */
+#define PX_OPEN_FAILED 0x02u /* an open was tried and failed (dir_errno says why) */
+#define PX_REP_GONE    0x04u /* ... because `rep` has ended: another member may open it at once */
+#define PX_LISTED      0x08u /* the entries follow and replace the last ones */
+#define PX_CLOSED      0x10u /* the last listing is void (the directory went, or failed) */
+
+struct px_group_reply {
+    uint32_t flags;
+    int32_t dir_errno;
+    uint32_t seen; /* names the listing went through */
+    uint32_t n;
+};
+
+/* PX_SOCKET_*: the full look's filesystem part, for the process (pid, start time); the helper
+ * pins it again and acts as its user. `scan` keeps the helper's cache of listings to one scan. */
+struct px_socket_req {
+    uint32_t op;
+    int32_t pid;
+    uint64_t starttime;
+    uint64_t scan;
+    char name[sizeof(((struct diag_socket *)0)->name)]; /* PX_SOCKET_OPEN: the socket chosen */
+};
+
+struct px_socket_reply {
+    int32_t r;
+    uint32_t state; /* enum socket_state */
+    struct {
+        char name[sizeof(((struct diag_socket *)0)->name)];
+        uint64_t key;
+        int32_t candidates, stale, dir_errno;
+        uint32_t file_type;
+    } s;
+    int32_t code;
+    char msg[CLA_ERR_MSG_MAX];
+    char hint[CLA_ERR_HINT_MAX];
+};
+
+/* The helper's context (fsworker_new's ctx): what it reads of the index, and its own state. */
+struct procindex_hctx {
+    int proc_dirfd;
+    struct procindex_helper *state; /* procindex_helper.c's, in the helper; NULL in the caller */
+};
+
+/* The handler the helper runs (fsworker_fn) on a struct procindex_hctx, and its cleanup. */
+void procindex_helper_handle(void *ctx, const void *req, size_t len, int fd, void **ret_reply,
+                             size_t *ret_len, int *ret_fd);
+void procindex_helper_done(void *ctx);
+
+/* One scan of the group's directory, through the helper `w`: the one held is let go when its
+ * TMPDIR name leads elsewhere now; when none is held and the retry is due, it is opened as
+ * `g->rep`'s user, unless `may_open` is false (past the bound of directories held: no listing,
+ * EMFILE, tried again later); a held one is listed when it changed. With `hold` false the
+ * directory is let go after its listing (ps lists once). Returns 0, or the error of
+ * fsworker_call (the helper given up, its pid in *ret_stuck while not reaped). */
+int procindex_group_scan(struct procindex_group *g, struct fsworker *w, bool may_open, bool hold,
+                         int64_t now_ms, pid_t *ret_stuck);
+
+/* Tells the helper to let go of the group's directory, when it holds it. */
+void procindex_group_forget(struct procindex_group *g, struct fsworker *w);
 
 #endif

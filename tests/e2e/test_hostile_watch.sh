@@ -162,11 +162,13 @@ SILENT=()
 for i in 1 2 3; do
     start_fake "silent-$i" silent "$SEL" && SILENT+=("$TARGET_PID")
 done
-# children [PID]: the watcher's (or PID's) child processes, one per attach in flight.
+# children [PID]: the watcher's (or PID's) child processes, one per attach in flight; its
+# filesystem helper (named clrattach-fs: lib/target/fsworker.c) is not one.
 children() {
     local p parent=${1:-$W}
     for p in /proc/[0-9]*; do
-        [ "$(awk '/^PPid:/ {print $2}' "$p/status" 2>/dev/null)" = "$parent" ] && echo "${p#/proc/}"
+        [ "$(awk '/^PPid:/ {print $2}' "$p/status" 2>/dev/null)" = "$parent" ] &&
+            [ "$(cat "$p/comm" 2>/dev/null)" != clrattach-fs ] && echo "${p#/proc/}"
     done
 }
 # The three silent attaches are in flight at once (a child each, hanging on ProcessInfo).

@@ -105,6 +105,25 @@ static void test_loadavg(void **state)
     assert_int_equal(procindex_parse_loadavg(nul, sizeof(nul) - 1, &last), -EPROTO);
 }
 
+/* A directory that did not answer is left alone 5 s, then 10, 20... up to the cap, and never
+ * for less than the first step. */
+static void test_stall_backoff(void **state)
+{
+    (void)state;
+    assert_int_equal(procindex_stall_backoff_ms(0), PROCINDEX_STALL_BACKOFF_MIN_MS);
+    assert_int_equal(procindex_stall_backoff_ms(1), PROCINDEX_STALL_BACKOFF_MIN_MS);
+    assert_int_equal(procindex_stall_backoff_ms(2), 2 * PROCINDEX_STALL_BACKOFF_MIN_MS);
+    assert_int_equal(procindex_stall_backoff_ms(3), 4 * PROCINDEX_STALL_BACKOFF_MIN_MS);
+    int64_t last = 0;
+    for (unsigned i = 1; i < 40; i++) {
+        int64_t ms = procindex_stall_backoff_ms(i);
+        assert_true(ms >= last && ms <= PROCINDEX_STALL_BACKOFF_MAX_MS);
+        last = ms;
+    }
+    assert_int_equal(last, PROCINDEX_STALL_BACKOFF_MAX_MS);
+    assert_int_equal(procindex_stall_backoff_ms(UINT32_MAX), PROCINDEX_STALL_BACKOFF_MAX_MS);
+}
+
 /* A child running `sleep` with TMPDIR=dir in its own environment. */
 static pid_t spawn_sleeper(const char *dir, const char *extra)
 {
@@ -314,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_probe_flags),
         cmocka_unit_test(test_entries_fp),
         cmocka_unit_test(test_loadavg),
+        cmocka_unit_test(test_stall_backoff),
         cmocka_unit_test(test_scan_real_proc),
         cmocka_unit_test(test_released_fds_not_closed_twice),
         cmocka_unit_test(test_scan_many_processes),

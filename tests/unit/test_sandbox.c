@@ -285,11 +285,11 @@ static void test_full_stage_allows_what_is_needed(void **state)
 /* ---- watch: one child process per attach ------------------------------------------------ */
 
 /* FULL allows what watch needs to run an attach in a child: fork (libc's, whichever syscall it
- * makes), a pidfd of the child, SIGKILL through it, wait4. */
-static void probe_fork_for_watch(long unused)
+ * makes), a pidfd of the child, SIGKILL through it, wait4. FULL and PS allow the same for the
+ * filesystem helper of watch and ps (lib/target/fsworker.c), which also names itself. */
+static void probe_fork_for_watch(long stage)
 {
-    (void)unused;
-    enter_or_die(SANDBOX_MODE_KILL);
+    enter_at((enum sandbox_stage)stage);
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         _exit(1);
@@ -297,8 +297,11 @@ static void probe_fork_for_watch(long unused)
     if (c < 0)
         _exit(2);
     if (c == 0) {
+        if (prctl(PR_SET_NAME, "clrattach-fs", 0, 0, 0) < 0)
+            _exit(9);
         /* the child tightens its own stages: the parent keeps its rights */
-        tighten_or_die(SANDBOX_STAGE_REPORT);
+        if (stage == SANDBOX_STAGE_FULL)
+            tighten_or_die(SANDBOX_STAGE_REPORT);
         char b;
         if (read(p[0], &b, 1) < 0) /* blocks until killed */
             _exit(8);
@@ -325,7 +328,15 @@ static void test_full_stage_forks_for_watch(void **state)
     (void)state;
     if (no_filter_here(__func__))
         return;
-    assert_exit0(run_child(probe_fork_for_watch, 0), "fork for watch");
+    assert_exit0(run_child(probe_fork_for_watch, SANDBOX_STAGE_FULL), "fork for watch");
+}
+
+static void test_ps_stage_forks_its_helper(void **state)
+{
+    (void)state;
+    if (no_filter_here(__func__))
+        return;
+    assert_exit0(run_child(probe_fork_for_watch, SANDBOX_STAGE_PS), "fork at PS");
 }
 
 /* musl's fork() on x86_64 is the fork syscall; aarch64 has none and libc forks with clone. */
@@ -717,16 +728,27 @@ static void probe_fork_at(long arg)
     _exit(0); /* the parent and, had it run, the child */
 }
 
+/* Runs at PS a clone that is more than a plain fork: a new user namespace (arg 0) or shared
+ * memory without a thread (arg 1). */
+static void probe_ps_clone_beyond_fork(long arg)
+{
+    enter_at(SANDBOX_STAGE_PS);
+    syscall(SYS_clone, SIGCHLD | (arg ? CLONE_VM : CLONE_NEWUSER), 0, 0, 0, 0);
+    _exit(0);
+}
+
+/* A single attach starts no process; ps starts its filesystem helper (a plain fork: see
+ * test_ps_stage_forks_its_helper) and nothing more. */
 static void test_attach_and_ps_start_no_process(void **state)
 {
     (void)state;
     if (no_filter_here(__func__))
         return;
-    enum sandbox_stage stages[] = {SANDBOX_STAGE_ATTACH, SANDBOX_STAGE_PS};
-    for (size_t i = 0; i < ARRAY_SIZE(stages); i++) {
-        assert_sigsys(run_child(probe_fork_at, (long)stages[i] << 1), "fork");
-        assert_sigsys(run_child(probe_fork_at, ((long)stages[i] << 1) | 1), "clone(SIGCHLD)");
-    }
+    assert_sigsys(run_child(probe_fork_at, (long)SANDBOX_STAGE_ATTACH << 1), "fork");
+    assert_sigsys(run_child(probe_fork_at, ((long)SANDBOX_STAGE_ATTACH << 1) | 1),
+                  "clone(SIGCHLD)");
+    assert_sigsys(run_child(probe_ps_clone_beyond_fork, 0), "clone(new user namespace) at PS");
+    assert_sigsys(run_child(probe_ps_clone_beyond_fork, 1), "clone(CLONE_VM) at PS");
 }
 
 /* ATTACH keeps every right of delivery: the FULL probes' delivery steps pass. */
@@ -1261,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_forbidden_calls_kill),
         cmocka_unit_test(test_full_stage_allows_what_is_needed),
         cmocka_unit_test(test_full_stage_forks_for_watch),
+        cmocka_unit_test(test_ps_stage_forks_its_helper),
         cmocka_unit_test(test_no_fork_after_delivery),
         cmocka_unit_test(test_delivered_forbids_file_changes),
         cmocka_unit_test(test_report_keeps_delivery_cuts),
