@@ -348,16 +348,19 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
     struct ps_entry *list = NULL;
     size_t n = 0, alloc = 0;
     int r = 0;
-    if (q) {
+    if (q)
         q->timeout_ms = timeout_ms;
-        q->deadline_ms = util_now_ms() + timeout_ms;
-    }
     if (!x || (query && !q)) {
         r = err_set(e, -ENOMEM, "out of memory");
         goto out;
     }
     if ((r = procindex_scan(x, util_now_ms(), e)) < 0)
         goto out;
+    /* The deadline counts from here: the scan itself is bounded apart (a filesystem that does
+     * not answer costs it PROCINDEX_ANSWER_MS, and its processes are UNREACHABLE rows), and
+     * must not use up the time the runtimes have to answer. */
+    if (q)
+        q->deadline_ms = util_now_ms() + timeout_ms;
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
         if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |

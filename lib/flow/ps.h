@@ -32,7 +32,7 @@ struct ps_entry {
 
 /* Scans `proc_dirfd` (skipping ourselves and kernel threads). With `query`, asks each live
  * runtime for ProcessInfo: all at once (up to PS_QUERIES_IN_FLIGHT_MAX connections in flight),
- * under one deadline timeout_ms from the start of the scan; a runtime that has not answered by
+ * under one deadline timeout_ms from the end of the index scan; a runtime that has not answered by
  * then is `no_answer`. Returns 0 with a malloc'd array (caller frees) sorted by pid, or a
  * negative errno. */
 int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **ret_entries,

@@ -921,6 +921,7 @@ int procindex_socket_find(struct procindex *x, const struct target *t, struct di
     s.stale = a->s.stale;
     s.dir_errno = a->s.dir_errno;
     s.file_type = a->s.file_type;
+    s.owner = (uid_t)a->s.owner;
     *ret = s;
     return 0;
 }

@@ -347,6 +347,7 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
     rep->s.stale = s.stale;
     rep->s.dir_errno = s.dir_errno;
     rep->s.file_type = s.file_type;
+    rep->s.owner = (uint32_t)s.owner;
 copy_error:
     rep->code = e.code;
     memcpy(rep->msg, e.msg, strnlen(e.msg, sizeof(e.msg) - 1));

@@ -125,6 +125,7 @@ struct px_socket_reply {
         uint64_t key;
         int32_t candidates, stale, dir_errno;
         uint32_t file_type;
+        uint32_t owner; /* uid of the chosen entry */
     } s;
     int32_t code;
     char msg[CLA_ERR_MSG_MAX];
