@@ -109,6 +109,8 @@ static void print_attach_text(const struct attach_result *r)
             say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
         say(stdout, "  sha256:   %s", r->sha256);
         say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+        if (r->dependency_note[0])
+            say(stdout, "  deps:     %s", r->dependency_note);
         if (r->expected_inert)
             say(stdout, "  note:     --force: this profiler's InitializeForAttach is known to do "
                         "nothing; expected to stay inert (load it at startup: docs/bundles.md)");

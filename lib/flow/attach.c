@@ -185,8 +185,8 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
         .build = build,
         .delivered = p->is_dir ? p->top : p->path,
     };
-    int r = depcheck_run(&in, &res->error);
-    if (r == 0)
+    int r = depcheck_run(&in, res->dependency_note, sizeof(res->dependency_note), &res->error);
+    if (r >= 0)
         return 0;
     undo_delivery(o, t, p, res);
     return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);

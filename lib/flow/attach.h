@@ -140,6 +140,9 @@ struct attach_result {
     bool died;    /* the app died within the settle time after the answer */
     int64_t died_after_ms;
     char holder[256]; /* already_active: the profiler the target already has loaded */
+    /* The dependency check could not look everywhere the loader would (a search list past its
+     * cap) and did not find a library in the part it checked: "not checked: ..." ("" else). */
+    char dependency_note[256];
     enum attach_holder_gap holder_gap; /* none named: why the search could not tell */
     char sha256[65];
     bool reused;

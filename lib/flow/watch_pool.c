@@ -146,6 +146,7 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->delivered_dir);
     STR(r->placement);
     STR(r->holder);
+    STR(r->dependency_note);
     STR(r->sha256);
     STR(r->profiler_env);
     STR(r->error.msg);

@@ -64,6 +64,11 @@ struct ctx {
     uint64_t soname_bytes;
     char *musl_path;
     size_t musl_path_len;
+    /* The first name found in none of the places checked while some were past the caps: not
+     * a miss (it may be in what was not checked), told to the caller as "not checked". */
+    char *note;
+    size_t note_size;
+    bool unchecked;
 };
 
 /* The mapped libraries, from the target's maps asked for on first use. -ENOMEM, else 0 (maps
@@ -266,6 +271,7 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
      * miss in the places checked, and the attach can still be sent on the operator's word (the
      * hint). */
     char verdict[200];
+    size_t unchecked = s->unchecked;
     if (s->unchecked)
         snprintf(verdict, sizeof(verdict),
                  "which is in none of the places checked (%zu %s entries not checked: each list "
@@ -287,6 +293,15 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
             "%zu libraries it has mapped",
             who_shown, name_shown, verdict, looked_shown, used >= sizeof(looked) - 1 ? "..." : "",
             c->n_mapped);
+    if (unchecked) {
+        /* It may be in a directory past the caps: the check cannot say it is missing. The
+         * first such name is told, the others checked for a real miss. */
+        if (!c->unchecked && c->note_size)
+            snprintf(c->note, c->note_size, "not checked: %s", e ? e->msg : "");
+        c->unchecked = true;
+        err_clear(e);
+        return 0;
+    }
     return err_hint(e,
                     "ship %s with the profiler (a profiler directory, found through RUNPATH "
                     "$ORIGIN), or add it to the app's image; --skip-dependency-check sends the "
@@ -323,9 +338,12 @@ static void read_musl_path(struct ctx *c)
         c->musl_path = NULL;
 }
 
-int depcheck_run(const struct depcheck_input *in, struct cla_error *e)
+int depcheck_run(const struct depcheck_input *in, char *ret_note, size_t note_size,
+                 struct cla_error *e)
 {
-    struct ctx c = {.in = in};
+    struct ctx c = {.in = in, .note = ret_note, .note_size = note_size};
+    if (note_size)
+        ret_note[0] = '\0';
     read_musl_path(&c);
     int r = 0;
     const struct profset_build *b = in->build;
@@ -349,5 +367,5 @@ int depcheck_run(const struct depcheck_input *in, struct cla_error *e)
     free(c.mapped);
     free(c.sonames);
     free(c.musl_path);
-    return r;
+    return r < 0 ? r : c.unchecked ? 1 : 0;
 }

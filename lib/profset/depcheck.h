@@ -42,8 +42,12 @@ struct depcheck_input {
                               file's path */
 };
 
-/* Returns 0 when every DT_NEEDED resolves; -ENOENT naming the first missing library (the hint
- * names --skip-dependency-check); -ENOMEM. */
-int depcheck_run(const struct depcheck_input *in, struct cla_error *e);
+/* Returns 0 when every DT_NEEDED resolves; 1 when each resolves except names found in none of
+ * the places checked while some directories were past the caps of bounds.h (LD_LIBRARY_PATH of
+ * Nix or conda apps): those may be in what was not checked, so they are not a refusal, and
+ * *ret_note (note_size bytes) says "not checked: ..." for the first; -ENOENT naming the first
+ * missing library (the hint names --skip-dependency-check); -ENOMEM. */
+int depcheck_run(const struct depcheck_input *in, char *ret_note, size_t note_size,
+                 struct cla_error *e);
 
 #endif

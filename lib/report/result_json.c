@@ -93,6 +93,8 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         json_object_set_new(o, "mapped", json_boolean(r->mapped));
     if (r->holder[0])
         set_str(o, "holder", r->holder);
+    if (r->dependency_note[0])
+        set_str(o, "dependency_check", r->dependency_note);
     if (r->died)
         json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
     if (r->startup_load)
