@@ -155,7 +155,7 @@ void attach_explain_died(int64_t after_ms, struct cla_error *e)
 /* Is the runtime configured to pause at startup until a ResumeRuntime?
  * DefaultDiagnosticPortSuspend=1, or a DiagnosticPorts entry, whose default mode is suspend unless
  * it says ",nosuspend". */
-static bool suspend_configured(const struct target *t)
+bool attach_explain_suspend_configured(const struct target *t)
 {
     static const char *const prefixes[] = {"DOTNET_", "COMPlus_"};
     for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
@@ -179,6 +179,17 @@ static bool suspend_configured(const struct target *t)
         }
     }
     return false;
+}
+
+void attach_explain_startup_unmapped(const char *path, int64_t waited_ms, struct cla_error *e)
+{
+    err_set(e, -EREMOTEIO,
+            "the runtime took the profiler (StartupProfiler) and was resumed, but %s never "
+            "showed in the app's maps within %lld ms: the runtime did not load it as it started",
+            path, (long long)waited_ms);
+    err_hint(e, "the app runs on without it. Likely causes: a wrong --clsid, a library it needs "
+                "missing in the app's view, a build for another architecture or libc. The runtime "
+                "wrote its reason on the app's stderr (kubectl logs)");
 }
 
 /* Why the search for the holder stopped short (attach.h), or NULL when it looked everywhere. */
@@ -245,7 +256,7 @@ void attach_explain_answer(const struct target *t, uint32_t hr, bool startup,
         return;
     }
     err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
-    if (hr == ATTACH_HR_NOT_YET_AVAILABLE && !startup && suspend_configured(t))
+    if (hr == ATTACH_HR_NOT_YET_AVAILABLE && !startup && attach_explain_suspend_configured(t))
         err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
                     "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
                     "load the profiler as a startup profiler and resume the runtime");
