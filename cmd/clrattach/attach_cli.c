@@ -271,8 +271,8 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
         /* One table serves both commands, so that a shared option cannot drift between them;
          * what belongs to only one is refused by name for the other. */
         bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
-        bool attach_only = c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV ||
-                           c == OPT_RESUME_DEADLINE;
+        bool attach_only =
+            c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV || c == OPT_RESUME_DEADLINE;
         if ((watch_only && !a->watch) || (a->watch && attach_only))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
         if ((r = attach_option(c, optarg, a)) != CLI_GO_ON)

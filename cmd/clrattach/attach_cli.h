@@ -44,8 +44,7 @@ struct attach_cli {
     {                                                                                              \
         .cmd = (name), .usage = (usage_text), .watch = (is_watch), .co = COMMON_INIT,              \
         .timeout_s = 30, .settle_ms = 2000, .attach_timeout_ms = 5000, .interval_ms = 250,         \
-        .resume_deadline_s = 10,                                                                   \
-        .rep = EVENT_REPORTER_INIT, .procfd = -1                                                   \
+        .resume_deadline_s = 10, .rep = EVENT_REPORTER_INIT, .procfd = -1                          \
     }
 
 /* Parses and checks the options. CLI_GO_ON or the exit code. */

@@ -111,8 +111,8 @@ static void print_startup_lines(FILE *f, const struct attach_result *r)
     if (!r->resume_owed)
         return;
     if (r->resumed)
-        say(f, "%sresumed:  yes, %lld ms after the attach began", f == stderr ? "clrattach: " : "  ",
-            (long long)r->resumed_after_ms);
+        say(f, "%sresumed:  yes, %lld ms after the attach began",
+            f == stderr ? "clrattach: " : "  ", (long long)r->resumed_after_ms);
     else
         say(f, "%sresumed:  NO: ResumeRuntime failed, the app may still be paused at startup",
             f == stderr ? "clrattach: " : "  ");

@@ -576,8 +576,9 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
     /* Variables set in a running app come after its profiler read its environment, if it ever
      * looks: only with --force (attach_cli checks this too, for the message). */
     if (o->env_count && !o->startup && !o->force) {
-        err_set(e, -EINVAL, "--env without --startup would set variables in a running app, "
-                            "whose profiler read its environment as it started, if at all");
+        err_set(e, -EINVAL,
+                "--env without --startup would set variables in a running app, "
+                "whose profiler read its environment as it started, if at all");
         err_hint(e, "load the profiler at startup (--startup on a runtime started with "
                     "DOTNET_DefaultDiagnosticPortSuspend=1), or --force to set them anyway");
         return fail(res, ATTACH_USAGE, -EINVAL);
@@ -911,7 +912,8 @@ static int settle_startup(struct attempt *a)
     int64_t wait = o->settle_ms > STARTUP_MAP_WAIT_MIN_MS ? o->settle_ms : STARTUP_MAP_WAIT_MIN_MS;
     int64_t start = util_now_ms(), left;
     const char *name = strrchr(a->p.path, '/') + 1;
-    while (!(res->mapped = target_maps_has(t, name) == 1) && (left = start + wait - util_now_ms()) > 0)
+    while (!(res->mapped = target_maps_has(t, name) == 1) &&
+           (left = start + wait - util_now_ms()) > 0)
         if (target_settle(t, left < STARTUP_MAP_POLL_MS ? left : STARTUP_MAP_POLL_MS,
                           &res->died_after_ms) == 1) {
             res->died = true;

@@ -96,11 +96,11 @@ void result_text_event(const struct attach_result *r, const char *profiler,
         }
     } else {
         const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
-        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
-                           : r->outcome == ATTACH_TARGET_DIED  ? "ProfilerTargetDied"
-                           : r->outcome == ATTACH_INERT        ? "ProfilerInertOnAttach"
+        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE   ? "ProfilerAlreadyActive"
+                           : r->outcome == ATTACH_TARGET_DIED    ? "ProfilerTargetDied"
+                           : r->outcome == ATTACH_INERT          ? "ProfilerInertOnAttach"
                            : r->outcome == ATTACH_STARTUP_FAILED ? "ProfilerStartupLoadFailed"
-                                                               : "ProfilerAttachFailed";
+                                                                 : "ProfilerAttachFailed";
         /* Another profiler already loaded is a fact about the app, not a fault. */
         ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
         /* Three sentences: what was attempted and the outcome, why, what to do. */

@@ -182,8 +182,9 @@ static void read_settings(void *info_unk, char *out, size_t size, bool libc)
 {
     void *info11 = NULL;
     snprintf(out, size, "{");
-    if (!libc && (!info_unk || ((qi_fn)(*(void ***)info_unk)[0])(info_unk, &iid_info11,
-                                                                    &info11) < 0 || !info11)) {
+    if (!libc &&
+        (!info_unk || ((qi_fn)(*(void ***)info_unk)[0])(info_unk, &iid_info11, &info11) < 0 ||
+         !info11)) {
         snprintf(out, size, "null");
         return;
     }
