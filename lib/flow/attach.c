@@ -876,7 +876,12 @@ static int send_request(struct attempt *a)
         return fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
     if (r < 0) {
-        if (r == -ETIMEDOUT)
+        if (r == -ETIMEDOUT && res->resume_owed)
+            err_hint(e,
+                     "the runtime did not answer within --timeout or --resume-deadline (%lld ms); "
+                     "it was sent ResumeRuntime without waiting longer",
+                     (long long)o->resume_deadline_ms);
+        else if (r == -ETIMEDOUT)
             err_hint(e,
                      "the runtime did not answer within %lld ms; the profiler's "
                      "InitializeForAttach may still be running (raise --timeout)",

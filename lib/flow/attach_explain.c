@@ -17,6 +17,7 @@
 #include "target/target.h"
 
 #define HR_PROFILER_ALREADY_ACTIVE 0x8013136Au /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
+#define HR_E_INVALIDARG            0x80070057u
 
 static const char died_hint[] = "do not attach this profiler to this app again as it is; read the "
                                 "app's logs and the profiler's own log for the cause";
@@ -266,6 +267,12 @@ void attach_explain_answer(const struct target *t, uint32_t hr, bool startup,
                     "moment");
     else if (hr == HR_PROFILER_ALREADY_ACTIVE)
         already_active_hint(res, hi, e);
+    else if (hr == HR_E_INVALIDARG && startup && res->resume_owed &&
+             res->env_sent == res->env_count)
+        /* StartupProfiler is refused with E_INVALIDARG once the runtime is no longer paused. */
+        err_hint(e,
+                 "the app's environment asks for a pause at startup, but its runtime was resumed "
+                 "already (by another tool?): attach without --startup");
     else
         err_hint(e, "%s", hi->next_step);
 }

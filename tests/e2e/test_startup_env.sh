@@ -7,7 +7,8 @@
 #   (b) a wrong CLSID: the runtime takes StartupProfiler and resumes, but never loads the
 #       profiler: startup_load_failed (exit 7), and the app runs on;
 #   (c) every failing step resumes the app: a dependency missing, a variable over the cap once
-#       {dir} is expanded, SIGTERM during delivery;
+#       {dir} is expanded, SIGTERM during delivery; with the fake runtime acting paused: a
+#       variable refused, StartupProfiler refused, StartupProfiler never answered;
 #   (d) --env on a running app without --force is refused, with the next step.
 . "$(dirname "$0")/lib.sh"
 require_env
@@ -90,8 +91,7 @@ mkdir -p "$WORK/vinohelper"
 cp "$VI/$VI_LIB" "$VI/vendor.conf" "$WORK/vinohelper/"
 if start_target startup-missing-dep --pidns --suspended; then
     P=$TARGET_PID
-    clr attach --pid "$P" --profiler "$WORK/vinohelper" --clsid "$VI_CLSID" --startup -o json \
-        --env VENDOR_SETTING_A=1
+    clr attach --pid "$P" --profiler "$WORK/vinohelper" --clsid "$VI_CLSID" --startup -o json
     if [ $RC -eq 13 ] && [ "$(json_get "$OUT" resumed)" = True ]; then
         ok "startup-missing-dep-resumed"
     else
@@ -140,6 +140,35 @@ if start_target startup-sigterm --pidns --suspended; then
         fail "startup-sigterm-resumed" "exit $RC $(cat "$OUT" "$ERR")"
     fi
     runs_on startup-sigterm
+fi
+
+# The steps a real paused runtime does not fail on, played by the fake runtime: a variable it
+# refuses, StartupProfiler refused, StartupProfiler never answered (clrattach's own deadline).
+# Each time ResumeRuntime (request 04/01) reaches it, and the result says so.
+for c in "paused-refuse-env 7 --env VENDOR_SETTING_A=1" "paused-refuse-startup 7 --env VENDOR_SETTING_A=1" \
+    "paused-stall-startup 9 --resume-deadline 2"; do
+    set -- $c
+    mode=$1 want=$2
+    shift 2
+    if start_fake "$mode" "$mode" --env DOTNET_DefaultDiagnosticPortSuspend=1; then
+        P=$TARGET_PID
+        start=$(date +%s)
+        clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --startup -o json "$@"
+        took=$(($(date +%s) - start))
+        if [ $RC -eq "$want" ] && [ "$(json_get "$OUT" resumed)" = True ] &&
+            grep -q '^request 04/01' "$TARGET_LOG" &&
+            [ "$took" -lt 10 ]; then
+            ok "startup-$mode-resumed"
+        else
+            fail "startup-$mode-resumed" "exit $RC in ${took}s $(cat "$OUT" "$ERR" "$TARGET_LOG")"
+        fi
+    fi
+done
+# A refused variable stops the load before the runtime holds the profiler.
+if ! grep -q '^request 03/02' "$WORK/paused-refuse-env.log"; then
+    ok "startup-env-refused-no-startupprofiler"
+else
+    fail "startup-env-refused-no-startupprofiler" "$(cat "$WORK/paused-refuse-env.log")"
 fi
 
 # (d) --env on a running app, without --force: refused before anything is sent.
