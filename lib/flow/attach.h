@@ -66,7 +66,9 @@ enum attach_stage {
  * until AttachProfiler is sent: what this run delivered is removed (--keep or not: no runtime
  * was asked to load it), with any temporary of its nonce, and the outcome is ATTACH_INTERRUPTED.
  * Once the request is out it runs to its end: the runtime may be loading the profiler, or,
- * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler.
+ * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler. With
+ * --startup on a runtime whose environment asks it to pause, `defer` is set from ProcessInfo
+ * on: every way out, a stop included, sends ResumeRuntime first (attach.c, resume_runtime).
  */
 struct attach_stop {
     volatile sig_atomic_t defer;
