@@ -25,11 +25,13 @@ runs_on() {
     if grep -q '^ready' "$TARGET_LOG"; then ok "$1-app-runs-on"; else fail "$1-app-runs-on" "the app never started"; fi
 }
 
-# (a) The settings reach the profiler through the runtime's environment.
+# (a) The settings reach the profiler through the runtime's environment (one inline, one from
+# an @FILE with a comment and an empty line).
+printf '# the profiler home\n\nVENDOR_SETTING_B={dir}\n' >"$WORK/vendor.env"
 if start_target startup-env --pidns --suspended; then
     P=$TARGET_PID
     clr attach --pid "$P" --profiler "$VI" --clsid "$VI_CLSID" --startup -o json \
-        --env VENDOR_SETTING_A=1 --env 'VENDOR_SETTING_B={dir}'
+        --env VENDOR_SETTING_A=1 --env "@$WORK/vendor.env"
     DIR=$(json_get "$OUT" delivered_dir)
     REP=""
     for _ in $(seq 1 100); do
