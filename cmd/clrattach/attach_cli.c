@@ -31,6 +31,9 @@ enum {
     OPT_KEEP,
     OPT_FORCE,
     OPT_SETTLE,
+    OPT_ENV,
+    OPT_SHOW_ENV,
+    OPT_RESUME_DEADLINE,
     OPT_MATCH_COMM = 1101,
     OPT_MATCH_CMDLINE,
     OPT_UID,
@@ -58,6 +61,10 @@ static const struct option attach_options[] = {
     {"keep", no_argument, NULL, OPT_KEEP},
     {"force", no_argument, NULL, OPT_FORCE},
     {"settle", required_argument, NULL, OPT_SETTLE},
+    /* the profiler's environment, and a paused runtime (attach only) */
+    {"env", required_argument, NULL, OPT_ENV},
+    {"show-env", no_argument, NULL, OPT_SHOW_ENV},
+    {"resume-deadline", required_argument, NULL, OPT_RESUME_DEADLINE},
     /* reporting */
     {"events", required_argument, NULL, 'E'},
     {"dry-run-events", no_argument, NULL, 'D'},
@@ -167,6 +174,17 @@ static int attach_option(int c, const char *arg, struct attach_cli *a)
         if (parse_uint(arg, 60000, &a->settle_ms) < 0)
             return usage_error(cmd, "--settle takes 0..60000 ms, not '%s'", arg);
         break;
+    case OPT_ENV:
+        if (a->env_args_count >= ENV_VARS_MAX)
+            return usage_error(cmd, "more than %d --env options", ENV_VARS_MAX);
+        a->env_args[a->env_args_count++] = arg;
+        break;
+    case OPT_SHOW_ENV: a->show_env = true; break;
+    case OPT_RESUME_DEADLINE:
+        /* The app waits this long at most, paused, for what clrattach does before resuming it. */
+        if (parse_uint(arg, 600, &a->resume_deadline_s) < 0 || a->resume_deadline_s == 0)
+            return usage_error(cmd, "--resume-deadline takes 1..600 seconds, not '%s'", arg);
+        break;
     case 'h': fputs(a->usage, stdout); return 0;
     case '?': return usage_error(cmd, "unrecognised option");
     default: return watch_option(c, arg, a);
@@ -253,7 +271,9 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
         /* One table serves both commands, so that a shared option cannot drift between them;
          * what belongs to only one is refused by name for the other. */
         bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
-        if ((watch_only && !a->watch) || (a->watch && (c == 'p' || c == 'U')))
+        bool attach_only =
+            c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV || c == OPT_RESUME_DEADLINE;
+        if ((watch_only && !a->watch) || (a->watch && attach_only))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
         if ((r = attach_option(c, optarg, a)) != CLI_GO_ON)
             return r;
@@ -288,10 +308,64 @@ static int read_client_data(const char *arg, uint8_t **ret, size_t *ret_len, str
     return 0;
 }
 
+/* Adds one "NAME=VALUE" (checked: ipc_env_check) to a->env, copied. */
+static int add_env(struct attach_cli *a, const char *nv, size_t len, struct cla_error *e)
+{
+    size_t nl;
+    if (a->env_count >= ENV_VARS_MAX)
+        return err_set(e, -E2BIG, "more than %d --env variables", ENV_VARS_MAX);
+    if (strlen(nv) != len)
+        return err_set(e, -EINVAL, "--env: a NUL byte in a variable");
+    int r = ipc_env_check(nv, &nl, e);
+    if (r < 0)
+        return r;
+    if (!(a->env[a->env_count] = strndup(nv, len)))
+        return err_set(e, -ENOMEM, "out of memory");
+    a->env_count++;
+    return 0;
+}
+
+/* --env NAME=VALUE, or @FILE: one variable a line, empty lines and lines starting with '#'
+ * skipped. Read now, before the sandbox, like --client-data. */
+static int read_env(struct attach_cli *a, struct cla_error *e)
+{
+    for (size_t i = 0; i < a->env_args_count; i++) {
+        const char *arg = a->env_args[i];
+        int r;
+        if (arg[0] != '@') {
+            if ((r = add_env(a, arg, strlen(arg), e)) < 0)
+                return r;
+            continue;
+        }
+        char *buf;
+        size_t len;
+        if ((r = userfile_read(arg + 1, ENV_FILE_MAX, "--env", &buf, &len, e)) < 0)
+            return r;
+        char *p = buf, *end = buf + len;
+        while (p < end && r == 0) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            char *le = nl ? nl : end;
+            *le = '\0';
+            if (le > p && le[-1] == '\r')
+                le[-1] = '\0';
+            size_t n = (size_t)(le - p);
+            if (n && p[0] != '#' && p[0] != '\0')
+                r = add_env(a, p, strnlen(p, n) == n ? strlen(p) : n, e);
+            p = le + 1;
+        }
+        free(buf);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage)
 {
     struct cla_error e = {0}, warning = {0};
     if (a->data_s && read_client_data(a->data_s, &a->data, &a->data_len, &e) < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    if (read_env(a, &e) < 0)
         return fatal("usage error", ATTACH_USAGE, &e);
     /* Reporting first: in required mode a missing configuration stops us with the target
      * untouched. */
@@ -342,6 +416,10 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .attach_timeout_ms = (uint32_t)a->attach_timeout_ms,
         .timeout_ms = (int64_t)a->timeout_s * 1000,
         .startup = a->startup,
+        .env = (const char *const *)a->env,
+        .env_count = a->env_count,
+        .show_env = a->show_env,
+        .resume_deadline_ms = (int64_t)a->resume_deadline_s * 1000,
         .on_stage = on_stage,
         .userdata = &a->co,
     };
@@ -354,6 +432,9 @@ void attach_cli_release(struct attach_cli *a)
     event_report_close(&a->rep);
     free(a->data);
     a->data = NULL;
+    for (size_t i = 0; i < a->env_count; i++)
+        free(a->env[i]);
+    a->env_count = 0;
     util_closep(&a->procfd); /* leaves -1 */
 }
 

@@ -21,7 +21,11 @@ struct attach_cli {
     struct common co;
     const char *pid_s, *profiler, *clsid_s, *data_s, *target_dir, *rid, *entry;
     uint64_t timeout_s, attach_timeout_ms, settle_ms;
-    bool startup, force_rid, skip_dependency_check, keep, force;
+    bool startup, force_rid, skip_dependency_check, keep, force, show_env;
+    uint64_t resume_deadline_s;
+    /* --env as given (NAME=VALUE or @FILE), read into `env` by attach_cli_setup */
+    const char *env_args[ENV_VARS_MAX];
+    size_t env_args_count;
     struct event_reporter rep;
     /* watch only */
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
@@ -31,6 +35,8 @@ struct attach_cli {
     struct ipc_guid clsid;
     uint8_t *data;
     size_t data_len;
+    char *env[ENV_VARS_MAX]; /* each "NAME=VALUE", owned */
+    size_t env_count;
     int procfd;
 };
 
@@ -38,7 +44,7 @@ struct attach_cli {
     {                                                                                              \
         .cmd = (name), .usage = (usage_text), .watch = (is_watch), .co = COMMON_INIT,              \
         .timeout_s = 30, .settle_ms = 2000, .attach_timeout_ms = 5000, .interval_ms = 250,         \
-        .rep = EVENT_REPORTER_INIT, .procfd = -1                                                   \
+        .resume_deadline_s = 10, .rep = EVENT_REPORTER_INIT, .procfd = -1                          \
     }
 
 /* Parses and checks the options. CLI_GO_ON or the exit code. */

@@ -96,11 +96,37 @@ int out_of_memory(void)
     return 1;
 }
 
+/* The --env variables and the resume owed to a paused runtime, for success and failure alike. */
+static void print_startup_lines(FILE *f, const struct attach_result *r)
+{
+    char line[1024] = "";
+    size_t len = 0;
+    for (uint32_t i = 0; i < r->env_count && i < ENV_VARS_MAX && len + 1 < sizeof(line); i++) {
+        snprintf(line + len, sizeof(line) - len, "%s%s", i ? ", " : "", r->env[i]);
+        len = strlen(line);
+    }
+    if (r->env_count)
+        say(f, "%senv:      %s (%u of %u set)", f == stderr ? "clrattach: " : "  ", line,
+            (unsigned)r->env_sent, (unsigned)r->env_count);
+    if (!r->resume_owed)
+        return;
+    if (r->resumed)
+        say(f, "%sresumed:  yes, %lld ms after the attach began",
+            f == stderr ? "clrattach: " : "  ", (long long)r->resumed_after_ms);
+    else
+        say(f, "%sresumed:  NO: ResumeRuntime failed, the app may still be paused at startup",
+            f == stderr ? "clrattach: " : "  ");
+}
+
 static void print_attach_text(const struct attach_result *r)
 {
-    if (r->outcome == ATTACH_OK) {
-        say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
-            (unsigned)r->uid);
+    if (attach_outcome_loaded(r->outcome)) {
+        if (r->outcome == ATTACH_STARTUP_LOADED)
+            say(stdout, "loaded at startup: pid %d (namespace pid %d, uid %u)", (int)r->pid,
+                (int)r->nspid, (unsigned)r->uid);
+        else
+            say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
+                (unsigned)r->uid);
         if (r->runtime_rid[0])
             say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
         say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
@@ -111,12 +137,14 @@ static void print_attach_text(const struct attach_result *r)
         say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
         if (r->dependency_note[0])
             say(stdout, "  deps:     %s", r->dependency_note);
+        print_startup_lines(stdout, r);
         if (r->expected_inert)
             say(stdout, "  note:     --force: this profiler's InitializeForAttach is known to do "
                         "nothing; expected to stay inert (load it at startup: docs/bundles.md)");
         return;
     }
     print_error(attach_outcome_name(r->outcome), &r->error);
+    print_startup_lines(stderr, r);
     if (r->removed)
         say(stderr, "clrattach: removed what this attach delivered (%s); --keep keeps it",
             r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
@@ -160,7 +188,7 @@ void print_attach_result(const struct attach_result *r, const char *js, bool jso
             printf("%s\n", js);
         /* stdout stays one JSON document per result for a program; the person reading the
          * log still gets the message and its next step on stderr. */
-        if (r->outcome != ATTACH_OK)
+        if (!attach_outcome_loaded(r->outcome))
             print_error(attach_outcome_name(r->outcome), &r->error);
     } else {
         print_attach_text(r);

@@ -21,6 +21,15 @@
  * length (4). A longer path leaves less; the encoder checks the whole frame. */
 #define IPC_MAX_CLIENT_DATA (IPC_MAX_MESSAGE - 20 - 4 - 16 - 8 - 4)
 
+/* --env: variables set in a runtime paused at startup (SetEnvironmentVariable), at most
+ * ENV_VARS_MAX of them, each "NAME=VALUE" within ENV_VAR_BYTES_MAX bytes once {dir} and {entry}
+ * are expanded (one frame would hold more; a profiler's settings are short). An @FILE holds
+ * at most ENV_FILE_MAX bytes; a result shows each variable in ENV_SHOWN_MAX bytes. */
+#define ENV_VARS_MAX      32
+#define ENV_VAR_BYTES_MAX 4096
+#define ENV_FILE_MAX      (64 * 1024)
+#define ENV_SHOWN_MAX     160
+
 /* /proc files of a target. */
 #define PROC_STAT_MAX         4096
 #define PROC_STATUS_MAX       16384

@@ -52,6 +52,9 @@ static const struct {
     [ATTACH_TARGET_DIED] = {"target_died", 12},
     [ATTACH_DEPENDENCY] = {"dependency_missing", 13},
     [ATTACH_INERT] = {"inert_on_attach", 14},
+    [ATTACH_STARTUP_LOADED] = {"loaded_at_startup", 0},
+    /* The runtime could not load what it was given, as with load_failed: the same code. */
+    [ATTACH_STARTUP_FAILED] = {"startup_load_failed", 7},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 
@@ -67,6 +70,11 @@ _Static_assert(TARGET_RID_MAPS_EXE + 1 == ATTACH_RID_SOURCES, "a name for every 
 const char *attach_outcome_name(enum attach_outcome o)
 {
     return (unsigned)o < ARRAY_SIZE(outcomes) ? outcomes[o].name : "internal_error";
+}
+
+bool attach_outcome_loaded(enum attach_outcome o)
+{
+    return o == ATTACH_OK || o == ATTACH_STARTUP_LOADED;
 }
 
 int attach_outcome_exit_code(enum attach_outcome o)
@@ -312,47 +320,12 @@ static void find_holder(const struct attach_opts *o, struct target *t, const str
 
 #define HR_NOT_YET_AVAILABLE ATTACH_HR_NOT_YET_AVAILABLE
 
-/*
- * A runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler;
- * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
- * The runtime serves one command per connection, so each goes on its own (runtime PR #52175).
- */
-static int startup_load(const struct attach_opts *o, int sockfd, const struct ipc_peer *peer,
-                        const char *path, uint32_t *ret_hr, struct cla_error *e)
-{
-    size_t room = ipc_startup_frame_room(path);
-    _cleanup_free_ uint8_t *req = malloc(room);
-    if (!req)
-        return err_set(e, -ENOMEM, "out of memory");
-    int n = ipc_encode_startup(&o->clsid, path, req, room, e);
-    if (n < 0)
-        return n;
-    int r = ipc_conn_status_command(sockfd, peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
-                                    ret_hr, e);
-    if (r < 0 || *ret_hr != 0)
-        return r;
-    n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, IPC_HEADER_SIZE, e);
-    if (n < 0)
-        return n;
-    return ipc_conn_status_command(sockfd, peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
-                                   ret_hr, e);
-}
-
-/* The reply stage of the seccomp filter: after this nothing more is written into the target.
- * `r` is the attach's result so far: a failure to tighten only becomes the outcome when the
- * attach itself succeeded. */
-static int tighten_replied(const struct attach_opts *o, struct attach_result *res, int r)
-{
-    if (!o->on_stage)
-        return 0;
-    struct cla_error se = {0};
-    int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
-    if (sr < 0 && r >= 0) {
-        res->error = se;
-        return fail(res, ATTACH_INTERNAL, sr);
-    }
-    return 0;
-}
+/* How long the ResumeRuntime owed to a paused runtime may take, at most (--timeout if less). */
+#define RESUME_WAIT_MS 5000
+/* --startup: how long the profiler is looked for in the maps after the resume, at least: the
+ * runtime loads it as it starts up, a moment after it answered ResumeRuntime. */
+#define STARTUP_MAP_WAIT_MIN_MS 1000
+#define STARTUP_MAP_POLL_MS     50
 
 /* What the steps of one attach share. Everything here is released when run() returns, before
  * attach_run() gives our own credentials back. */
@@ -372,6 +345,11 @@ struct attempt {
     size_t req_len;
     uint32_t hr;
     int64_t sent_at;
+    int64_t start_ms;  /* when run() began: the result's resumed_after_ms counts from here */
+    int64_t resume_by; /* res->resume_owed: ResumeRuntime goes out by then (--resume-deadline) */
+    bool resume_sent;
+    bool env_done;    /* every --env variable answered with success */
+    bool env_refused; /* a variable could not be sent: the outcome is set already */
 };
 
 static void attempt_free(struct attempt *a)
@@ -380,6 +358,165 @@ static void attempt_free(struct attempt *a)
     free(a->req);
     if (a->sockfd >= 0)
         close(a->sockfd);
+}
+
+/* From here the runtime may be paused at startup waiting for us: ResumeRuntime is owed on every
+ * way out, by --resume-deadline, and a stop signal must wait for it (attach_stop). */
+static void owe_resume(struct attempt *a)
+{
+    if (a->res->resume_owed)
+        return;
+    a->res->resume_owed = true;
+    a->resume_by = util_now_ms() + a->o->resume_deadline_ms;
+    if (a->o->stop)
+        a->o->stop->defer = 1;
+}
+
+/*
+ * ResumeRuntime, owed to a runtime that may be paused at startup (owe_resume) and sent once, on
+ * every way out of the attach: after StartupProfiler, on a refusal, a failed step, a stop, our
+ * own deadline. A runtime that already runs takes it as a no-op (the server sets its resume
+ * event again), so owing it on the word of the app's environment alone is safe. It goes out
+ * before the reply stage of the seccomp filter, which forbids new AF_UNIX sockets. A SIGKILL
+ * cannot be handled: then nothing is sent, and the app stays paused (docs/profiler.md).
+ */
+static void resume_runtime(struct attempt *a)
+{
+    struct attach_result *res = a->res;
+    if (!res->resume_owed || a->resume_sent || a->sockfd < 0)
+        return;
+    a->resume_sent = true;
+    uint8_t req[IPC_HEADER_SIZE];
+    struct cla_error re = {0};
+    uint32_t hr = 0;
+    int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
+    int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
+    int r = n < 0 ? n
+                  : ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n,
+                                            util_now_ms() + wait, &hr, &re);
+    res->resumed = r == 0 && hr == 0;
+    res->resumed_after_ms = util_now_ms() - a->start_ms;
+}
+
+/* The deadline of an exchange before the resume: --timeout, and never past --resume-deadline. */
+static int64_t exchange_deadline(const struct attempt *a)
+{
+    int64_t d = util_now_ms() + a->o->timeout_ms;
+    return a->res->resume_owed && a->resume_by < d ? a->resume_by : d;
+}
+
+/* The reply stage of the seccomp filter: after this nothing more is written into the target, and
+ * no new connection to it is made, so an owed ResumeRuntime goes out first. `r` is the attach's
+ * result so far: a failure to tighten only becomes the outcome when the attach itself
+ * succeeded. */
+static int tighten_replied(struct attempt *a, int r)
+{
+    const struct attach_opts *o = a->o;
+    resume_runtime(a);
+    if (!o->on_stage)
+        return 0;
+    struct cla_error se = {0};
+    int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
+    if (sr < 0 && r >= 0) {
+        a->res->error = se;
+        return fail(a->res, ATTACH_INTERNAL, sr);
+    }
+    return 0;
+}
+
+/* One "NAME=VALUE" of --env as the result shows it: the name, or with --show-env the whole. */
+static void show_env(struct attach_result *res, const char *name, const char *value, bool values)
+{
+    char raw[2 * ENV_VAR_BYTES_MAX + 2];
+    if (res->env_count >= ENV_VARS_MAX)
+        return;
+    snprintf(raw, sizeof(raw), "%s%s%s", name, values ? "=" : "", values ? value : "");
+    render_text(raw, strlen(raw), res->env[res->env_count], ENV_SHOWN_MAX);
+    res->env_count++;
+}
+
+/*
+ * Sends each --env variable with SetEnvironmentVariable, each on its own connection, {dir} and
+ * {entry} expanded to where the profiler went. Returns 0 with a->hr: 0 when every one was taken,
+ * else the refusal of the first that was not (the rest are not sent). A variable too long once
+ * expanded is the operator's: refused here (a->env_refused, outcome usage_error).
+ */
+static int send_env(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    a->hr = 0;
+    for (size_t i = 0; i < o->env_count && !a->env_done; i++) {
+        size_t nl;
+        int r = ipc_env_check(o->env[i], &nl, e);
+        char name[ENV_VAR_BYTES_MAX + 1], value[ENV_VAR_BYTES_MAX + 1];
+        const char *v = o->env[i] + nl + 1;
+        size_t vn = 0;
+        if (r == 0) {
+            memcpy(name, o->env[i], nl);
+            name[nl] = '\0';
+            /* The name and '=' leave this much room for the value. */
+            r = placeholders_expand((const uint8_t *)v, strlen(v), a->p.dir, a->p.path,
+                                    (uint8_t *)value, ENV_VAR_BYTES_MAX - nl - 1, &vn, e);
+        }
+        if (r < 0) {
+            if (r == -E2BIG)
+                err_set(e, r, "--env %s: over %d bytes once {dir} and {entry} are expanded",
+                        nl ? name : "?", ENV_VAR_BYTES_MAX);
+            err_hint(e, "shorten the variable; nothing more was sent, the runtime was resumed "
+                        "without the profiler");
+            a->env_refused = true;
+            undo_delivery(o, a->t, &a->p, res);
+            tighten_replied(a, r);
+            return fail(res, ATTACH_USAGE, r);
+        }
+        value[vn] = '\0';
+        show_env(res, name, value, o->show_env);
+        uint8_t req[IPC_HEADER_SIZE + 8 + 4 * (ENV_VAR_BYTES_MAX + 2)];
+        int n = ipc_encode_setenv(name, value, req, sizeof(req), e);
+        if (n < 0)
+            return n;
+        if ((r = ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
+                                         &a->hr, e)) < 0)
+            return r;
+        if (a->hr != 0) {
+            char hr[16];
+            hresult_format(a->hr, hr, sizeof(hr));
+            err_set(e, -EREMOTEIO, "the runtime refused SetEnvironmentVariable for %s: %s (%s)",
+                    name, hresult_lookup(a->hr)->name, hr);
+            return 0;
+        }
+        res->env_sent++;
+    }
+    a->env_done = true;
+    return 0;
+}
+
+/*
+ * A runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler;
+ * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
+ * The --env variables go first: a refused one stops the load before the runtime holds the
+ * profiler, which would otherwise start without its settings. The runtime serves one command per
+ * connection, so each goes on its own (runtime PR #52175). ResumeRuntime follows
+ * (resume_runtime). Returns 0 with a->hr, the first refusal or 0.
+ */
+static int startup_load(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct cla_error *e = &a->res->error;
+    int r = send_env(a);
+    if (r < 0 || a->hr != 0)
+        return r;
+    size_t room = ipc_startup_frame_room(a->p.path);
+    _cleanup_free_ uint8_t *req = malloc(room);
+    if (!req)
+        return err_set(e, -ENOMEM, "out of memory");
+    int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
+    if (n < 0)
+        return n;
+    return ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
+                                   &a->hr, e);
 }
 
 /* The file name the runtime will be given for a build's entry library. */
@@ -435,6 +572,28 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
         err_hint(e, "configure the profiler through the app's environment for a startup load, "
                     "or attach without --startup once the runtime has started");
         return fail(res, ATTACH_USAGE, -EINVAL);
+    }
+    /* Variables set in a running app come after its profiler read its environment, if it ever
+     * looks: only with --force (attach_cli checks this too, for the message). */
+    if (o->env_count && !o->startup && !o->force) {
+        err_set(e, -EINVAL,
+                "--env without --startup would set variables in a running app, "
+                "whose profiler read its environment as it started, if at all");
+        err_hint(e, "load the profiler at startup (--startup on a runtime started with "
+                    "DOTNET_DefaultDiagnosticPortSuspend=1), or --force to set them anyway");
+        return fail(res, ATTACH_USAGE, -EINVAL);
+    }
+    if (o->env_count > ENV_VARS_MAX) {
+        err_set(e, -E2BIG, "%zu --env variables exceed the cap of %d", o->env_count, ENV_VARS_MAX);
+        return fail(res, ATTACH_USAGE, -E2BIG);
+    }
+    for (size_t i = 0; i < o->env_count; i++) {
+        size_t nl, n;
+        const char *v = o->env[i];
+        if ((r = ipc_env_check(v, &nl, e)) < 0 ||
+            (r = placeholders_expand((const uint8_t *)v + nl + 1, strlen(v + nl + 1), "/", "/",
+                                     NULL, ENV_VAR_BYTES_MAX, &n, e)) == -EINVAL)
+            return fail(res, ATTACH_USAGE, r);
     }
     /* A typo in a placeholder is the operator's. */
     if (o->client_data_len) {
@@ -532,6 +691,20 @@ static int ask_runtime(struct attempt *a)
         ipc_process_info_free(&pi);
     }
     err_clear(e);
+    /* --startup on a runtime whose environment asks it to pause at startup: it may be waiting
+     * for us now, and is resumed on every way out from here. */
+    if (a->o->startup && attach_explain_suspend_configured(t)) {
+        owe_resume(a);
+    } else if (a->o->env_count && !a->o->force) {
+        err_set(e, -EALREADY,
+                "--env: pid %d's environment does not ask its runtime to pause at startup "
+                "(DOTNET_DefaultDiagnosticPortSuspend=1): it runs, and its profiler would never "
+                "read variables set now; nothing was sent",
+                (int)t->pid);
+        err_hint(e, "restart the app with DOTNET_DefaultDiagnosticPortSuspend=1 and attach "
+                    "--startup --env, or --force to set them in the running app anyway");
+        return fail(res, ATTACH_NOT_READY, -EALREADY);
+    }
     return 0;
 }
 
@@ -561,10 +734,12 @@ static int check_stop(struct attempt *a)
     struct attach_result *res = a->res;
     res->removed = place_undo(a->t, &a->p);
     (void)place_sweep(a->t, &a->po);
-    err_set(&res->error, -EINTR, "stopped by %s before AttachProfiler was sent",
-            signal_name(a->o->stop->signal));
-    err_hint(&res->error, "%s; the runtime was not asked to load the profiler",
-             res->removed ? "what this run delivered was removed" : "nothing of this run is left");
+    err_set(&res->error, -EINTR, "stopped by %s before %s was sent",
+            signal_name(a->o->stop->signal),
+            res->resume_owed ? "StartupProfiler" : "AttachProfiler");
+    err_hint(&res->error, "%s; the runtime was not asked to load the profiler%s",
+             res->removed ? "what this run delivered was removed" : "nothing of this run is left",
+             res->resume_owed ? ", and is resumed without it" : "");
     return fail(res, ATTACH_INTERRUPTED, -EINTR);
 }
 
@@ -627,6 +802,7 @@ static int encode_request(struct attempt *a)
     }
     if (n < 0) {
         undo_delivery(a->o, a->t, &a->p, res);
+        resume_runtime(a);
         if (n == -ENOMEM)
             return fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
         err_hint(e, "client data and the profiler's path share one frame of %d bytes",
@@ -653,13 +829,38 @@ static int send_request(struct attempt *a)
     /* The pid must still be the process we inspected: never attach to its successor. */
     if ((r = target_check_alive(a->t, e)) < 0)
         return fail(res, ATTACH_NOT_FOUND, r);
+    /* clrattach's own deadline for a runtime that may be paused: past it, nothing more is sent
+     * but ResumeRuntime (run()). */
+    if (res->resume_owed && util_now_ms() >= a->resume_by) {
+        err_set(e, -ETIMEDOUT,
+                "--resume-deadline (%lld ms) passed before StartupProfiler could be sent; the "
+                "runtime is resumed without the profiler",
+                (long long)o->resume_deadline_ms);
+        err_hint(e, "raise --resume-deadline, or look at what made the delivery slow");
+        undo_delivery(o, a->t, &a->p, res);
+        return fail(res, ATTACH_PROTOCOL, -ETIMEDOUT);
+    }
     a->sent_at = util_now_ms();
-    r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len, a->sent_at + o->timeout_ms,
-                                &a->hr, e);
-    if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
-        r = startup_load(o, a->sockfd, &a->peer, a->p.path, &a->hr, e);
+    if (res->resume_owed) {
+        r = startup_load(a);
+    } else {
+        /* --force: the variables go before AttachProfiler, for a profiler that reads them. */
+        r = send_env(a);
+        if (r == 0 && a->hr == 0)
+            r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len,
+                                        a->sent_at + o->timeout_ms, &a->hr, e);
+        /* Paused although its environment did not say so (a suspend set another way). */
+        if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
+            owe_resume(a);
+            r = startup_load(a);
+        }
+    }
+    if (a->env_refused)
+        return r;
+    if (r == 0 && a->hr == 0 && res->resume_owed) {
         res->startup_load = true;
         res->expected_inert = false; /* Initialize runs, not InitializeForAttach */
+        resume_runtime(a);
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a
      * crash in InitializeForAttach, or a thread it started). Looked at briefly before it is
@@ -671,18 +872,76 @@ static int send_request(struct attempt *a)
         res->died_after_ms = util_now_ms() - a->sent_at;
         attach_explain_died(res->died_after_ms, e);
         undo_delivery(o, a->t, &a->p, res);
-        tighten_replied(o, res, r);
+        tighten_replied(a, r);
         return fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
     if (r < 0) {
-        if (r == -ETIMEDOUT)
+        if (r == -ETIMEDOUT && res->resume_owed)
+            err_hint(e,
+                     "the runtime did not answer within --timeout or --resume-deadline (%lld ms); "
+                     "it was sent ResumeRuntime without waiting longer",
+                     (long long)o->resume_deadline_ms);
+        else if (r == -ETIMEDOUT)
             err_hint(e,
                      "the runtime did not answer within %lld ms; the profiler's "
                      "InitializeForAttach may still be running (raise --timeout)",
                      (long long)o->timeout_ms);
-        tighten_replied(o, res, r);
+        tighten_replied(a, r);
         return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }
+    return 0;
+}
+
+/*
+ * StartupProfiler was taken and ResumeRuntime sent: the runtime's S_OK only says it stored the
+ * profiler. Whether it loaded it shows when the library appears in the app's maps as the runtime
+ * starts up: looked for through the pinned process for the settle time (at least
+ * STARTUP_MAP_WAIT_MIN_MS), then the app is watched for the rest of it.
+ */
+static int settle_startup(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct target *t = a->t;
+    struct cla_error *e = &res->error;
+    int r;
+    if (!res->resumed) {
+        undo_delivery(o, t, &a->p, res);
+        tighten_replied(a, -EPROTO);
+        err_set(e, -EPROTO,
+                "the runtime took the profiler (StartupProfiler) but did not answer "
+                "ResumeRuntime with success: the app may still be paused at startup");
+        err_hint(e, "run 'clrattach attach --startup' on it again, or restart the app");
+        return fail(res, ATTACH_PROTOCOL, -EPROTO);
+    }
+    int64_t wait = o->settle_ms > STARTUP_MAP_WAIT_MIN_MS ? o->settle_ms : STARTUP_MAP_WAIT_MIN_MS;
+    int64_t start = util_now_ms(), left;
+    const char *name = strrchr(a->p.path, '/') + 1;
+    while (!(res->mapped = target_maps_has(t, name) == 1) &&
+           (left = start + wait - util_now_ms()) > 0)
+        if (target_settle(t, left < STARTUP_MAP_POLL_MS ? left : STARTUP_MAP_POLL_MS,
+                          &res->died_after_ms) == 1) {
+            res->died = true;
+            break;
+        }
+    left = start + o->settle_ms - util_now_ms();
+    if (res->mapped && left > 0 && target_settle(t, left, &res->died_after_ms) == 1)
+        res->died = true;
+    if (res->died)
+        res->died_after_ms = util_now_ms() - a->sent_at;
+    if (!res->mapped)
+        undo_delivery(o, t, &a->p, res);
+    if ((r = tighten_replied(a, 0)) < 0)
+        return r;
+    if (res->died) {
+        attach_explain_answer(t, a->hr, true, res, e);
+        return fail(res, ATTACH_TARGET_DIED, -ESRCH);
+    }
+    if (!res->mapped) {
+        attach_explain_startup_unmapped(res->delivered_path, wait, e);
+        return fail(res, ATTACH_STARTUP_FAILED, -EREMOTEIO);
+    }
+    res->outcome = ATTACH_STARTUP_LOADED;
     return 0;
 }
 
@@ -696,7 +955,18 @@ static int settle_answer(struct attempt *a)
     int r;
     res->have_hresult = true;
     res->hresult = a->hr;
+    if (res->startup_load && a->hr == 0)
+        return settle_startup(a);
     res->outcome = outcome_of_hresult(a->hr);
+    /* A variable the runtime refused: the profiler was never handed over. */
+    if (!a->env_done && a->hr != 0) {
+        undo_delivery(o, t, &a->p, res);
+        if ((r = tighten_replied(a, 0)) < 0)
+            return r;
+        err_hint(&res->error, "%s; nothing more was sent%s", hresult_lookup(a->hr)->next_step,
+                 res->resume_owed ? ", and the runtime is resumed without the profiler" : "");
+        return fail(res, res->outcome, -EREMOTEIO);
+    }
     /* The answer is not the whole truth: a profiler that failed can leave threads behind that
      * kill the app moments later. Watch the pinned process for the settle time. */
     if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
@@ -710,7 +980,7 @@ static int settle_answer(struct attempt *a)
         find_holder(o, t, &a->p, res);
     if (res->outcome == ATTACH_LOAD_FAILED || res->died)
         undo_delivery(o, t, &a->p, res);
-    if ((r = tighten_replied(o, res, 0)) < 0)
+    if ((r = tighten_replied(a, 0)) < 0)
         return r;
     if (!res->died && res->outcome == ATTACH_OK)
         return 0;
@@ -727,32 +997,43 @@ static int settle_answer(struct attempt *a)
  * target is touched; the target read while we are still ourselves, its files and socket only
  * as its user; ProcessInfo before anything is written (a stale socket stops us there); the
  * dependency check before the runtime is asked to dlopen(); the pid re-checked just before the
- * request goes out.
+ * request goes out. A runtime that may be paused at startup is resumed on every way out (run()).
  */
+static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *ps)
+{
+    const struct attach_opts *o = a->o;
+    int r;
+    if ((r = check_inputs(o, ps, a->res)) < 0)
+        return r;
+    if ((r = inspect_target(a)) < 0)
+        return r;
+    if ((r = act_as_user(a, cs)) < 0)
+        return r;
+    if ((r = ask_runtime(a)) < 0)
+        return r;
+    if ((r = choose_and_deliver(a, ps)) < 0)
+        return r;
+    r = check_dependencies(o, a->t, a->build, &a->rid, &a->p, a->res);
+    target_maps_drop(a->t); /* its last reader */
+    if (r < 0)
+        return r;
+    if ((r = encode_request(a)) < 0)
+        return r;
+    if ((r = send_request(a)) < 0)
+        return r;
+    return settle_answer(a);
+}
+
 static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
                struct creds_saved *cs, struct profset *ps)
 {
-    _cleanup_(attempt_free) struct attempt a = {.o = o, .res = res, .t = t, .sockfd = -1};
-    int r;
-    if ((r = check_inputs(o, ps, res)) < 0)
-        return r;
-    if ((r = inspect_target(&a)) < 0)
-        return r;
-    if ((r = act_as_user(&a, cs)) < 0)
-        return r;
-    if ((r = ask_runtime(&a)) < 0)
-        return r;
-    if ((r = choose_and_deliver(&a, ps)) < 0)
-        return r;
-    r = check_dependencies(o, t, a.build, &a.rid, &a.p, res);
-    target_maps_drop(t); /* its last reader */
-    if (r < 0)
-        return r;
-    if ((r = encode_request(&a)) < 0)
-        return r;
-    if ((r = send_request(&a)) < 0)
-        return r;
-    return settle_answer(&a);
+    _cleanup_(attempt_free) struct attempt a = {
+        .o = o, .res = res, .t = t, .sockfd = -1, .start_ms = util_now_ms()};
+    int r = run_steps(&a, cs, ps);
+    /* Every way out of a run that may have left a runtime paused: ResumeRuntime (a no-op when
+     * it went out already, or is not owed). */
+    resume_runtime(&a);
+    return r;
 }
 
 int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target,

@@ -38,8 +38,13 @@ enum attach_outcome {
     ATTACH_TARGET_DIED, /* the runtime answered, then the app died within the settle time */
     ATTACH_DEPENDENCY,  /* a library the profiler needs is not in the target's view: not sent */
     ATTACH_INERT,       /* a profiler known to do nothing on attach (profset/vendors.h): not sent */
+    ATTACH_STARTUP_LOADED, /* --startup: StartupProfiler, ResumeRuntime, then seen mapped */
+    ATTACH_STARTUP_FAILED, /* --startup: resumed, but the profiler never showed in the maps */
 };
-#define ATTACH_OUTCOME_LAST ATTACH_INERT
+#define ATTACH_OUTCOME_LAST ATTACH_STARTUP_FAILED
+
+/* The outcomes in which the profiler was loaded: attached, or loaded at startup. */
+bool attach_outcome_loaded(enum attach_outcome o);
 
 /* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
 const char *attach_outcome_name(enum attach_outcome o);
@@ -61,7 +66,9 @@ enum attach_stage {
  * until AttachProfiler is sent: what this run delivered is removed (--keep or not: no runtime
  * was asked to load it), with any temporary of its nonce, and the outcome is ATTACH_INTERRUPTED.
  * Once the request is out it runs to its end: the runtime may be loading the profiler, or,
- * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler.
+ * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler. With
+ * --startup on a runtime whose environment asks it to pause, `defer` is set from ProcessInfo
+ * on: every way out, a stop included, sends ResumeRuntime first (attach.c, resume_runtime).
  */
 struct attach_stop {
     volatile sig_atomic_t defer;
@@ -88,6 +95,12 @@ struct attach_opts {
     int64_t timeout_ms;         /* our deadline for each IPC exchange */
     bool startup;               /* a runtime suspended at startup gets StartupProfiler and
                                    ResumeRuntime instead of failing with 0x8013135B */
+    /* --env: "NAME=VALUE" each (ipc_env_check()ed), {dir}/{entry} expanded, sent with
+     * SetEnvironmentVariable before StartupProfiler (or, with --force, before AttachProfiler) */
+    const char *const *env;
+    size_t env_count;
+    bool show_env;              /* --show-env: the result shows values, not only names */
+    int64_t resume_deadline_ms; /* --resume-deadline: a paused runtime is resumed within this */
     /* Called as the attach passes each stage; the CLI tightens its seccomp filter here. A
      * negative return aborts the attach with that error. */
     int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
@@ -152,6 +165,16 @@ struct attach_result {
     uint32_t hresult;
     int64_t duration_ms;
     char profiler_env[160]; /* a profiler already configured by the environment */
+    /* --startup on a runtime that may be paused: ResumeRuntime was owed, whether it went out and
+     * was answered with success (resumed), and when, from the attach's start. */
+    bool resume_owed;
+    bool resumed;
+    int64_t resumed_after_ms;
+    /* --env sent: each "NAME" (or "NAME=VALUE" with --show-env), rendered; env_sent of them
+     * were answered with success. */
+    uint32_t env_count;
+    uint32_t env_sent;
+    char env[ENV_VARS_MAX][ENV_SHOWN_MAX];
     struct cla_error error; /* for every outcome but ATTACH_OK */
 };
 

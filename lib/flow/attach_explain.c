@@ -18,6 +18,7 @@
 #include "target/target.h"
 
 #define HR_PROFILER_ALREADY_ACTIVE 0x8013136Au /* CORPROF_E_PROFILER_ALREADY_ACTIVE */
+#define HR_E_INVALIDARG            0x80070057u
 
 static const char died_hint[] = "do not attach this profiler to this app again as it is; read the "
                                 "app's logs and the profiler's own log for the cause";
@@ -159,7 +160,7 @@ void attach_explain_died(int64_t after_ms, struct cla_error *e)
 /* Is the runtime configured to pause at startup until a ResumeRuntime?
  * DefaultDiagnosticPortSuspend=1, or a DiagnosticPorts entry, whose default mode is suspend unless
  * it says ",nosuspend". */
-static bool suspend_configured(const struct target *t)
+bool attach_explain_suspend_configured(const struct target *t)
 {
     static const char *const prefixes[] = {"DOTNET_", "COMPlus_"};
     for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++) {
@@ -183,6 +184,17 @@ static bool suspend_configured(const struct target *t)
         }
     }
     return false;
+}
+
+void attach_explain_startup_unmapped(const char *path, int64_t waited_ms, struct cla_error *e)
+{
+    err_set(e, -EREMOTEIO,
+            "the runtime took the profiler (StartupProfiler) and was resumed, but %s never "
+            "showed in the app's maps within %lld ms: the runtime did not load it as it started",
+            path, (long long)waited_ms);
+    err_hint(e, "the app runs on without it. Likely causes: a wrong --clsid, a library it needs "
+                "missing in the app's view, a build for another architecture or libc. The runtime "
+                "wrote its reason on the app's stderr (kubectl logs)");
 }
 
 /* Why the search for the holder stopped short (attach.h), or NULL when it looked everywhere. */
@@ -249,7 +261,7 @@ void attach_explain_answer(const struct target *t, uint32_t hr, bool startup,
         return;
     }
     err_set(e, -EREMOTEIO, "the runtime answered %s (0x%08X): %s", hi->name, hr, hi->cause);
-    if (hr == ATTACH_HR_NOT_YET_AVAILABLE && !startup && suspend_configured(t))
+    if (hr == ATTACH_HR_NOT_YET_AVAILABLE && !startup && attach_explain_suspend_configured(t))
         err_hint(e, "the runtime is suspended at startup (DOTNET_DefaultDiagnosticPortSuspend"
                     "=1 or a suspending DiagnosticPorts entry); run again with --startup to "
                     "load the profiler as a startup profiler and resume the runtime");
@@ -259,6 +271,12 @@ void attach_explain_answer(const struct target *t, uint32_t hr, bool startup,
                     "moment");
     else if (hr == HR_PROFILER_ALREADY_ACTIVE)
         already_active_hint(res, hi, e);
+    else if (hr == HR_E_INVALIDARG && startup && res->resume_owed &&
+             res->env_sent == res->env_count)
+        /* StartupProfiler is refused with E_INVALIDARG once the runtime is no longer paused. */
+        err_hint(e,
+                 "the app's environment asks for a pause at startup, but its runtime was resumed "
+                 "already (by another tool?): attach without --startup");
     else
         err_hint(e, "%s", hi->next_step);
 }

@@ -38,6 +38,13 @@ void attach_explain_environ(const struct target *t, struct cla_error *e);
 /* The app died after the request was sent and before the runtime answered, `after_ms` later. */
 void attach_explain_died(int64_t after_ms, struct cla_error *e);
 
+/* Is the runtime configured to pause at startup until a ResumeRuntime (its environment:
+ * DefaultDiagnosticPortSuspend=1, or a DiagnosticPorts entry without ",nosuspend")? */
+bool attach_explain_suspend_configured(const struct target *t);
+
+/* --startup: resumed, but `path` never showed in the maps within `waited_ms`. */
+void attach_explain_startup_unmapped(const char *path, int64_t waited_ms, struct cla_error *e);
+
 /* The runtime's answer `hr` other than success, or an app that died after answering
  * (res->died): what it means, and, for already_active, who holds the slot (res->holder,
  * res->profiler_env) and what stayed behind (res->mapped). `startup`: --startup was given. */

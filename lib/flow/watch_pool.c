@@ -151,6 +151,8 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->profiler_env);
     STR(r->error.msg);
     STR(r->error.hint);
+    for (size_t i = 0; i < ENV_VARS_MAX; i++)
+        STR(r->env[i]);
 #undef STR
 }
 
@@ -223,6 +225,12 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
     clean_bool(&r->have_hresult);
     clean_bool(&r->removed);
     clean_bool(&r->died);
+    clean_bool(&r->resume_owed);
+    clean_bool(&r->resumed);
+    if (r->env_count > ENV_VARS_MAX)
+        r->env_count = ENV_VARS_MAX;
+    if (r->env_sent > r->env_count)
+        r->env_sent = r->env_count;
     *ret = *r;
     return 0;
 }

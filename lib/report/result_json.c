@@ -9,7 +9,8 @@
 #include "runtime/hresult.h"
 #include "base/render.h"
 
-static void set_str(json_t *o, const char *k, const char *v)
+/* A JSON string of v, or null when out of memory. */
+static json_t *str_value(const char *v)
 {
     /* Target strings arrive rendered (render.h); this pass is the last line of defence for one
      * that did not: jansson would copy a C1, bidi or invisible character as it is (and refuse
@@ -24,10 +25,15 @@ static void set_str(json_t *o, const char *k, const char *v)
         s = json_stringn(buf, n);
         free(buf);
     }
+    return s ? s : json_null();
+}
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
     /* Out of memory gives null rather than a missing key: scripts see the same keys. jansson
      * returns -1 and releases the value when `o` is NULL (its json_object() failed), so the
      * builders below need no check after each nested object. */
-    json_object_set_new(o, k, s ? s : json_null());
+    json_object_set_new(o, k, str_value(v));
 }
 
 /* Takes `o` and returns the caller's malloc'd text (free()), or NULL. No JSON_INDENT: one line
@@ -89,7 +95,8 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         if (r->removed)
             json_object_set_new(o, "removed", json_true());
     }
-    if (r->outcome == ATTACH_OK || r->outcome == ATTACH_ALREADY_ACTIVE)
+    if (attach_outcome_loaded(r->outcome) || r->outcome == ATTACH_ALREADY_ACTIVE ||
+        r->outcome == ATTACH_STARTUP_FAILED)
         json_object_set_new(o, "mapped", json_boolean(r->mapped));
     if (r->holder[0])
         set_str(o, "holder", r->holder);
@@ -99,6 +106,21 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
     if (r->startup_load)
         set_str(o, "load", "startup");
+    /* A runtime that may have been paused at startup: whether clrattach resumed it, and when
+     * (ms from the attach's start). */
+    if (r->resume_owed) {
+        json_object_set_new(o, "resumed", json_boolean(r->resumed));
+        if (r->resumed)
+            json_object_set_new(o, "resumed_after_ms", json_integer(r->resumed_after_ms));
+    }
+    /* --env: names, or NAME=VALUE with --show-env; env_sent of them were taken. */
+    if (r->env_count) {
+        json_t *env = json_array();
+        for (uint32_t i = 0; i < r->env_count && i < ENV_VARS_MAX; i++)
+            json_array_append_new(env, str_value(r->env[i]));
+        json_object_set_new(o, "env", env);
+        json_object_set_new(o, "env_sent", json_integer(r->env_sent));
+    }
     /* --force sent a profiler whose InitializeForAttach is known to do nothing (vendors.h). */
     if (r->expected_inert)
         json_object_set_new(o, "expected_inert", json_true());
@@ -114,7 +136,7 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     if (r->profiler_env[0])
         set_str(o, "profiler_env", r->profiler_env);
     /* A success has no error; every other outcome says why and, when known, what to do. */
-    if (r->outcome != ATTACH_OK) {
+    if (!attach_outcome_loaded(r->outcome)) {
         set_str(o, "error", r->error.msg);
         if (r->error.hint[0])
             set_str(o, "next_step", r->error.hint);

@@ -36,6 +36,22 @@ static void append_sentence(char *buf, size_t size, const char *prefix, const ch
              part + 1, stop);
 }
 
+/* ", with A, B set in its environment": the names of --env only, whatever --show-env says (an
+ * Event is read by many; the values may hold tokens). */
+static void env_names(const struct attach_result *r, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    size_t len = 0;
+    for (uint32_t i = 0; i < r->env_sent && i < ENV_VARS_MAX && len + 1 < size; i++) {
+        const char *v = r->env[i], *eq = strchr(v, '=');
+        int n = eq ? (int)(eq - v) : (int)strlen(v);
+        snprintf(buf + len, size - len, "%s%.*s", i ? ", " : ", with ", n, v);
+        len = strlen(buf);
+    }
+    if (buf[0] && len + 1 < size)
+        snprintf(buf + len, size - len, " set in its environment");
+}
+
 void result_text_event(const struct attach_result *r, const char *profiler,
                        const struct ipc_guid *clsid, const struct timespec *when,
                        struct result_text_event *ret)
@@ -45,7 +61,20 @@ void result_text_event(const struct attach_result *r, const char *profiler,
     if (r->have_hresult)
         hresult_format(r->hresult, hr, sizeof(hr));
     memset(ret, 0, sizeof(*ret));
-    if (r->outcome == ATTACH_OK) {
+    char env[512];
+    env_names(r, env, sizeof(env));
+    if (r->outcome == ATTACH_STARTUP_LOADED) {
+        /* Not "attached": the runtime loaded it through Initialize as it started. */
+        ret->spec.reason = "ProfilerLoadedAtStartup";
+        ret->spec.type = "Normal";
+        snprintf(part, sizeof(part),
+                 "Loaded profiler %s %s at startup into .NET pid %d (node-side pid %d, uid %u%s%s)"
+                 "%s, resumed after %lld ms: %.1024s",
+                 basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
+                 r->runtime_version[0] ? ", .NET " : "", r->runtime_version, env,
+                 (long long)r->resumed_after_ms, r->delivered_path);
+        append_sentence(text, sizeof(text), "", part);
+    } else if (r->outcome == ATTACH_OK) {
         ret->spec.reason = "ProfilerAttached";
         ret->spec.type = "Normal";
         snprintf(part, sizeof(part),
@@ -53,8 +82,7 @@ void result_text_event(const struct attach_result *r, const char *profiler,
                  "namespace, uid %u%s%s) in %lld ms%s: %.1024s",
                  basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
                  r->runtime_version[0] ? ", .NET " : "", r->runtime_version,
-                 (long long)r->duration_ms, r->startup_load ? " as a startup profiler" : "",
-                 r->delivered_path);
+                 (long long)r->duration_ms, env, r->delivered_path);
         append_sentence(text, sizeof(text), "", part);
         if (r->expected_inert) {
             /* The runtime's S_OK is not the profiler running: --force sent a known no-op. */
@@ -68,10 +96,11 @@ void result_text_event(const struct attach_result *r, const char *profiler,
         }
     } else {
         const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
-        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE ? "ProfilerAlreadyActive"
-                           : r->outcome == ATTACH_TARGET_DIED  ? "ProfilerTargetDied"
-                           : r->outcome == ATTACH_INERT        ? "ProfilerInertOnAttach"
-                                                               : "ProfilerAttachFailed";
+        ret->spec.reason = r->outcome == ATTACH_ALREADY_ACTIVE   ? "ProfilerAlreadyActive"
+                           : r->outcome == ATTACH_TARGET_DIED    ? "ProfilerTargetDied"
+                           : r->outcome == ATTACH_INERT          ? "ProfilerInertOnAttach"
+                           : r->outcome == ATTACH_STARTUP_FAILED ? "ProfilerStartupLoadFailed"
+                                                                 : "ProfilerAttachFailed";
         /* Another profiler already loaded is a fact about the app, not a fault. */
         ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
         /* Three sentences: what was attempted and the outcome, why, what to do. */
@@ -81,8 +110,13 @@ void result_text_event(const struct attach_result *r, const char *profiler,
         append_sentence(text, sizeof(text), "", part);
         append_sentence(text, sizeof(text), "", r->error.msg);
         append_sentence(text, sizeof(text), "Next step: ", r->error.hint);
+        /* An app that was paused at startup: did it run on? */
+        if (r->resume_owed)
+            append_sentence(text, sizeof(text), "",
+                            r->resumed ? "The runtime was resumed: the app runs on"
+                                       : "ResumeRuntime failed: the app may still be paused");
     }
-    ret->spec.action = "AttachProfiler";
+    ret->spec.action = r->startup_load ? "StartupProfiler" : "AttachProfiler";
     /* The note quotes target text (paths, messages): whatever was not rendered where it was
      * read is rendered here (already-rendered text passes unchanged), and the cut is made on a
      * character boundary, marked. */
@@ -107,6 +141,6 @@ size_t result_text_termination(const struct attach_result *r, const char *json, 
     snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%d hresult=%s path=%.1024s error=%s",
              attach_outcome_name(r->outcome), exit_code, (int)r->pid, hr,
              r->delivered_path[0] ? r->delivered_path : "-",
-             r->outcome == ATTACH_OK ? "-" : r->error.msg);
+             attach_outcome_loaded(r->outcome) ? "-" : r->error.msg);
     return render_message(text, strlen(text), out, RESULT_TEXT_TERMINATION_MAX + 1);
 }

@@ -267,6 +267,60 @@ int ipc_encode_startup(const struct ipc_guid *clsid, const char *path, uint8_t *
     return finish_frame(&w, e);
 }
 
+int ipc_env_check(const char *nv, size_t *ret_name_len, struct cla_error *e)
+{
+    const unsigned char *u = (const unsigned char *)nv;
+    size_t len = strlen(nv);
+    const char *eq = strchr(nv, '=');
+    if (!eq)
+        return err_set(e, -EINVAL, "--env '%.64s' is not NAME=VALUE", nv);
+    if (eq == nv)
+        return err_set(e, -EINVAL, "--env: an empty name before '='");
+    size_t name_len = (size_t)(eq - nv);
+    if (len > ENV_VAR_BYTES_MAX)
+        return err_set(e, -E2BIG, "--env %.*s: %zu bytes exceed the cap of %d", (int)name_len, nv,
+                       len, ENV_VAR_BYTES_MAX);
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t at = i;
+        if (utf8_next(u, len, &i, &cp) < 0)
+            return err_set(e, -EINVAL, "--env: %s is not valid UTF-8 (byte %zu)",
+                           at < name_len ? "a name" : "the value", at);
+        /* A control character would reach the app's environment, and our output, unseen. */
+        if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0))
+            return err_set(e, -EINVAL, "--env: %s holds the control character U+%04X (byte %zu)",
+                           at < name_len ? "a name" : "the value", (unsigned)cp, at);
+    }
+    *ret_name_len = name_len;
+    return 0;
+}
+
+size_t ipc_setenv_frame_room(const char *name, const char *value)
+{
+    size_t nl = strlen(name), vl = strlen(value);
+    if (nl > IPC_MAX_MESSAGE || vl > IPC_MAX_MESSAGE)
+        return IPC_MAX_MESSAGE;
+    size_t room = IPC_HEADER_SIZE + 4 + 2 * (nl + 1) + 4 + 2 * (vl + 1);
+    return room < IPC_MAX_MESSAGE ? room : IPC_MAX_MESSAGE;
+}
+
+int ipc_encode_setenv(const char *name, const char *value, uint8_t *buf, size_t size,
+                      struct cla_error *e)
+{
+    if (!name || !*name || strchr(name, '=') || !value)
+        return err_set(e, -EINVAL, "ipc: an environment variable needs a name without '='");
+    struct writer w = {buf, size, 0, false};
+    put_header(&w, IPC_SET_PROCESS, IPC_PROCESS_SETENV);
+    int r = put_string(&w, name, e);
+    if (r < 0)
+        return r;
+    /* An empty value is sent as the string "" (count 1), not as the protocol's null string
+     * (count 0), which the runtime passes on as NULL: SetEnvironmentVariable's "remove". */
+    if ((r = put_string(&w, value, e)) < 0)
+        return r;
+    return finish_frame(&w, e);
+}
+
 int ipc_decode_header(const uint8_t *buf, size_t len, struct ipc_header *ret_hdr,
                       struct cla_error *e)
 {

@@ -28,6 +28,7 @@ enum {
     IPC_PROFILER_STARTUP = 0x02,
     IPC_PROCESS_INFO = 0x00,
     IPC_PROCESS_RESUME = 0x01,
+    IPC_PROCESS_SETENV = 0x03,
     IPC_PROCESS_INFO2 = 0x04,
     IPC_PROCESS_INFO3 = 0x08,
     IPC_SERVER_OK = 0x00,
@@ -88,6 +89,22 @@ size_t ipc_startup_frame_room(const char *path);
 /* Encodes StartupProfiler: GUID and UTF-16 path. Returns as ipc_encode_attach. */
 int ipc_encode_startup(const struct ipc_guid *clsid, const char *path, uint8_t *buf, size_t size,
                        struct cla_error *e);
+
+/* Checks one "NAME=VALUE" for SetEnvironmentVariable: a non-empty name before the first '=',
+ * name and value valid UTF-8 without control characters (the runtime keeps them as UTF-16 and
+ * the result shows them), at most ENV_VAR_BYTES_MAX bytes in all. Returns 0 with *ret_name_len,
+ * -EINVAL or -E2BIG with e naming what is wrong (never the value: it may hold a token). */
+int ipc_env_check(const char *name_value, size_t *ret_name_len, struct cla_error *e);
+
+/* The most bytes ipc_encode_setenv can write for this name and value (capped at
+ * IPC_MAX_MESSAGE, where encoding reports a frame too large). */
+size_t ipc_setenv_frame_room(const char *name, const char *value);
+
+/* Encodes SetEnvironmentVariable (.NET 6+): the name and the value as two IPC strings, nothing
+ * else (ds-process-protocol.c; the OK reply is a bare HRESULT like the others). Both must be
+ * valid UTF-8, the name non-empty. Returns the frame length, -EINVAL, -E2BIG or -ENOBUFS. */
+int ipc_encode_setenv(const char *name, const char *value, uint8_t *buf, size_t size,
+                      struct cla_error *e);
 
 /* Decodes and checks a 20-byte header: magic with its NUL, size >= 20. Returns 0 or -EPROTO. */
 int ipc_decode_header(const uint8_t *buf, size_t len, struct ipc_header *ret_hdr,

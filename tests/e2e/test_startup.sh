@@ -2,7 +2,8 @@
 # A runtime suspended at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler
 # with 0x8013135B. Without --startup clrattach says so and what to do; with --startup it sends
 # StartupProfiler and ResumeRuntime (each on its own connection) and the app starts with the
-# profiler loaded as a startup profiler.
+# profiler loaded as a startup profiler: outcome loaded_at_startup, once it is seen mapped.
+# (tests/e2e/test_startup_env.sh: --env, a failed startup load, the resume on every way out.)
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -16,8 +17,11 @@ if start_target suspended --pidns --uid 1000 --suspended; then
     fi
     grep -q '^ready' "$TARGET_LOG" && fail "still-suspended" "the app ran without a resume" || ok "still-suspended"
 
+    # A startup load is what it says, never "attached": seen mapped after the resume.
     clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --startup -o json
-    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" load)" = startup ]; then
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" load)" = startup ] &&
+        [ "$(json_get "$OUT" outcome)" = loaded_at_startup ] && [ "$(json_get "$OUT" mapped)" = True ] &&
+        [ "$(json_get "$OUT" resumed)" = True ]; then
         ok "startup-load"
     else
         fail "startup-load" "exit $RC: $(cat "$OUT") $(cat "$ERR")"

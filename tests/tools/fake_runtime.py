@@ -24,6 +24,11 @@ Modes:
   exit-on-attach         valid ProcessInfo replies; exits when AttachProfiler arrives
   ansi                   like good, but every ProcessInfo string carries terminal escape
                          sequences and control characters (valid UTF-16: no decoder rejects them)
+  paused-refuse-env      a runtime paused at startup (start it with
+                         DOTNET_DefaultDiagnosticPortSuspend=1): AttachProfiler answers
+                         0x8013135B, SetEnvironmentVariable 0x80070057, ResumeRuntime S_OK
+  paused-refuse-startup  the same, but SetEnvironmentVariable S_OK and StartupProfiler E_FAIL
+  paused-stall-startup   the same, but StartupProfiler is never answered
   exit-when-listed       a listening socket, and an inotify watch on its TMPDIR: exits as soon
                          as someone opens that directory (a watcher's discovery looking at it),
                          leaving its pid free for another process between selection and attach
@@ -54,8 +59,9 @@ import time
 MAGIC = b"DOTNET_IPC_V1\x00"
 HEADER_SIZE = 20
 SET_PROFILER, SET_PROCESS, SET_SERVER = 0x03, 0x04, 0xFF
-PROFILER_ATTACH = 0x01
+PROFILER_ATTACH, PROFILER_STARTUP = 0x01, 0x02
 PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3 = 0x00, 0x04, 0x08
+PROCESS_RESUME, PROCESS_SETENV = 0x01, 0x03
 SERVER_OK = 0x00
 
 
@@ -178,6 +184,20 @@ def serve(conn, mode, nspid, log, extra=""):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
         conn.sendall(frame(SET_SERVER, SERVER_OK,
                            process_info_payload(version, nspid, mode == "ansi", extra)))
+    elif mode.startswith("paused-") and (cset, cid) != (SET_PROCESS, PROCESS_RESUME):
+        # Paused at startup: what each command gets, by mode (ResumeRuntime below: S_OK).
+        answers = {
+            (SET_PROFILER, PROFILER_ATTACH): 0x8013135B,
+            (SET_PROCESS, PROCESS_SETENV): 0x80070057 if mode == "paused-refuse-env" else 0,
+            (SET_PROFILER, PROFILER_STARTUP): 0x80004005,
+        }
+        if (cset, cid) == (SET_PROFILER, PROFILER_STARTUP) and mode == "paused-stall-startup":
+            held.append(conn)
+            return
+        hr = answers.get((cset, cid), 0x80131385)
+        conn.sendall(frame(SET_SERVER, 0xFF if hr else SERVER_OK, struct.pack("<I", hr)))
+    elif cset == SET_PROCESS and cid == PROCESS_RESUME:
+        conn.sendall(frame(SET_SERVER, SERVER_OK, struct.pack("<I", 0)))
     elif cset == SET_PROFILER and cid == PROFILER_ATTACH:
         if mode == "exit-on-attach":
             # Pid 1 of its namespace ignores its own SIGKILL: leave with _exit instead.
@@ -264,6 +284,7 @@ def main():
                 break
             held.append(c)
     elif mode in ("garbage", "truncated", "huge", "silent", "silent-reexec", "good", "ansi",
+                  "paused-refuse-env", "paused-refuse-startup", "paused-stall-startup",
                   "good-processinfo-bad-attach", "exit-on-attach", "exit-when-listed"):
         if mode == "silent-reexec" and os.path.lexists(path):
             os.unlink(path)  # our own, from before the exec

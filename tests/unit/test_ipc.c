@@ -159,6 +159,65 @@ static void test_encode_simple_and_startup(void **state)
     assert_memory_equal(buf + 20, g.b, 16);
 }
 
+/* SetEnvironmentVariable 0x0403: header, then the name and the value as IPC strings (u32 count
+ * of UTF-16 units with the NUL, then the units), nothing else. An empty value is "" (count 1),
+ * never the null string (count 0) that the runtime would pass on as "remove". */
+static void test_encode_setenv_exact(void **state)
+{
+    (void)state;
+    uint8_t buf[128];
+    struct cla_error e = {0};
+    static const uint8_t want[] = {
+        'D', 'O', 'T', 'N', 'E', 'T', '_', 'I', 'P',  'C', '_', 'V', '1', 0, 44,
+        0,   4,   3,   0,   0,   3,   0,   0,   0,    'A', 0,   'B', 0,   0, 0, /* "AB" */
+        5,   0,   0,   0,   '/', 0,   't', 0,   0xe9, 0,   '1', 0,   0,   0,    /* "/té1" */
+    };
+    int n = ipc_encode_setenv("AB",
+                              "/t\xc3\xa9"
+                              "1",
+                              buf, sizeof(buf), &e);
+    assert_int_equal(n, (int)sizeof(want));
+    assert_memory_equal(buf, want, sizeof(want));
+    assert_true(ipc_setenv_frame_room("AB", "/t\xc3\xa9"
+                                            "1") >= sizeof(want));
+    n = ipc_encode_setenv("A", "", buf, sizeof(buf), &e);
+    assert_int_equal(n, 20 + 4 + 4 + 4 + 2);
+    assert_int_equal(buf[28], 1); /* the empty value: count 1, the NUL alone */
+    assert_int_equal(ipc_encode_setenv("", "x", buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_setenv("A=B", "x", buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_setenv("A", "\xff", buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_setenv("AB", "x", buf, 30, &e), -ENOBUFS);
+}
+
+static void test_env_check(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    size_t nl = 0;
+    assert_int_equal(ipc_env_check("A=1", &nl, &e), 0);
+    assert_int_equal(nl, 1);
+    assert_int_equal(ipc_env_check("OTEL_X=a=b", &nl, &e), 0); /* '=' only the first splits */
+    assert_int_equal(nl, 6);
+    assert_int_equal(ipc_env_check("A=", &nl, &e), 0);
+    assert_int_equal(ipc_env_check("A", &nl, &e), -EINVAL);
+    assert_int_equal(ipc_env_check("=1", &nl, &e), -EINVAL);
+    assert_int_equal(ipc_env_check("A=\x01", &nl, &e), -EINVAL);
+    assert_int_equal(ipc_env_check("A\n=1", &nl, &e), -EINVAL);
+    assert_int_equal(ipc_env_check("A=\xc2\x85", &nl, &e), -EINVAL); /* C1 NEL */
+    assert_int_equal(ipc_env_check("A=\xff", &nl, &e), -EINVAL);
+    /* The message names the variable, never its value (it may be a token). */
+    ipc_env_check("TOKEN=\x01secret", &nl, &e);
+    assert_null(strstr(e.msg, "secret"));
+    char big[ENV_VAR_BYTES_MAX + 2];
+    memset(big, 'x', sizeof(big));
+    big[1] = '=';
+    big[ENV_VAR_BYTES_MAX] = '\0';
+    assert_int_equal(ipc_env_check(big, &nl, &e), 0);
+    big[ENV_VAR_BYTES_MAX] = 'x';
+    big[ENV_VAR_BYTES_MAX + 1] = '\0';
+    assert_int_equal(ipc_env_check(big, &nl, &e), -E2BIG);
+}
+
 static void make_header(uint8_t *b, uint16_t size, uint8_t set, uint8_t id)
 {
     memcpy(b, magic, 14);
@@ -346,6 +405,8 @@ int main(void)
         cmocka_unit_test(test_encode_attach_rejects),
         cmocka_unit_test(test_frame_room),
         cmocka_unit_test(test_encode_simple_and_startup),
+        cmocka_unit_test(test_encode_setenv_exact),
+        cmocka_unit_test(test_env_check),
         cmocka_unit_test(test_decode_header),
         cmocka_unit_test(test_decode_status),
         cmocka_unit_test(test_decode_process_info_versions),

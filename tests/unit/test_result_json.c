@@ -54,6 +54,50 @@ static json_int_t num(json_t *o, const char *k)
 static const struct ipc_guid clsid = {{0x78, 0x56, 0x34, 0x12, 0xbc, 0x9a, 0xf0, 0xde, 0x11, 0x22,
                                        0x33, 0x44, 0x55, 0x66, 0x77, 0x88}};
 
+/* A startup load: its own outcome, whether and when the app was resumed, the --env names. */
+static void test_startup_loaded(void **state)
+{
+    (void)state;
+    static struct attach_result r;
+    memset(&r, 0, sizeof(r));
+    r.outcome = ATTACH_STARTUP_LOADED;
+    r.pid = 9;
+    r.startup_load = r.mapped = r.resume_owed = r.resumed = true;
+    r.resumed_after_ms = 33;
+    r.env_count = r.env_sent = 1;
+    snprintf(r.env[0], sizeof(r.env[0]), "OTEL_A");
+    json_t *o = parse(result_attach_json(&r, "p.so", &clsid, 0));
+    assert_string_equal(str(o, "outcome"), "loaded_at_startup");
+    assert_string_equal(str(o, "load"), "startup");
+    assert_true(json_is_true(json_object_get(o, "resumed")));
+    assert_true(json_is_true(json_object_get(o, "mapped")));
+    assert_int_equal(num(o, "resumed_after_ms"), 33);
+    assert_int_equal(num(o, "env_sent"), 1);
+    json_t *env = json_object_get(o, "env");
+    assert_int_equal(json_array_size(env), 1);
+    assert_string_equal(json_string_value(json_array_get(env, 0)), "OTEL_A");
+    assert_null(json_object_get(o, "error"));
+    json_decref(o);
+    /* A failed one says so, not resumed, and gives its error. */
+    r.outcome = ATTACH_STARTUP_FAILED;
+    r.resumed = r.mapped = false;
+    snprintf(r.error.msg, sizeof(r.error.msg), "never mapped");
+    o = parse(result_attach_json(&r, "p.so", &clsid, 7));
+    assert_string_equal(str(o, "outcome"), "startup_load_failed");
+    assert_true(json_is_false(json_object_get(o, "resumed")));
+    assert_true(json_is_false(json_object_get(o, "mapped")));
+    assert_null(json_object_get(o, "resumed_after_ms"));
+    assert_string_equal(str(o, "error"), "never mapped");
+    json_decref(o);
+    /* Nothing owed: no resumed key at all. */
+    r.resume_owed = false;
+    r.env_count = 0;
+    o = parse(result_attach_json(&r, "p.so", &clsid, 7));
+    assert_null(json_object_get(o, "resumed"));
+    assert_null(json_object_get(o, "env"));
+    json_decref(o);
+}
+
 static void test_attach_ok(void **state)
 {
     (void)state;
@@ -254,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_target_strings_rendered),
         cmocka_unit_test(test_ps),
         cmocka_unit_test(test_error_document),
+        cmocka_unit_test(test_startup_loaded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

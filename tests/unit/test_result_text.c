@@ -296,11 +296,63 @@ static void test_note_sentences_from_bare_messages(void **state)
     assert_well_formed(ev.note);
     assert_null(strstr(ev.note, "Next step"));
     /* The success note is one sentence too. */
-    struct attach_result ok = {.outcome = ATTACH_OK, .pid = 4, .nspid = 1, .startup_load = true};
+    struct attach_result ok = {.outcome = ATTACH_STARTUP_LOADED,
+                               .pid = 4,
+                               .nspid = 1,
+                               .startup_load = true,
+                               .resume_owed = true,
+                               .resumed = true,
+                               .resumed_after_ms = 12};
     snprintf(ok.delivered_path, sizeof(ok.delivered_path), "/tmp/libclrprobe-0123.so");
     result_text_event(&ok, "p.so", &g, &when, &ev);
     assert_well_formed(ev.note);
-    assert_non_null(strstr(ev.note, "as a startup profiler: /tmp/libclrprobe-0123.so."));
+    assert_non_null(strstr(ev.note, "resumed after 12 ms: /tmp/libclrprobe-0123.so."));
+}
+
+/* A startup load is never "attached": its own reason, action and words, the --env names (never
+ * their values); a failed one says whether the app was resumed. */
+static void test_startup_load_words(void **state)
+{
+    (void)state;
+    struct ipc_guid g = clsid();
+    struct result_text_event ev;
+    struct attach_result r = {.outcome = ATTACH_STARTUP_LOADED,
+                              .pid = 5,
+                              .nspid = 1,
+                              .startup_load = true,
+                              .resume_owed = true,
+                              .resumed = true,
+                              .env_count = 2,
+                              .env_sent = 2};
+    snprintf(r.env[0], sizeof(r.env[0]), "OTEL_A=secret");
+    snprintf(r.env[1], sizeof(r.env[1]), "OTEL_B");
+    result_text_event(&r, "p.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerLoadedAtStartup");
+    assert_string_equal(ev.spec.type, "Normal");
+    assert_string_equal(ev.spec.action, "StartupProfiler");
+    assert_null(strstr(ev.note, "ttached"));
+    assert_non_null(strstr(ev.note, "Loaded profiler p.so"));
+    assert_non_null(strstr(ev.note, "with OTEL_A, OTEL_B set in its environment"));
+    assert_null(strstr(ev.note, "secret"));
+    assert_string_equal(attach_outcome_name(ATTACH_STARTUP_LOADED), "loaded_at_startup");
+    assert_int_equal(attach_outcome_exit_code(ATTACH_STARTUP_LOADED), 0);
+
+    struct attach_result f = {.outcome = ATTACH_STARTUP_FAILED,
+                              .pid = 5,
+                              .nspid = 1,
+                              .resume_owed = true,
+                              .resumed = true};
+    snprintf(f.error.msg, sizeof(f.error.msg), "never showed in the app's maps");
+    result_text_event(&f, "p.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerStartupLoadFailed");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_non_null(strstr(ev.note, "startup_load_failed"));
+    assert_non_null(strstr(ev.note, "The runtime was resumed: the app runs on."));
+    assert_string_equal(attach_outcome_name(ATTACH_STARTUP_FAILED), "startup_load_failed");
+    assert_int_equal(attach_outcome_exit_code(ATTACH_STARTUP_FAILED), 7);
+    f.resumed = false;
+    result_text_event(&f, "p.so", &g, &when, &ev);
+    assert_non_null(strstr(ev.note, "the app may still be paused"));
 }
 
 /* A known no-op profiler refused before anything is sent: its own reason, outcome and code. */
@@ -365,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_note_sentences_from_bare_messages),
         cmocka_unit_test(test_inert_refusal),
         cmocka_unit_test(test_forced_inert_says_so),
+        cmocka_unit_test(test_startup_load_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,12 @@
  * profilers names it): InitializeForAttach returns S_OK and does nothing, Initialize starts it
  * (report at the default path, no client data at startup).
  *
+ * Its settings come from the environment, as vendor profilers' do: VENDOR_SETTING_A ..
+ * VENDOR_SETTING_Z, read through ICorProfilerInfo11::GetEnvironmentVariable (the runtime's own
+ * view, where the diagnostic command SetEnvironmentVariable writes) into the report's "settings",
+ * and with getenv() (the C library's copy) into "settings_libc": the proof that `attach --env`
+ * reached the profiler, and through which door.
+ *
  * Client data: `key=value` pairs separated by ';': mode=ok|fail|crash, out=<absolute report
  * path> (default /tmp/vendorprof-<pid>.json), conf=<absolute path of a config that must exist>,
  * any other key is ignored (pad= makes large client data). The report is one JSON object.
@@ -144,6 +150,75 @@ static void json_safe(const char *in, char *out, size_t size)
     out[i] = '\0';
 }
 
+/* ICorProfilerInfo11 (corprof.idl), asked of the runtime's Info object for its environment. */
+static const struct guid iid_info11 = {
+    0x06398876, 0x8987, 0x4154, {0xB6, 0x21, 0x40, 0xA0, 0x0D, 0x6E, 0x4D, 0x04}};
+#define INFO11_SLOT_GET_ENV 99
+typedef HRESULT (*qi_fn)(void *self, const struct guid *iid, void **ppv);
+typedef uint32_t (*release_fn)(void *self);
+typedef HRESULT (*get_env_fn)(void *self, const uint16_t *name, uint32_t cch, uint32_t *pcch,
+                              uint16_t *value);
+
+/* The Info object of the current Initialize / InitializeForAttach call, NULL outside it. */
+static void *g_info_unk;
+
+/* Appends `"NAME":"value",` to out (JSON-safe: ASCII kept, the rest '?'). */
+static void add_setting(char *out, size_t size, const char *name, const char *value)
+{
+    size_t len = strlen(out);
+    char v[256];
+    size_t i = 0;
+    for (; i + 1 < sizeof(v) && value[i]; i++)
+        v[i] = (unsigned char)value[i] < 0x20 || (unsigned char)value[i] > 0x7e ||
+                       value[i] == '"' || value[i] == '\\'
+                   ? '?'
+                   : value[i];
+    v[i] = '\0';
+    snprintf(out + len, size - len, "%s\"%s\":\"%s\"", len > 1 ? "," : "", name, v);
+}
+
+/* {"VENDOR_SETTING_A":"..",...} from the runtime's environment (Info11) or getenv(). */
+static void read_settings(void *info_unk, char *out, size_t size, bool libc)
+{
+    void *info11 = NULL;
+    snprintf(out, size, "{");
+    if (!libc &&
+        (!info_unk || ((qi_fn)(*(void ***)info_unk)[0])(info_unk, &iid_info11, &info11) < 0 ||
+         !info11)) {
+        snprintf(out, size, "null");
+        return;
+    }
+    for (char c = 'A'; c <= 'Z'; c++) {
+        char name[32];
+        snprintf(name, sizeof(name), "VENDOR_SETTING_%c", c);
+        if (libc) {
+            const char *v = getenv(name);
+            if (v)
+                add_setting(out, size, name, v);
+            continue;
+        }
+        uint16_t wname[32], wvalue[256];
+        char value[256];
+        size_t i = 0;
+        for (; name[i]; i++)
+            wname[i] = (uint16_t)name[i];
+        wname[i] = 0;
+        uint32_t n = 0;
+        get_env_fn get = (get_env_fn)(*(void ***)info11)[INFO11_SLOT_GET_ENV];
+        if (get(info11, wname, 256, &n, wvalue) < 0 || n == 0)
+            continue;
+        /* The count may or may not include the NUL: stop at either. */
+        for (i = 0; i < n && i < 256 && i + 1 < sizeof(value) && wvalue[i]; i++)
+            value[i] = wvalue[i] < 0x80 ? (char)wvalue[i] : '?';
+        value[i] = '\0';
+        add_setting(out, size, name, value);
+    }
+    size_t len = strlen(out);
+    snprintf(out + len, size - len, "}");
+    if (info11)
+        ((release_fn)(*(void ***)info11)[2])(info11);
+}
+
 static int write_report(const char *path, const char *text)
 {
     char tmp[PATH_MAX_ + 16];
@@ -217,12 +292,16 @@ static HRESULT start(const void *client_data, uint32_t client_data_len)
 
     char conf_safe[PATH_MAX_];
     json_safe(o.conf, conf_safe, sizeof(conf_safe));
-    char report[4 * PATH_MAX_ + 1024];
+    char settings[26 * 300], settings_libc[26 * 300];
+    read_settings(g_info_unk, settings, sizeof(settings), false);
+    read_settings(NULL, settings_libc, sizeof(settings_libc), true);
+    char report[4 * PATH_MAX_ + 2 * sizeof(settings) + 1024];
     snprintf(report, sizeof(report),
              "{\"pid\":%d,\"self\":\"%s\",\"config\":\"%s\",\"conf_path\":\"%s\","
-             "\"conf\":\"%s\",\"helper\":\"%s\",\"client_data_len\":%u,\"mode\":\"%s\"}\n",
+             "\"conf\":\"%s\",\"helper\":\"%s\",\"client_data_len\":%u,\"settings\":%s,"
+             "\"settings_libc\":%s,\"mode\":\"%s\"}\n",
              (int)getpid(), self, conf_line, conf_safe, extra_line, vendorhelper_version(),
-             client_data_len,
+             client_data_len, settings, settings_libc,
              o.mode == MODE_OK     ? "ok"
              : o.mode == MODE_FAIL ? "fail"
                                    : "crash");
@@ -244,14 +323,17 @@ static HRESULT cb_initialize_for_attach(struct com_object *self, void *info_unk,
 {
     (void)self;
     /* A real profiler would query ICorProfilerInfo here; proving the load needs none of it. */
-    (void)info_unk;
 #ifdef VENDOR_INERT
+    (void)info_unk;
     /* OpenTelemetry's base class: S_OK, and nothing starts. */
     (void)client_data;
     (void)client_data_len;
     return S_OK;
 #else
-    return start(client_data, client_data_len);
+    g_info_unk = info_unk;
+    HRESULT hr = start(client_data, client_data_len);
+    g_info_unk = NULL;
+    return hr;
 #endif
 }
 
@@ -260,7 +342,10 @@ static HRESULT cb_initialize(struct com_object *self, void *info_unk)
     (void)self;
     (void)info_unk;
 #ifdef VENDOR_INERT
-    return start(NULL, 0);
+    g_info_unk = info_unk;
+    HRESULT hr = start(NULL, 0);
+    g_info_unk = NULL;
+    return hr;
 #else
     /* Startup loading is not what these tests are about. */
     return E_FAIL;
