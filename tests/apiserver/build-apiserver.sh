@@ -77,12 +77,16 @@ kube_fetch() {
     major=${KUBE_REAL%%.*}
     minor=${KUBE_REAL#*.}
     minor=${minor%%.*}
-    # GOPATH mode (below): vendored packages are known by their path under vendor/.
-    pkg=k8s.io/kubernetes/vendor/k8s.io/component-base/version
+    # GOPATH mode (below): vendored packages are known by their path under vendor/. Both
+    # version packages, as upstream's hack/lib/version.sh sets them: `--version` reads
+    # component-base's, the API server's /version client-go's.
     KUBE_LDFLAGS="-s -w"
-    for key in "gitVersion=v$KUBE_REAL" "gitMajor=$major" "gitMinor=$minor" \
-        "gitTreeState=clean" "buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; do
-        KUBE_LDFLAGS="$KUBE_LDFLAGS -X $pkg.$key"
+    for pkg in k8s.io/kubernetes/vendor/k8s.io/component-base/version \
+        k8s.io/kubernetes/vendor/k8s.io/client-go/pkg/version; do
+        for key in "gitVersion=v$KUBE_REAL" "gitMajor=$major" "gitMinor=$minor" \
+            "gitTreeState=clean" "buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"; do
+            KUBE_LDFLAGS="$KUBE_LDFLAGS -X $pkg.$key"
+        done
     done
     KUBE_GOPATH=$KUBE_SRC/gopath
     mkdir -p "$KUBE_GOPATH/src/k8s.io" "$GOCACHE_DIR"
@@ -119,7 +123,7 @@ OUT=${APISERVER_OUT:-$KUBE_ROOT/build/apiserver}
 BIN=$OUT/kube-apiserver
 STAMP=$OUT/kube-apiserver.stamp
 LOG=$OUT/build.log
-RECIPE=2
+RECIPE=3
 
 kube_check_tools
 newest=$(kube_newest)

@@ -17,7 +17,7 @@ set -euo pipefail
 OUT=${CLUSTER_OUT:-$KUBE_ROOT/build/cluster/bin}
 STAMP=$OUT/stamp
 LOG=$OUT/build.log
-RECIPE=1
+RECIPE=2
 CMDS=(kubelet kube-controller-manager kube-scheduler)
 
 kube_check_tools
