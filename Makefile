@@ -214,6 +214,8 @@ clean:
 	rm -rf build
 
 # build/containers holds the container suite's engine state and image roots (etc/*.d dirs),
-# build/image buildah's storage (make image): neither has a make dependency file.
--include $(shell find $(BUILD) \( -path '$(BUILD)/containers' -o -path '$(BUILD)/image' \) -prune \
+# build/cluster the cluster suite's engine and kubelet state, build/image buildah's storage
+# (make image): none has a make dependency file.
+-include $(shell find $(BUILD) \( -path '$(BUILD)/containers' -o -path '$(BUILD)/image' \
+    -o -path '$(BUILD)/cluster' \) -prune \
     -o -type f -name '*.d' -print 2>/dev/null)
