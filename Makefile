@@ -55,6 +55,7 @@ help:
 	@echo "make SAN=1 test   the same under ASan+UBSan"
 	@echo "make test-containers  the image, deploy/ and the seccomp profile under Docker (runc, crun)"
 	@echo "make test-apiserver  Events against a real kube-apiserver (built once, ~12 min)"
+	@echo "make test-cluster deploy/ in a real single-node Kubernetes 1.20 (kubelet, dockershim)"
 	@echo "make arm64        cross-build clrattach, the profilers and the unit tests for arm64"
 	@echo "make static ARCH=arm64  the static clrattach for arm64 (build/static-arm64)"
 	@echo "make test-arm64   arm64 builds under qemu-user against an arm64 .NET runtime"
@@ -187,6 +188,13 @@ test-containers: all target vendorprof
 test-apiserver: all target static
 	BUILD=$(BUILD) tests/apiserver/run.sh
 
+# deploy/ as shipped in a real single-node Kubernetes 1.20 (kubelet with its dockershim, a
+# private dockerd, controller-manager, scheduler; built once from Debian's source with the
+# apiserver's Go cache into build/cluster): tests/cluster/run.sh.
+.PHONY: test-cluster
+test-cluster: all target
+	BUILD=$(BUILD) tests/cluster/run.sh
+
 demo: all target
 	BUILD=$(BUILD) scripts/demo.sh
 
@@ -206,6 +214,8 @@ clean:
 	rm -rf build
 
 # build/containers holds the container suite's engine state and image roots (etc/*.d dirs),
-# build/image buildah's storage (make image): neither has a make dependency file.
--include $(shell find $(BUILD) \( -path '$(BUILD)/containers' -o -path '$(BUILD)/image' \) -prune \
+# build/cluster the cluster suite's engine and kubelet state, build/image buildah's storage
+# (make image): none has a make dependency file.
+-include $(shell find $(BUILD) \( -path '$(BUILD)/containers' -o -path '$(BUILD)/image' \
+    -o -path '$(BUILD)/cluster' \) -prune \
     -o -type f -name '*.d' -print 2>/dev/null)

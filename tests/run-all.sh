@@ -26,6 +26,9 @@ run timeout -k 30 600 tests/arm64/test_image.sh
 # Against a real kube-apiserver: the first run on a machine builds it (8 to 12 minutes on 2
 # cores, then cached in build/apiserver); the checks themselves take about two minutes.
 run timeout -k 30 3600 tests/apiserver/run.sh
+# deploy/ in a real single-node cluster; its kubelet, controller-manager and scheduler build with
+# the Go cache the apiserver's build just filled (about 4 minutes, then cached in build/cluster).
+run timeout -k 30 1800 tests/cluster/run.sh
 
 # Fuzzing: every saved seed and crash replayed through the plain (and, with SAN=1, sanitized)
 # build of each harness, then a short libFuzzer run of each target. Hours-long runs are

@@ -30,17 +30,24 @@ note() { echo "# $*"; }
 dk() { timeout "${DK_TIMEOUT:-120}" "$DOCKER_BIN" "$@"; }
 
 DOCKERD_PID=
+# The engine's state directory (socket, data and exec roots, pidfile, daemon.json, log): the
+# container suite's own by default. tests/cluster/ runs a second engine for its kubelet with
+# ENGINE_DIR (and DOCKER_HOST) pointing elsewhere and its own ENGINE_CONFIG (daemon.json).
+ENGINE_DIR=${ENGINE_DIR:-$CT}
+ENGINE_CONFIG=${ENGINE_CONFIG:-}
 # start_dockerd: reuses our own engine when its socket answers, else starts one whose pid is
 # remembered so stop_dockerd ends it (and only it).
 start_dockerd() {
-    if [ -S "$CT/docker.sock" ] && dk version >/dev/null 2>&1; then
+    local ed=$ENGINE_DIR
+    if [ -S "$ed/docker.sock" ] && dk version >/dev/null 2>&1; then
         note "reusing the engine at $DOCKER_HOST"
         return 0
     fi
     [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] ||
         { echo "docker.io is not installed (scripts/install-deps.sh)"; return 1; }
     [ "$(id -u)" -eq 0 ] || { echo "the container suite needs root (dockerd)"; return 1; }
-    rm -f "$CT/docker.sock" "$CT/dockerd.pid"
+    mkdir -p "$ed"
+    rm -f "$ed/docker.sock" "$ed/dockerd.pid"
     # Its own daemon.json (the host's /etc/docker/daemon.json is not ours to read), with crun
     # as a second runtime. crun refuses a cgroup v1 host whose v2 hierarchy (mounted at
     # /sys/fs/cgroup/unified: "hybrid") has controllers, whatever its --cgroup-manager; there it
@@ -55,17 +62,19 @@ start_dockerd() {
             "    $CRUN_BIN \"\$@\"" >"$crun"
         chmod 755 "$crun"
     fi
-    if [ -x "$CRUN_BIN" ]; then
-        printf '{"runtimes": {"crun": {"path": "%s"}}}\n' "$crun" >"$CT/daemon.json"
+    if [ -n "$ENGINE_CONFIG" ]; then
+        printf '%s\n' "$ENGINE_CONFIG" >"$ed/daemon.json"
+    elif [ -x "$CRUN_BIN" ]; then
+        printf '{"runtimes": {"crun": {"path": "%s"}}}\n' "$crun" >"$ed/daemon.json"
     else
-        echo '{}' >"$CT/daemon.json"
+        echo '{}' >"$ed/daemon.json"
     fi
     # No bridge, no iptables rules, no NAT: containers get --network none or host only.
     # Its own containerd (no --containerd): state under the exec root, gone with the daemon.
-    "$DOCKERD_BIN" -H "$DOCKER_HOST" --data-root "$CT/data" --exec-root "$CT/exec" \
-        --pidfile "$CT/dockerd.pid" --bridge=none --iptables=false --ip6tables=false \
+    "$DOCKERD_BIN" -H "$DOCKER_HOST" --data-root "$ed/data" --exec-root "$ed/exec" \
+        --pidfile "$ed/dockerd.pid" --bridge=none --iptables=false --ip6tables=false \
         --ip-masq=false --userland-proxy=false --storage-driver=overlay2 \
-        --config-file "$CT/daemon.json" >"$CT/dockerd.log" 2>&1 &
+        --config-file "$ed/daemon.json" >"$ed/dockerd.log" 2>&1 &
     DOCKERD_PID=$!
     local i
     for i in $(seq 120); do
@@ -73,7 +82,7 @@ start_dockerd() {
         kill -0 "$DOCKERD_PID" 2>/dev/null || break
         sleep 0.5
     done
-    echo "dockerd did not start: $(tail -5 "$CT/dockerd.log")"
+    echo "dockerd did not start: $(tail -5 "$ed/dockerd.log")"
     return 1
 }
 
@@ -92,7 +101,7 @@ stop_dockerd() {
     # one may leave overlays): unmount what is left under our own directory, deepest first, so
     # `make clean` can remove it.
     local m
-    awk -v d="$CT/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
+    awk -v d="$ENGINE_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
         while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 }
 

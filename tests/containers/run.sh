@@ -140,12 +140,13 @@ wait_ready() {
     done
     return 1
 }
-# wait_report NAME [SINCE-MS]: the sample profiler's report in the app's /tmp says it attached
-# (and, with SINCE-MS, attached after that time: a new runtime instance).
+# wait_report NAME [SINCE-MS]: the sample profiler's report in the app ($REPORT, or
+# $REPORT_PATH) says it attached (and, with SINCE-MS, attached after that time: a new runtime
+# instance).
 wait_report() {
     local i
     for i in $(seq 100); do
-        if dk exec "$1" cat "$REPORT" 2>/dev/null | python3 -c '
+        if dk exec "$1" cat "${REPORT_PATH:-$REPORT}" 2>/dev/null | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
 sys.exit(0 if r.get("attach_complete") and r["attach_unix_ms"] > int(sys.argv[1]) else 1)' "${2:-0}" 2>/dev/null
@@ -188,13 +189,16 @@ sidecar_shape() {
     flags_of appf pod "$kdir" app --pid-owner "$pause" --emptydir-root "$work/$rt-emptydir" &&
         flags_of sidef pod "$kdir" clrattach --pid-owner "$pause" --termination-file "$tlog" ||
         { fail "sidecar-$rt-flags" "flags.py failed"; return; }
+    # The manifests' own --client-data: the report goes to the emptyDir, as in a cluster.
     mapfile -t args < <(timeout 60 python3 "$here/flags.py" args "$kdir" clrattach \
-        --set-arg=--match-cmdline=ClrTarget.dll --set-arg=--client-data=out=$REPORT)
+        --set-arg=--match-cmdline=ClrTarget.dll)
+    local REPORT_PATH
+    REPORT_PATH=$(printf '%s\n' "${args[@]}" | sed -n 's/^--client-data=out=//p')
     # The pod's pause container: any long sleeper from the base image holds the PID namespace.
     run_c "$pause" --runtime "$rt" --network none --read-only --user 65535:65535 --cap-drop ALL \
         --security-opt no-new-privileges debian:bookworm sleep infinity ||
         { fail "sidecar-$rt-pod" "pause: $(why "$work/$pause.err")"; return; }
-    run_c "$app" --runtime "$rt" "${app_common[@]}" "${appf[@]}" "$APP" "${app_args[@]}" &&
+    run_c "$app" --runtime "$rt" --network none "${appf[@]}" "$APP" "${app_args[@]}" &&
         wait_ready "$app" ||
         { fail "sidecar-$rt-pod" "app: $(why "$work/$app.err") $(logs_of "$app")"; return; }
     t0=$(now_ms)

@@ -101,7 +101,8 @@ def render(kdir, as_component=False):
         apply_patches(objs, os.path.join(kdir, c), comp.get("patches", []))
     if "namespace" in k:
         for o in objs:
-            o["metadata"]["namespace"] = k["namespace"]
+            # kustomize gives a Namespace object the kustomization's namespace as its name.
+            o["metadata"]["name" if o["kind"] == "Namespace" else "namespace"] = k["namespace"]
     apply_patches(objs, kdir, k.get("patches", []))
     return objs
 
@@ -213,6 +214,14 @@ def sidecar_ok(spec, where, native, app_name="app"):
     tmpdir = {e["name"]: e.get("value") for e in app.get("env", [])}.get("TMPDIR")
     if app.get("securityContext", {}).get("readOnlyRootFilesystem"):
         assert tmpdir, where + ": read-only app root without a writable TMPDIR (no diagnostic socket)"
+        # The sample profiler writes its report from inside the app and fails its attach when it
+        # cannot (its default is /tmp): its out= must be on a writable mount of the app.
+        if arg(s, "--profiler").startswith("/profilers/"):
+            out = dict(kv.split("=", 1) for kv in (arg(s, "--client-data") or "").split(";")
+                       if "=" in kv).get("out", "")
+            assert any(out.startswith(m["mountPath"].rstrip("/") + "/")
+                       for m in app.get("volumeMounts", []) if not m.get("readOnly")), \
+                "%s: the sample profiler's report (%r) is not on a writable mount of the app" % (where, out)
 
 
 def pod_spec_fields(spec, where):
@@ -239,14 +248,30 @@ def deployments(objs):
     return [o for o in objs if o["kind"] == "Deployment"]
 
 
+def default_container_is_app(dep, where):
+    ann = dep["spec"]["template"]["metadata"].get("annotations", {})
+    assert ann.get("kubectl.kubernetes.io/default-container") == "app", \
+        where + ": kubectl logs/exec would not default to the app"
+
+
 def t_base():
     objs = render(os.path.join(DEPLOY, "base"))
     (dep,) = deployments(objs)
+    default_container_is_app(dep, "base")
     spec = dep["spec"]["template"]["spec"]
     assert dep["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     pod_spec_fields(spec, "base")
     restricted(spec, "base")
     sidecar_ok(spec, "base", native=False)
+    # The check sees a sample profiler left writing its report to the app's read-only /tmp.
+    s = copy.deepcopy(spec)
+    side = next(c for c in s["containers"] if c["name"] == "clrattach")
+    side["args"] = [a for a in side["args"] if not a.startswith("--client-data")]
+    try:
+        sidecar_ok(s, "mutant", native=False)
+    except AssertionError:
+        return
+    raise AssertionError("a sidecar without the sample profiler's client data passed")
 
 
 def t_root():
@@ -267,11 +292,19 @@ def t_rbac():
     assert not any("resourceNames" in r for r in role["rules"])
     assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                              "name": role["metadata"]["name"]}, rb["roleRef"]
-    assert rb["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"],
-                               "namespace": sa["metadata"]["namespace"]}], rb["subjects"]
+    # No namespace on the subject: the binding's own (kubectl kustomize fills in the
+    # ServiceAccount's when it is part of the same build; RBAC reads an empty one as the
+    # binding's namespace).
+    assert rb["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"]}], rb["subjects"]
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
-    ns = {o["metadata"]["namespace"] for o in objs}
-    assert len(ns) == 1, "namespaces %s" % ns
+    (nsobj,) = [o for o in objs if o["kind"] == "Namespace"]
+    ns = {o["metadata"]["namespace"] for o in objs if o["kind"] != "Namespace"}
+    assert ns == {nsobj["metadata"]["name"]}, "namespaces %s, Namespace %s" % (ns, nsobj)
+    # deploy/rbac names no namespace itself: whoever lists it sets one.
+    for o in render(os.path.join(DEPLOY, "rbac")):
+        assert "namespace" not in o["metadata"], o["metadata"]
+        for sub in o.get("subjects", []):
+            assert "namespace" not in sub, sub
 
 
 def t_native():
@@ -290,6 +323,7 @@ def t_native():
 
 def t_localhost():
     (dep,) = deployments(render(os.path.join(DEPLOY, "overlays", "seccomp-localhost")))
+    default_container_is_app(dep, "seccomp-localhost")
     spec = dep["spec"]["template"]["spec"]
     restricted(spec, "seccomp-localhost")
     sidecar_ok(spec, "seccomp-localhost", native=False)

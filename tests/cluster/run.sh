@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# What we ship, under a real kubelet (issue 26): a single-node Kubernetes 1.20 from Debian's
+# `kubernetes` source (tests/cluster/cluster.sh brings it up on loopback), the project's image
+# built by its own Dockerfile, the manifests applied from deploy/ as a user would, a .NET app
+# image from this machine's runtime with the numeric `USER 1654:1654`.
+#
+# The manifests are applied exactly as shipped, with one patch of the suite's own: every pod gets
+# `hostNetwork: true` (there is no CNI plugin here; the kubelet's dockershim gives a pod the
+# host's network). The images are present under the names the manifests use, so nothing else
+# changes.
+#
+# Prints "ok NAME" / "FAIL NAME: reason" per check and "cluster: N passed, M failed". Needs
+# root, kubectl, etcd, openssl, Debian's docker.io, golang-1.19-go (scripts/install-deps.sh),
+# `make all target`. Outside CI a missing prerequisite skips the suite; with CI=true it fails.
+# Env: KEEP_WORK=1 keeps build/cluster/run.*/ (every component's log, the rendered manifests).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/containers/lib.sh
+. "$here/../containers/lib.sh"
+cd "$ROOT" || exit 2
+T0=$SECONDS
+mkdir -p "$ROOT/build/cluster"
+WORK=$(mktemp -d "$ROOT/build/cluster/run.XXXXXX")
+chmod 755 "$WORK"
+# shellcheck source=tests/cluster/cluster.sh
+. "$here/cluster.sh"
+
+finish() {
+    echo "cluster: $PASSED passed, $FAILED failed ($((SECONDS - T0)) s)"
+    [ "$FAILED" -eq 0 ]
+    exit
+}
+cleanup() {
+    cluster_stop
+    if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+# A timeout's TERM (tests/run-all.sh) must still stop the cluster.
+trap 'exit 143' TERM INT
+
+skip_or_fail() {
+    if [ "${CI:-}" = true ]; then
+        fail cluster-prerequisites "$1"
+        finish
+    fi
+    echo "cluster: SKIPPED (not CI): $1" >&2
+    exit 0
+}
+[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root (dockerd, the kubelet)"
+for tool in kubectl etcd openssl dotnet curl python3 ss; do
+    command -v "$tool" >/dev/null || skip_or_fail "$tool not on PATH (scripts/install-deps.sh)"
+done
+[ -x "$DOCKERD_BIN" ] && [ -x /usr/sbin/runc ] ||
+    skip_or_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
+for f in "$ABS_BUILD/target/ClrTarget.dll" "$ABS_BUILD/libclrprobe.so"; do
+    [ -e "$f" ] || skip_or_fail "$f missing (make all target)"
+done
+if ss -Hltn 'sport = :443' | grep -q .; then
+    skip_or_fail "127.0.0.1:443 is taken (the kubernetes Service's port: kube-apiserver listens there)"
+fi
+
+# ---- builds ------------------------------------------------------------------------------------
+t=$SECONDS
+if timeout 3000 "$ROOT/tests/apiserver/build-apiserver.sh" >"$WORK/build.log" 2>&1 &&
+    timeout 3000 "$here/build-cluster.sh" >>"$WORK/build.log" 2>&1; then
+    ok "cluster-build ($((SECONDS - t)) s: $("$KBIN/kubelet" --version))"
+else
+    fail cluster-build "$(tail -5 "$WORK/build.log")"
+    finish
+fi
+t=$SECONDS
+# The image references the manifests use.
+kubectl kustomize deploy/base >"$WORK/base.yaml" 2>"$WORK/kustomize.err" ||
+    { fail cluster-kustomize "$(cat "$WORK/kustomize.err")"; finish; }
+read -r APP_IMAGE CLR_IMAGE < <(python3 - "$WORK/base.yaml" <<'PY'
+import sys, yaml
+dep = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment")
+cs = {c["name"]: c["image"] for c in dep["spec"]["template"]["spec"]["containers"]}
+print(cs["app"], cs["clrattach"])
+PY
+)
+if images_build >"$WORK/images.log" 2>&1; then
+    ok "cluster-images-built ($((SECONDS - t)) s)"
+else
+    fail cluster-images-built "$(tail -5 "$WORK/images.log")"
+    finish
+fi
+
+# ---- the cluster -------------------------------------------------------------------------------
+# Not in a subshell: the pids it starts are this shell's to stop.
+if cluster_start >"$WORK/start.msg" 2>&1; then
+    ok "cluster-up (node $NODE Ready in $CLUSTER_UP_SECONDS s)"
+else
+    fail cluster-up "$(cat "$WORK/start.msg")"
+    finish
+fi
+t=$SECONDS
+if images_load "$APP_IMAGE" "$CLR_IMAGE" >"$WORK/load.log" 2>&1; then
+    ok "cluster-images-loaded ($((SECONDS - t)) s: $APP_IMAGE, $CLR_IMAGE, $PAUSE_IMAGE)"
+else
+    fail cluster-images-loaded "$(tail -5 "$WORK/load.log")"
+    finish
+fi
+out=$(listeners_outside_loopback)
+[ -z "$out" ] && ok "cluster-loopback-only" || fail cluster-loopback-only "$out"
+
+# shellcheck source=tests/cluster/scenarios.sh
+. "$here/scenarios.sh"
+
+echo "cluster: wall time $((SECONDS - T0)) s"
+finish

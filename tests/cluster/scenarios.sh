@@ -1,0 +1,569 @@
+# shellcheck shell=bash
+# The scenarios of tests/cluster/run.sh, on the cluster it brought up (sourced by it: K, dk, ok,
+# fail, WORK, ROOT, APP_IMAGE, CLR_IMAGE, SECCOMP_DIR are its).
+
+PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profiler/clrprobe.h)
+REPORT=/clrattach-profilers/clrprobe-report.json
+
+# ---- helpers -----------------------------------------------------------------------------------
+# until_ok SECONDS CMD...: CMD until it succeeds, once a second.
+until_ok() {
+    local n=$1
+    shift
+    while [ "$n" -gt 0 ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 1
+        n=$((n - 1))
+    done
+    return 1
+}
+
+# shipped NAME DIR: a kustomization in $WORK/k/NAME whose only resource is DIR (a directory of
+# deploy/, as shipped) plus the suite's own patch: hostNetwork for every Deployment, since this
+# node has no CNI plugin.
+shipped() {
+    local d=$WORK/k/$1 rel
+    mkdir -p "$d"
+    rel=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$2" "$d")
+    cat >"$d/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $rel
+patches:
+- target: {kind: Deployment}
+  patch: '[{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true}]'
+EOF
+    echo "$d"
+}
+
+# pod_of NS SELECTOR: the newest pod that is not being deleted.
+pod_of() {
+    K get pods -n "$1" -l "$2" -o json | python3 -c '
+import json, sys
+pods = [p for p in json.load(sys.stdin)["items"] if not p["metadata"].get("deletionTimestamp")]
+pods.sort(key=lambda p: p["metadata"]["creationTimestamp"])
+print(pods[-1]["metadata"]["name"] if pods else "")'
+}
+
+# all_ready NS POD: every container of the pod is running and ready.
+all_ready() {
+    K get pod -n "$1" "$2" -o json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+st = p["status"].get("containerStatuses") or []
+sys.exit(0 if p["status"].get("phase") == "Running" and st and all(s["ready"] for s in st) else 1)'
+}
+
+# wait_pod NS SELECTOR: sets POD to the selector's pod once all its containers are ready.
+wait_pod() {
+    local i
+    POD=
+    for i in $(seq 90); do
+        POD=$(pod_of "$1" "$2")
+        [ -n "$POD" ] && all_ready "$1" "$POD" && return 0
+        sleep 1
+    done
+    return 1
+}
+
+# report_ok NS POD CONTAINER FILE [SINCE-MS]: the sample profiler's report, read in the app
+# container, says it attached (after SINCE-MS: a new runtime instance).
+report_ok() {
+    K exec -n "$1" "$2" -c "$3" -- cat "$4" 2>/dev/null | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+sys.exit(0 if r.get("attach_complete") and r["attach_unix_ms"] > int(sys.argv[1]) else 1)' "${5:-0}" 2>/dev/null
+}
+wait_report() { until_ok 60 report_ok "$@"; }
+
+# event_count NS POD REASON [CONTAINER]: occurrences (series counted) of the Events about the
+# pod with that reason, through the events.k8s.io API.
+event_count() {
+    K get events.events.k8s.io -n "$1" -o json | python3 -c '
+import json, sys
+ns, pod, reason, ctr = sys.argv[1:5]
+n = 0
+for e in json.load(sys.stdin)["items"]:
+    r = e.get("regarding") or {}
+    if r.get("name") == pod and e.get("reason") == reason and \
+            (not ctr or r.get("fieldPath") == "spec.containers{%s}" % ctr):
+        n += (e.get("series") or {}).get("count", 1)
+print(n)' "$1" "$2" "$3" "${4:-}"
+}
+# wait_events NS POD REASON AT-LEAST [CONTAINER]
+wait_events() {
+    local i n=0
+    for i in $(seq 60); do
+        n=$(event_count "$1" "$2" "$3" "${5:-}")
+        [ "$n" -ge "$4" ] && return 0
+        sleep 1
+    done
+    return 1
+}
+
+now_ms() { date +%s%3N; }
+logs_of() { K logs -n "$1" "$2" -c "$3" 2>&1 | tail -n "${4:-5}" | tr '\n' ' ' | cut -c1-600; }
+# kill_app NS POD CONTAINER DLL: ends the .NET app in the container (the kubelet restarts it).
+# By its executable: the shell doing it has the DLL's name in its own command line.
+kill_app() {
+    K exec -n "$1" "$2" -c "$3" -- sh -c 'for d in /proc/[0-9]*; do
+        [ "$(readlink "$d/exe")" = /usr/share/dotnet/dotnet ] && grep -q "$1" "$d/cmdline" &&
+            kill "${d#/proc/}"
+    done; true' sh "$4"
+}
+restarts() {
+    K get pod -n "$1" "$2" -o "jsonpath={.status.containerStatuses[?(@.name==\"$3\")].restartCount}"
+}
+restarted() { [ "$(restarts "$1" "$2" "$3")" -ge "$4" ] 2>/dev/null; }
+# gone NS SELECTOR: no pod of the selector is left; some: at least one is there.
+gone() { [ -z "$(K get pods -n "$1" -l "$2" -o name 2>/dev/null)" ]; }
+some() { ! gone "$@"; }
+pod_absent() { ! K get pod -n "$1" "$2" >/dev/null 2>&1; }
+
+# ---- 1. deploy/ on a fresh cluster --------------------------------------------------------------
+SEL=app.kubernetes.io/name=orders-api
+k=$(shipped base "$ROOT/deploy")
+if K apply -k "$k" >"$WORK/s1-apply.out" 2>&1 && grep -q '^namespace/shop created' "$WORK/s1-apply.out"; then
+    ok "base-apply-on-fresh-cluster (kubectl apply -k deploy/: $(grep -c created "$WORK/s1-apply.out") objects created, namespace shop first)"
+else
+    fail base-apply-on-fresh-cluster "$(tr '\n' ' ' <"$WORK/s1-apply.out")"
+fi
+if wait_pod shop "$SEL"; then
+    ok "base-pod-running ($POD: app and sidecar ready)"
+    BASE_POD=$POD
+    if wait_report shop "$POD" app "$REPORT"; then
+        ok "base-sidecar-attached (the sample profiler's report in the app's emptyDir)"
+    else
+        fail base-sidecar-attached "sidecar: $(logs_of shop "$POD" clrattach)"
+    fi
+    if wait_events shop "$POD" ProfilerAttached 1 app &&
+        K get events -n shop >"$WORK/s1-events.txt" 2>&1 &&
+        grep ProfilerAttached "$WORK/s1-events.txt" | grep -q "pod/$POD"; then
+        ok "base-event-in-kubectl-get-events ($(grep ProfilerAttached "$WORK/s1-events.txt" | head -1 | tr -s ' ' | cut -c1-160))"
+    else
+        fail base-event-in-kubectl-get-events "$(cat "$WORK/s1-events.txt" 2>/dev/null | tail -5 | tr '\n' ' ') sidecar: $(logs_of shop "$POD" clrattach)"
+    fi
+    # The Event came through the kubelet's projected, bound token (BoundServiceAccountTokenVolume).
+    vol=$(K get pod -n shop "$POD" -o 'jsonpath={.spec.volumes[?(@.projected.sources[0].serviceAccountToken)].name}')
+    case $vol in
+    kube-api-access-*) ok "base-bound-token-volume ($vol)" ;;
+    *) fail base-bound-token-volume "no kube-api-access-* volume: '$vol'" ;;
+    esac
+    # kubectl.kubernetes.io/default-container: the app's output, not the sidecar's.
+    if K logs -n shop "$POD" 2>&1 | grep -q '^ready '; then
+        ok base-default-container-is-app
+    else
+        fail base-default-container-is-app "$(K logs -n shop "$POD" 2>&1 | head -3 | tr '\n' ' ')"
+    fi
+else
+    fail base-pod-running "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ') $(K describe pods -n shop 2>&1 | grep -A8 '^Events:' | tail -6 | tr '\n' ' ')"
+    BASE_POD=
+fi
+
+# ---- 3. the app container restarted: attached again, the Event's series count 2 ---------------
+if [ -n "$BASE_POD" ]; then
+    t0=$(now_ms)
+    if kill_app shop "$BASE_POD" app Orders.Api.dll && until_ok 60 restarted shop "$BASE_POD" app 1 &&
+        wait_report shop "$BASE_POD" app "$REPORT" "$t0"; then
+        ok "restart-attached-again (restart count $(restarts shop "$BASE_POD" app))"
+    else
+        fail restart-attached-again "restarts $(restarts shop "$BASE_POD" app); sidecar: $(logs_of shop "$BASE_POD" clrattach)"
+    fi
+    if wait_events shop "$BASE_POD" ProfilerAttached 2 app; then
+        ok "restart-event-series-count-2 (one Event, series.count $(event_count shop "$BASE_POD" ProfilerAttached app))"
+    else
+        fail restart-event-series-count-2 "count $(event_count shop "$BASE_POD" ProfilerAttached app); sidecar: $(logs_of shop "$BASE_POD" clrattach)"
+    fi
+fi
+
+# ---- an app pod without the sidecar, for the on-call paths -------------------------------------
+# oncall_pod NAME: deploy/base's pod as shipped, without the sidecar and without the shared PID
+# namespace (the shape `kubectl debug --target` is for: a pod nobody prepared), as a bare Pod.
+# Without its containerPort too: with the node's network the port is the node's, and the
+# Deployment's pod holds it.
+oncall_pod() {
+    kubectl kustomize "$(shipped base "$ROOT/deploy")" | python3 -c '
+import sys, yaml
+name = sys.argv[1]
+dep = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deployment")
+t = dep["spec"]["template"]
+spec = t["spec"]
+spec["containers"] = [c for c in spec["containers"] if c["name"] != "clrattach"]
+spec.pop("shareProcessNamespace")
+for c in spec["containers"]:
+    c.pop("ports", None)
+pod = {"apiVersion": "v1", "kind": "Pod", "spec": spec,
+       "metadata": {"name": name, "namespace": dep["metadata"]["namespace"],
+                    "labels": {"clrattach-test/oncall": name}}}
+yaml.safe_dump(pod, sys.stdout)' "$1" | K apply -f - >/dev/null && wait_pod shop "clrattach-test/oncall=$1"
+}
+
+# eph_state NS POD NAME: "running", "terminated CODE", or the waiting reason; the terminated
+# container's message in $WORK/NAME.msg.
+eph_state() {
+    K get pod -n "$1" "$2" -o json | python3 -c '
+import json, sys
+pod = json.load(sys.stdin)
+st = next((s for s in pod["status"].get("ephemeralContainerStatuses") or [] if s["name"] == sys.argv[1]), None)
+state = (st or {}).get("state") or {}
+if "terminated" in state:
+    open(sys.argv[2], "w").write(state["terminated"].get("message", ""))
+    print("terminated %d" % state["terminated"]["exitCode"])
+elif "running" in state:
+    print("running")
+else:
+    print((state.get("waiting") or {}).get("reason", "pending"))' "$3" "$WORK/$3.msg"
+}
+eph_terminated() { case $(eph_state "$@") in terminated*) true ;; *) false ;; esac; }
+
+# ---- 6. an ephemeral container through the 1.20 API ---------------------------------------------
+# Kubernetes 1.16 to 1.21 serve pods/NAME/ephemeralcontainers as an `EphemeralContainers` object
+# (GET, then PUT the list back with one more). kubectl 1.28 and later create ephemeral containers
+# with a PATCH carrying a Pod, which these servers refuse (checked below, with the kubectl on
+# PATH), so `kubectl debug` cannot be used here: the container is PUT raw. Before 1.21 an
+# ephemeral container may not have a securityContext; it runs as the pod's runAsUser/runAsGroup
+# (deploy/base sets both to the app's, 1654:1654), which is what clrattach needs.
+if oncall_pod oncall-eph; then
+    ok "oncall-pod-running (deploy/base's app alone)"
+    kv=$(kubectl version --client -o json | python3 -c '
+import json, re, sys
+v = json.load(sys.stdin)["clientVersion"]
+print(v["gitVersion"], re.match(r"\d+", v.get("minor") or "0").group(0))')
+    if [ "${kv#* }" -ge 28 ]; then
+        if K debug -n shop oncall-eph --image="$CLR_IMAGE" --target=app --container=probe-kubectl \
+            -- /clrattach --version >"$WORK/kdebug.out" 2>&1; then
+            fail kubectl-debug-refused-by-1.20 "kubectl ${kv% *} debug worked: $(head -c 300 "$WORK/kdebug.out")"
+        elif grep -q 'no kind "EphemeralContainers"' "$WORK/kdebug.out"; then
+            ok "kubectl-debug-refused-by-1.20 (kubectl ${kv% *}: $(grep -o 'no kind[^,]*"v1"' "$WORK/kdebug.out" | head -1))"
+        else
+            fail kubectl-debug-refused-by-1.20 "$(head -c 300 "$WORK/kdebug.out")"
+        fi
+    else
+        note "kubectl ${kv% *} is older than 1.28 and may still speak the 1.20 API: not checked"
+    fi
+    EPH=clrattach-eph
+    uri=/api/v1/namespaces/shop/pods/oncall-eph/ephemeralcontainers
+    # The container: deploy/kubectl-debug/custom.json (the env and the service-account mount,
+    # with this pod's generated volume name) plus what kubectl debug would add; its
+    # securityContext dropped (1.20 refuses it), the pod's applies.
+    if K get --raw "$uri" >"$WORK/eph-get.json" &&
+        vol=$(K get pod -n shop oncall-eph -o 'jsonpath={.spec.volumes[?(@.projected.sources[0].serviceAccountToken)].name}') &&
+        python3 - "$WORK/eph-get.json" "$ROOT/deploy/kubectl-debug/custom.json" "$vol" "$EPH" \
+            "$CLR_IMAGE" "$PROBE_CLSID" >"$WORK/eph-put.json" <<'PY' &&
+import json, sys
+obj = json.load(open(sys.argv[1]))
+assert obj["kind"] == "EphemeralContainers", obj["kind"]
+c = json.load(open(sys.argv[2]))
+vol, name, image, clsid = sys.argv[3:7]
+for m in c["volumeMounts"]:
+    m["name"] = vol
+c.pop("securityContext")
+c.update(name=name, image=image, targetContainerName="app",
+         command=["/clrattach", "attach", "--pid", "1",
+                  "--profiler", "/profilers/linux-x64/libclrprobe.so", "--clsid", clsid,
+                  "--client-data", "out=/clrattach-profilers/eph-report.json", "-o", "json"])
+obj["ephemeralContainers"] = (obj.get("ephemeralContainers") or []) + [c]
+json.dump(obj, sys.stdout)
+PY
+        K replace --raw "$uri" -f "$WORK/eph-put.json" >"$WORK/eph-put.out" 2>&1; then
+        ok "ephemeral-put-1.20-api"
+        if until_ok 90 eph_terminated shop oncall-eph "$EPH" &&
+            [ "$(eph_state shop oncall-eph "$EPH")" = "terminated 0" ] &&
+            python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["outcome"] == "attached" and r["exit_code"] == 0 and r["uid"] == 1654, r' "$WORK/$EPH.msg" &&
+            report_ok shop oncall-eph app /clrattach-profilers/eph-report.json; then
+            ok "ephemeral-attached-as-app-uid (termination message: attached, uid 1654)"
+        else
+            fail ephemeral-attached-as-app-uid "$(eph_state shop oncall-eph "$EPH"): $(head -c 400 "$WORK/$EPH.msg") $(logs_of shop oncall-eph "$EPH")"
+        fi
+        if wait_events shop oncall-eph ProfilerAttached 1 app; then
+            ok "ephemeral-event-reported (with the app container's bound token, mounted by custom.json)"
+        else
+            fail ephemeral-event-reported "$(logs_of shop oncall-eph "$EPH")"
+        fi
+    else
+        fail ephemeral-put-1.20-api "$(cat "$WORK/eph-put.out" 2>/dev/null | head -c 400)"
+    fi
+    K delete pod -n shop oncall-eph --wait=false >/dev/null 2>&1
+else
+    fail oncall-pod-running "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ')"
+fi
+
+# ---- 7. the plugin's streaming path: a profiler from this machine, stdinOnce -------------------
+# plugin ARGS...: deploy/kubectl-clrattach as an operator runs it (kubectl on PATH, the admin's
+# kubeconfig); rc in RC, stdout/stderr in $WORK/plugin.{out,err}.
+plugin() {
+    KUBECONFIG=$WORK/pki/admin.kubeconfig timeout -k 5 240 "$ROOT/deploy/kubectl-clrattach" "$@" \
+        >"$WORK/plugin.out" 2>"$WORK/plugin.err"
+    RC=$?
+}
+if oncall_pod oncall-plugin; then
+    t=$SECONDS
+    plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" --profiler "$ABS_BUILD/libclrprobe.so" \
+        --client-data out=/clrattach-profilers/plugin-report.json --name clrattach-stream --timeout 90
+    if [ "$RC" = 0 ] && grep -q '"outcome":"attached"' "$WORK/plugin.out" &&
+        report_ok shop oncall-plugin app /clrattach-profilers/plugin-report.json &&
+        [ "$(K get pod -n shop oncall-plugin -o 'jsonpath={.spec.ephemeralContainers[?(@.name=="clrattach-stream")].stdinOnce}')" = true ]; then
+        ok "plugin-streams-local-profiler ($((SECONDS - t)) s, stdinOnce)"
+    else
+        fail plugin-streams-local-profiler "rc $RC: $(tail -c 600 "$WORK/plugin.out") $(tail -c 600 "$WORK/plugin.err")"
+    fi
+    st=$(eph_state shop oncall-plugin clrattach-stream)
+    [ "$st" = "terminated 0" ] && ok "plugin-leaves-nothing-running ($st)" ||
+        fail plugin-leaves-nothing-running "$st"
+    # The stream's attach failing (a kubectl that refuses it once): the plugin ends the
+    # container's input itself, and the container ends.
+    mkdir -p "$WORK/flaky"
+    cat >"$WORK/flaky/kubectl" <<EOF
+#!/bin/sh
+if [ "\$1" = attach ] && [ ! -e "$WORK/flaky/failed" ]; then : >"$WORK/flaky/failed"; exit 1; fi
+exec $(command -v kubectl) "\$@"
+EOF
+    chmod 755 "$WORK/flaky/kubectl"
+    KUBECTL=$WORK/flaky/kubectl plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" \
+        --profiler "$ABS_BUILD/libclrprobe.so" --name clrattach-cut --timeout 60
+    st=$(eph_state shop oncall-plugin clrattach-cut)
+    case $st in
+    terminated*) ok "plugin-ends-an-unfed-container (attach failed: rc $RC, container $st)" ;;
+    *) fail plugin-ends-an-unfed-container "container $st; rc $RC $(tail -c 400 "$WORK/plugin.err")" ;;
+    esac
+    K delete pod -n shop oncall-plugin --wait=false >/dev/null 2>&1
+else
+    fail oncall-plugin-pod "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ')"
+fi
+
+# ---- 5. SIGTERM: the sidecar's termination message is the JSON result --------------------------
+# The pod is deleted: the kubelet stops the sidecar with SIGTERM. What the kubelet reads for the
+# termination message is the file it mounts at /dev/termination-log, read here on the node as
+# soon as the container has ended (the 1.20 kubelet may publish a deleted pod's last status
+# before it has read it: "The container could not be located when the pod was deleted"); the
+# pod's status, watched during the deletion, must carry the same message when it has one.
+if [ -n "$BASE_POD" ]; then
+    cid=$(dk ps -q --filter "label=io.kubernetes.pod.name=$BASE_POD" \
+        --filter label=io.kubernetes.container.name=clrattach | head -1)
+    tlog=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/dev/termination-log"}}{{.Source}}{{end}}{{end}}' "$cid" 2>/dev/null)
+    K get pod -n shop "$BASE_POD" -w -o json >"$WORK/s5-watch.json" 2>/dev/null &
+    wpid=$!
+    sleep 1
+    t_del=$(date +%s%N)
+    K delete pod -n shop "$BASE_POD" --wait=false >/dev/null 2>&1
+    for _ in $(seq 300); do
+        [ "$(dk inspect -f '{{.State.Running}}' "$cid" 2>/dev/null)" = false ] && break
+        sleep 0.1
+    done
+    cp "$tlog" "$WORK/s5-tlog.json" 2>/dev/null
+    fin=$(dk inspect -f '{{.State.FinishedAt}} {{.State.ExitCode}}' "$cid" 2>/dev/null)
+    until_ok 60 pod_absent shop "$BASE_POD"
+    kill "$wpid" 2>/dev/null
+    wait "$wpid" 2>/dev/null
+    if msg=$(python3 - "$WORK/s5-tlog.json" "$WORK/s5-watch.json" "$t_del" $fin <<'PY'
+import datetime, json, sys
+tlog, watch, t_del, finished, code = sys.argv[1:6]
+r = json.load(open(tlog))
+assert r.get("outcome") == "attached" and r.get("command") == "attach", r
+# How long after the delete request the sidecar had ended (nanoseconds of the engine's clock).
+day, frac = finished.rstrip("Z").split(".")
+end = datetime.datetime.strptime(day, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+end_ns = int(end.timestamp()) * 10**9 + int(frac.ljust(9, "0")[:9])
+took = (end_ns - int(t_del)) / 1e6
+assert code == "0" and took < 10000, (code, took)
+# The pod's own last word, when the kubelet published it.
+text, dec, pos, seen = open(watch).read(), json.JSONDecoder(), 0, None
+while True:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    if pos >= len(text):
+        break
+    obj, pos = dec.raw_decode(text, pos)
+    for s in obj["status"].get("containerStatuses") or []:
+        t = (s.get("state") or {}).get("terminated")
+        if s["name"] == "clrattach" and t and t.get("reason") == "Completed":
+            seen = t.get("message")
+if seen is not None:
+    assert json.loads(seen) == r, seen
+print("exit 0, %d ms after the delete; %s" % (took, "the pod's status shows it too" if seen
+      else "the kubelet published no final status"))
+PY
+    ); then
+        ok "sigterm-termination-message-is-json ($msg)"
+    else
+        fail sigterm-termination-message-is-json "$msg; termination log: $(head -c 300 "$WORK/s5-tlog.json" 2>/dev/null)"
+    fi
+fi
+# The Deployment goes before the next shapes: hostNetwork pods share the node's ports, and a
+# rolling update's new pod would wait for the old one's containerPort.
+K delete deployment -n shop orders-api --ignore-not-found >/dev/null 2>&1
+until_ok 90 gone shop "$SEL"
+
+# ---- 4. the Localhost seccomp profile, installed where the kubelet reads it --------------------
+# The kubelet's seccomp directory is <root-dir>/seccomp (its --root-dir is this run's): the
+# profile goes there as the overlay's comment says, and the sidecar must start under it.
+install -m 0644 "$ROOT/deploy/seccomp/clrattach.json" "$SECCOMP_DIR/clrattach.json"
+if K apply -k "$(shipped localhost "$ROOT/deploy/overlays/seccomp-localhost")" >"$WORK/s4.out" 2>&1 &&
+    wait_pod shop "$SEL"; then
+    if wait_report shop "$POD" app "$REPORT"; then
+        ok "localhost-profile-attached ($POD)"
+    else
+        fail localhost-profile-attached "sidecar: $(logs_of shop "$POD" clrattach)"
+    fi
+    # What the kubelet handed the engine for the sidecar: the profile itself.
+    cid=$(dk ps -q --filter "label=io.kubernetes.pod.name=$POD" \
+        --filter label=io.kubernetes.container.name=clrattach | head -1)
+    if [ -n "$cid" ] && dk inspect -f '{{json .HostConfig.SecurityOpt}}' "$cid" |
+        python3 -c '
+import json, sys
+opts = json.load(sys.stdin)
+prof = [json.loads(o.split("=", 1)[1]) for o in opts if o.startswith("seccomp=")]
+assert prof and prof[0] == json.load(open(sys.argv[1])), opts
+' "$ROOT/deploy/seccomp/clrattach.json" 2>"$WORK/s4-prof.err"; then
+        ok "localhost-profile-loaded-by-kubelet (the sidecar's seccomp is deploy/seccomp/clrattach.json)"
+    else
+        fail localhost-profile-loaded-by-kubelet "container '$cid': $(tail -c 300 "$WORK/s4-prof.err")"
+    fi
+    if K logs -n shop "$POD" 2>&1 | grep -q '^ready '; then
+        ok localhost-default-container-is-app
+    else
+        fail localhost-default-container-is-app "$(K logs -n shop "$POD" 2>&1 | head -3 | tr '\n' ' ')"
+    fi
+else
+    fail localhost-profile-attached "$(tail -c 300 "$WORK/s4.out") $(K get pods -n shop 2>&1 | tail -2 | tr '\n' ' ')"
+fi
+K delete deployment -n shop orders-api --ignore-not-found >/dev/null 2>&1
+until_ok 90 gone shop "$SEL"
+
+# ---- the native-sidecar overlay before Kubernetes 1.28 -----------------------------------------
+# What its comment says: kubectl's validation refuses restartPolicy on an init container; with
+# validation off the server drops the field and the pod never leaves Init:0/1.
+k=$(shipped native "$ROOT/deploy/overlays/native-sidecar")
+if K apply -k "$k" >"$WORK/native.out" 2>&1; then
+    fail native-sidecar-refused-before-1.28 "applied: $(head -c 300 "$WORK/native.out")"
+elif grep -q 'restartPolicy' "$WORK/native.out"; then
+    ok "native-sidecar-refused-before-1.28 ($(grep -o 'unknown field[^,]*restartPolicy[^,]*' "$WORK/native.out" | head -1))"
+else
+    fail native-sidecar-refused-before-1.28 "$(head -c 300 "$WORK/native.out")"
+fi
+if K apply -k "$k" --validate=false >"$WORK/native.out" 2>&1 && until_ok 60 some shop "$SEL"; then
+    sleep 20
+    POD=$(pod_of shop "$SEL")
+    st=$(K get pod -n shop "$POD" -o json | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+init = p["spec"]["initContainers"][0]
+ist = (p["status"].get("initContainerStatuses") or [{}])[0].get("state", {})
+app = [s.get("state", {}) for s in p["status"].get("containerStatuses") or []]
+print("restartPolicy=%s init=%s app=%s" % (init.get("restartPolicy", "dropped"), ",".join(ist),
+      ",".join(",".join(s) for s in app)))')
+    case $st in
+    "restartPolicy=dropped init=running app=waiting") ok "native-sidecar-hangs-init-before-1.28 ($st after 20 s)" ;;
+    *) fail native-sidecar-hangs-init-before-1.28 "$st" ;;
+    esac
+else
+    fail native-sidecar-hangs-init-before-1.28 "$(head -c 300 "$WORK/native.out")"
+fi
+K delete deployment -n shop orders-api --ignore-not-found >/dev/null 2>&1
+
+# ---- 2 and 9. the inject component in a user's kustomization: docs/sidecar.md's snippet --------
+# The snippet verbatim, next to a checkout of clrattach (a symlink to this tree), with the user's
+# own Deployment and service account in their own namespace; the suite's hostNetwork patch goes
+# in a kustomization around it. 8: the same user, in another namespace, without runAsGroup.
+consumer() {
+    local ns=$1 group=$2 d=$WORK/consumer
+    mkdir -p "$d/$ns"
+    ln -sfn "$ROOT" "$d/clrattach"
+    python3 - "$ROOT/docs/sidecar.md" "$ns" >"$d/$ns/kustomization.yaml" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+sec = text[text.index("## Adding it to your own Deployment"):]
+block = re.search(r"```yaml\n(.*?)```", sec, re.S).group(1)
+print(block.replace("namespace: billing\n", "namespace: %s\n" % sys.argv[2], 1), end="")
+PY
+    cat >"$d/$ns/deployment.yaml" <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: billing}
+spec:
+  selector: {matchLabels: {app: billing}}
+  template:
+    metadata: {labels: {app: billing}}
+    spec:
+      serviceAccountName: billing
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 1654
+${group:+        runAsGroup: $group}
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+      - name: web
+        image: $APP_IMAGE
+        command: [/usr/share/dotnet/dotnet, /app/Billing.dll]
+        args: [--seconds, "86400"]
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {drop: [ALL]}
+EOF
+    # The user's own namespace and service account exist before they apply.
+    kubectl kustomize "$d/$ns" >"$WORK/$ns.out" 2>&1 &&
+        K create namespace "$ns" >/dev/null && K create serviceaccount billing -n "$ns" >/dev/null &&
+        K apply -k "$(shipped "run-$ns" "$d/$ns")" >"$WORK/$ns.out" 2>&1
+}
+if consumer billing 1654; then
+    ok "component-docs-snippet-applies (docs/sidecar.md, namespace billing)"
+else
+    fail component-docs-snippet-applies "$(tail -c 400 "$WORK/billing.out")"
+fi
+consumer ledger "" || fail gid0-applies "$(tail -c 400 "$WORK/ledger.out")"
+if wait_pod billing app=billing; then
+    BILLING_POD=$POD
+    if wait_report billing "$POD" web "$REPORT"; then
+        ok "component-attached ($POD)"
+    else
+        fail component-attached "sidecar: $(logs_of billing "$POD" clrattach)"
+    fi
+    if wait_events billing "$POD" ProfilerAttached 1 web; then
+        ok "component-event (namespace billing, spec.containers{web})"
+    else
+        fail component-event "sidecar: $(logs_of billing "$POD" clrattach)"
+    fi
+else
+    fail component-attached "$(K get pods -n billing 2>&1 | tail -2 | tr '\n' ' ')"
+fi
+# 9. RBAC: the Role and RoleBinding of deploy/rbac serve the user's namespace and service account,
+# and nobody else.
+can() { K auth can-i "$1" "$2" -n "$3" --as "system:serviceaccount:$4" 2>/dev/null; }
+got="$(can create events.events.k8s.io billing billing:billing) $(can patch events billing billing:billing)"
+got="$got $(can get pods billing billing:billing) $(can create events.events.k8s.io billing billing:default)"
+got="$got $(can create events.events.k8s.io shop billing:billing)"
+if [ "$got" = "yes yes yes no no" ] && [ -n "${BILLING_POD:-}" ] &&
+    [ "$(event_count billing "$BILLING_POD" ProfilerAttached web)" -ge 1 ]; then
+    ok "rbac-own-namespace-and-service-account (billing:billing may, billing:default and other namespaces may not; its Event stored)"
+else
+    fail rbac-own-namespace-and-service-account "can-i: $got"
+fi
+
+# ---- 8. the app's image gives the uid only: the app runs with gid 0 ----------------------------
+if wait_pod ledger app=billing; then
+    g=$(K exec -n ledger "$POD" -c web -- id -g 2>&1)
+    [ "$g" = 0 ] && ok "gid0-app-runs-as-1654:0 (the image's USER 1654:1654, no runAsGroup)" ||
+        fail gid0-app-runs-as-1654:0 "id -g: $g"
+    sleep 10
+    if report_ok ledger "$POD" web "$REPORT"; then
+        fail gid0-sidecar-cannot-attach "it attached"
+    else
+        ok "gid0-sidecar-cannot-attach (1654:1654 cannot read a 1654:0 process)"
+    fi
+    # What the sidecar says about it: the mismatch, by name, and the runAsGroup to set.
+    logs=$(K logs -n ledger "$POD" -c clrattach 2>&1)
+    if printf '%s' "$logs" | grep -qi 'gid' && printf '%s' "$logs" | grep -q 'runAsGroup'; then
+        ok "gid0-sidecar-names-the-mismatch ($(printf '%s' "$logs" | grep -i gid | head -1 | cut -c1-200))"
+    else
+        fail gid0-sidecar-names-the-mismatch "the sidecar said: $(printf '%s' "$logs" | tail -3 | tr '\n' ' ' | cut -c1-300)"
+    fi
+else
+    fail gid0-app-runs-as-1654:0 "$(K get pods -n ledger 2>&1 | tail -2 | tr '\n' ' ')"
+fi
+K delete deployment -n billing billing --wait=false >/dev/null 2>&1
+K delete deployment -n ledger billing --wait=false >/dev/null 2>&1
