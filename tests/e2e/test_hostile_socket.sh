@@ -14,14 +14,18 @@ require_env
 TIMEOUT_S=2
 SECRET=operator-secret-4711
 
-SHARED="$WORK/shared"
-mkdir "$SHARED"
-# The uids of this test reach it through $WORK (mktemp's 0700): searchable, not readable.
 chmod 0711 "$WORK"
+# Outside the checkout and outside /tmp: every process here gets its own tmpfs over /tmp, and
+# the checkout may lie under /tmp (CI clones anywhere); /run is the same in every namespace.
+SHARED=$(mktemp -d /run/clrattach-e2e-shared.XXXXXX)
+# The uids of this test reach it through its parent (mktemp's 0700): searchable, not readable.
+chmod 0711 "$SHARED"
+mkdir "$SHARED/dir"
+SHARED="$SHARED/dir"
 mount -t tmpfs -o mode=0777 tmpfs "$SHARED"
-# Detached (lazily: the impostors' sockets hold it until they are killed) before lib.sh removes
-# $WORK; a TERM from `timeout` ends the script through the same trap.
-trap 'umount -l "$SHARED" 2>/dev/null; cleanup_targets' EXIT
+# Detached (lazily: the impostors' sockets hold it until they are killed) and removed; a TERM
+# from `timeout` ends the script through the same trap.
+trap 'umount -l "$SHARED" 2>/dev/null; rm -rf "${SHARED%/dir}"; cleanup_targets' EXIT
 trap 'exit 143' TERM INT
 [ "$(stat -c %a "$SHARED")" = 777 ] || fail "shared-setup" "mode $(stat -c %a "$SHARED")"
 

@@ -83,9 +83,12 @@ try:
 except subprocess.TimeoutExpired:
     w.kill()
 PY
+# The driver mounts a tmpfs over /tmp: the checkout (anywhere, /tmp included) is reached through
+# its bind mount at /srv (NS_PROLOGUE, made first), and every path is given as seen from there.
 timeout 120 unshare --pid --fork --kill-child --mount-proc --mount --propagation private \
-    python3 "$WORK/reuse.py" "$CLRATTACH" "$PROBE" "$PROBE_CLSID" "$FAKE" "$WORK" "$ROUNDS" \
-    "$DELAY_US" >"$WORK/reuse.rounds" 2>"$WORK/reuse.driver.err"
+    sh -c "${NS_PROLOGUE}exec python3 '$(ns_path "$WORK/reuse.py")' '$(ns_path "$CLRATTACH")' \
+'$(ns_path "$PROBE")' '$PROBE_CLSID' '$(ns_path "$FAKE")' '$(ns_path "$WORK")' '$ROUNDS' \
+'$DELAY_US'" >"$WORK/reuse.rounds" 2>"$WORK/reuse.driver.err"
 verdict=$(python3 - "$WORK/reuse.rounds" "$ROUNDS" <<'PY'
 import json, sys
 rounds = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
