@@ -81,7 +81,7 @@ static const struct hresult_info table[] = {
      "Compare the container's memory.current with memory.max and look for OOM events; retry when "
      "there is headroom."},
     {0x80070013, "HRESULT_FROM_WIN32(ERROR_WRITE_PROTECT)", HRESULT_CLASS_LOAD,
-     "The profiler could not write: the file system it writes to is read-only (EROFS), e.g. a "
+     "The profiler could not write: the filesystem it writes to is read-only (EROFS), e.g. a "
      "container with readOnlyRootFilesystem and the profiler's default path under /tmp.",
      "Give the profiler a writable path, e.g. its client data's output path on an emptyDir "
      "mounted in the app's container."},
@@ -91,7 +91,7 @@ static const struct hresult_info table[] = {
      "Check the client data format the profiler expects and its log; if `--startup` was used on "
      "a running process, attach without it."},
     {0x80070070, "HRESULT_FROM_WIN32(ERROR_DISK_FULL)", HRESULT_CLASS_LOAD,
-     "The profiler could not write: the file system it writes to is full or the user's quota is "
+     "The profiler could not write: the filesystem it writes to is full or the user's quota is "
      "spent (ENOSPC/EDQUOT), e.g. a small tmpfs or emptyDir sizeLimit.",
      "Free space where the profiler writes, or give it a larger volume (the emptyDir's "
      "sizeLimit); `df` in the app's container shows it."},
@@ -111,7 +111,7 @@ static const struct hresult_info table[] = {
      "Point --profiler (or --entry) at the profiler's own library; `nm -D --defined-only <so>` "
      "shows what a library exports."},
     {0x800700CE, "HRESULT_FROM_WIN32(ERROR_FILENAME_EXCED_RANGE)", HRESULT_CLASS_LOAD,
-     "A path the profiler opens or writes is too long for the target's file system "
+     "A path the profiler opens or writes is too long for the target's filesystem "
      "(ENAMETOOLONG): over 255 bytes in one name or 4096 in all.",
      "Shorten the profiler's output or log path in its client data, or the `--target-dir`."},
     {0x8007045A, "ERROR_DLL_INIT_FAILED", HRESULT_CLASS_LOAD,
