@@ -331,6 +331,9 @@ watch_idle_one() {
     local count=$1
     SLEEPERS=$SLEEPERS unshare --pid --fork --mount-proc --mount --propagation private bash -c '
         n=$1; out=$2; clr=$3; secs=$4
+        # The checkout, wherever it is (/tmp included), through its bind mount at /srv, made
+        # before /tmp is covered (tests/e2e/lib.sh: NS_PROLOGUE, ns_path).
+        eval "$5"
         # A /tmp of its own, quiet as in a container (the machine /tmp changes all the time).
         mount -t tmpfs -o mode=1777 tmpfs /tmp || exit 1
         eval "$SLEEPERS"
@@ -351,7 +354,8 @@ watch_idle_one() {
         t1=$(ticks)
         echo "$secs $((t1 - t0)) $(getconf CLK_TCK) $visible" >"$out.dat"
         kill $(jobs -p) 2>/dev/null
-    ' _ "$count" "$B/watch-idle-$count" "$SHIP_BIN" "$WATCH_SECONDS"
+    ' _ "$count" "$(ns_path "$B/watch-idle-$count")" "$(ns_path "$SHIP_BIN")" "$WATCH_SECONDS" \
+        "${NS_PROLOGUE% && }"
 }
 for c in $WATCH_COUNTS; do
     rm -f "$B/watch-idle-$c".*
