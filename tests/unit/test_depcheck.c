@@ -282,6 +282,16 @@ static void test_loaded_hidden_read_through_map_files(void **state)
     struct cla_error e = {0};
     if (!cxx_real[0] || geteuid() != 0)
         skip(); /* map_files needs CAP_SYS_ADMIN */
+    /* Under qemu-user the library is loaded from the emulator's prefix for the guest
+     * architecture, not at the path the guest's maps are checked against, and map_files would
+     * show the emulator's own mappings: the kernel path can only be proven natively. */
+    const char *emu = getenv("CLRATTACH_TEST_EMULATOR");
+    if (emu && *emu) {
+        printf("n/a: test_loaded_hidden_read_through_map_files: under %s the maps are the "
+               "emulator's\n",
+               emu);
+        return;
+    }
     sh("rm -f %s/root%s", base, cxx_real);
     void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
     assert_non_null(h);
