@@ -58,6 +58,15 @@ vg_clrattach() {
     fi
 }
 
+# big_profiler DIR: the probe with 100 MB of files beside it, as a profiler directory: a delivery
+# slow enough for a signal to land in it.
+big_profiler() {
+    mkdir -p "$1"
+    cp "$PROBE" "$1/"
+    local i
+    for i in $(seq 10); do head -c 10M /dev/zero >"$1/pad$i.bin"; done
+}
+
 ok() { echo "ok $1"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
 

@@ -6,11 +6,8 @@
 . "$(dirname "$0")/lib.sh"
 require_env
 
-# The probe, with 100 MB of files beside it: a copy the signal can land in.
 BIG=$WORK/bigprof
-mkdir -p "$BIG"
-cp "$PROBE" "$BIG/"
-for i in $(seq 10); do head -c 10M /dev/zero >"$BIG/pad$i.bin"; done
+big_profiler "$BIG"
 
 # ours_in DIR: what a delivery of ours leaves in DIR (a temporary, or the published tree).
 ours_in() {

@@ -8,9 +8,7 @@
 require_env
 
 BIG=$WORK/bigprof
-mkdir -p "$BIG"
-cp "$PROBE" "$BIG/"
-for i in $(seq 10); do head -c 10M /dev/zero >"$BIG/pad$i.bin"; done
+big_profiler "$BIG"
 
 temps_in() {
     ls -a "$1" 2>/dev/null | grep -E '^\.clrattach-.*\.tmp'
