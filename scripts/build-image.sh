@@ -16,6 +16,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=apt-sources.sh
+. "$ROOT/scripts/apt-sources.sh"
 OUT=${IMAGE_OUT:-$ROOT/build/image}
 VERSION=$(cat "$ROOT/VERSION")
 REVISION=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -35,9 +37,9 @@ bh() {
 }
 
 # The base image, from the mirror apt already uses.
-mirror=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' |
-    grep -v security | grep -m1 '/debian/\?$' || true)
-mirror=${mirror:-http://deb.debian.org/debian}
+mirror=$(apt_debian_mirror)
+[ -n "$mirror" ] || die "apt names no Debian mirror for debootstrap: configure \
+/etc/apt/sources.list.d/ and run apt-get update"
 base_tar=$OUT/debian-bookworm-minbase.tar
 if [ ! -s "$base_tar" ]; then
     say "debootstrap bookworm (minbase) from $mirror"

@@ -24,6 +24,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=apt-sources.sh
+. "$ROOT/scripts/apt-sources.sh"
 HOST_ARCH=$(uname -m)
 case ${ARCH:-$HOST_ARCH} in
 x86_64 | amd64 | x64) ARCH=x86_64 RID_ARCH=x64 ;;
@@ -76,25 +78,16 @@ if ! command -v gperf >/dev/null; then
     as_root apt-get install -y -qq --no-install-recommends gperf >/dev/null
 fi
 
-# `apt-get source` needs deb-src entries; add them for the release this host already uses.
+# `apt-get source` needs deb-src entries: added for the Debian repositories apt already takes
+# packages from (scripts/apt-sources.sh), never a mirror of our own choosing.
 ensure_deb_src() {
     apt-cache showsrc jansson 2>/dev/null | grep -q '^Package: jansson' && return 0
-    local codename
-    codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-    say "adding deb-src entries for $codename"
-    as_root tee /etc/apt/sources.list.d/clrattach-src.sources >/dev/null <<EOF
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: $codename $codename-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: $codename-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-EOF
+    local entries
+    entries=$(apt_deb_src_entries)
+    [ -n "$entries" ] || die "apt names no Debian repository to take sources from: configure \
+/etc/apt/sources.list.d/ (a Debian mirror) and run apt-get update"
+    say "adding deb-src entries for the Debian repositories apt uses"
+    printf '%s\n' "$entries" | as_root tee /etc/apt/sources.list.d/clrattach-src.sources >/dev/null
     as_root apt-get update -qq
 }
 

@@ -21,6 +21,8 @@
 set -euo pipefail
 
 KUBE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../scripts/apt-sources.sh
+. "$KUBE_ROOT/scripts/apt-sources.sh"
 GO=${GO119:-/usr/lib/go-1.19/bin/go}
 GOCACHE_DIR=${APISERVER_GOCACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clrattach-apiserver-go}
 
@@ -37,13 +39,7 @@ as_root() {
 ensure_deb_src() {
     apt-cache showsrc kubernetes 2>/dev/null | grep -q '^Package: kubernetes' && return 0
     local entries
-    # shellcheck disable=SC2016 # apt's own $(FIELD) placeholders
-    entries=$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' \
-        'Identifier: Packages' 'Origin: Debian' 'Target-Of: deb' | sort -u |
-        while read -r uri suite comp; do
-            printf 'Types: deb-src\nURIs: %s\nSuites: %s\nComponents: %s\n' "$uri" "$suite" "$comp"
-            printf 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n'
-        done)
+    entries=$(apt_deb_src_entries)
     [ -n "$entries" ] || die "apt knows no Debian repository (run apt-get update first)"
     say "adding deb-src entries for the Debian repositories apt uses"
     printf '%s\n' "$entries" | as_root tee /etc/apt/sources.list.d/clrattach-src.sources >/dev/null

@@ -6,6 +6,8 @@
 set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../../scripts/apt-sources.sh
+. "$ROOT/scripts/apt-sources.sh"
 case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
 # One engine state and image cache per checkout, whatever $BUILD (SAN=1 uses build/san).
 CT=$ROOT/build/containers
@@ -105,14 +107,9 @@ stop_dockerd() {
         while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
 }
 
-# The Debian mirror apt uses (deb822 or one-line sources), for debootstrap.
+# The Debian mirror apt uses, for debootstrap (scripts/apt-sources.sh); empty when none.
 debian_mirror() {
-    local m
-    m=$(grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' |
-        grep -v security | grep -m1 '/debian/\?$')
-    [ -n "$m" ] || m=$(grep -hs '^deb .*/debian/\? bookworm' /etc/apt/sources.list \
-        /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}' | head -1)
-    echo "${m:-http://deb.debian.org/debian}"
+    apt_debian_mirror
 }
 
 # image_present TAG HASH: the tag exists and carries our input hash label.
@@ -126,6 +123,7 @@ image_present() {
 make_base_image() {
     local mirror key tar dir
     mirror=$(debian_mirror)
+    [ -n "$mirror" ] || { echo "apt names no Debian mirror for debootstrap (apt-get update?)"; return 1; }
     key=$(printf 'minbase bookworm %s v1\n' "$mirror" | sha256sum | cut -c1-16)
     tar=$CT/debian-bookworm-$key.tar
     image_present debian:bookworm "$key" && return 0
