@@ -14,23 +14,33 @@ ours_in() {
     ls -a "$1" 2>/dev/null | grep -E '^\.clrattach-|^libclrprobe-'
 }
 
-# interrupted_case SIG: starts the attach, waits until its temporary tree shows in the target's
-# TMPDIR, sends SIG, and checks what is left.
+# interrupted_case SIG: starts the attach behind a fifo while tests/tools/stop_on_create.py
+# watches the target's TMPDIR; the attach (and any child of it) is stopped the moment its
+# temporary tree appears, so SIG is sent mid-delivery by construction; then it is continued and
+# what is left is checked.
 interrupted_case() {
-    local sig=$1 name="interrupt-during-delivery-$1" tmp="/proc/$P/root/tmp" apid rc i seen=0
+    local sig=$1 name="interrupt-during-delivery-$1" tmp="/proc/$P/root/tmp" apid rc i s seen=0
+    local go="$WORK/go.$1"
     OUT="$WORK/out.$sig.txt"
     ERR="$WORK/err.$sig.txt"
-    "$CLRATTACH" attach --pid "$P" --profiler "$BIG" --clsid "$PROBE_CLSID" -o json \
-        >"$OUT" 2>"$ERR" &
+    mkfifo "$go"
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    bash -c 'read -r _ <"$0"; exec "$@"' "$go" "$CLRATTACH" attach --pid "$P" \
+        --profiler "$BIG" --clsid "$PROBE_CLSID" -o json >"$OUT" 2>"$ERR" &
     apid=$!
-    for i in $(seq 200000); do
-        if compgen -G "$tmp/.clrattach-*.tmpdir" >/dev/null; then
-            seen=1
-            break
-        fi
-        kill -0 "$apid" 2>/dev/null || break
+    python3 "$ROOT/tests/tools/stop_on_create.py" --dir "$tmp" --prefix .clrattach- \
+        --pid "$apid" --self --timeout 60 >"$WORK/stop.$sig" 2>&1 &
+    s=$!
+    for i in $(seq 100); do
+        grep -q '^watching' "$WORK/stop.$sig" && break
+        sleep 0.1
     done
+    echo go >"$go"
+    timeout 70 tail --pid="$s" -f /dev/null
+    grep -q '^stopped' "$WORK/stop.$sig" && seen=1
     kill -"$sig" "$apid" 2>/dev/null
+    pkill -CONT -P "$apid" 2>/dev/null
+    kill -CONT "$apid" 2>/dev/null
     timeout 60 tail --pid="$apid" -f /dev/null
     wait "$apid"
     rc=$?

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Stops a process tree the moment a file whose name starts with PREFIX appears in DIR.
 
-Usage: stop_on_create.py --dir DIR --prefix PREFIX --pid PID [--timeout S]
+Usage: stop_on_create.py --dir DIR --prefix PREFIX --pid PID [--self] [--timeout S]
 
 Watches DIR with inotify (IN_CREATE, IN_MOVED_TO), prints "watching" once the watch is in place,
-and on the first matching name sends SIGSTOP to every descendant of PID (not PID itself), twice
+and on the first matching name sends SIGSTOP to every descendant of PID (and to PID itself
+with --self), twice
 over so that a child forked in between is caught too, then prints "stopped NAME PIDS" and exits
 0. The tests use it to hold a delivery in the middle: the writer is stopped within microseconds
 of creating its temporary, while writing a large profiler directory takes tens of milliseconds
@@ -51,10 +52,10 @@ def descendants(pid):
     return out
 
 
-def stop_tree(pid):
+def stop_tree(pid, self_too):
     stopped = []
     for _ in range(2):
-        for k in descendants(pid):
+        for k in ([pid] if self_too else []) + descendants(pid):
             try:
                 os.kill(k, signal.SIGSTOP)
             except ProcessLookupError:
@@ -69,6 +70,7 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--prefix", required=True)
     ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--self", action="store_true")
     ap.add_argument("--timeout", type=float, default=60)
     a = ap.parse_args()
 
@@ -95,7 +97,7 @@ def main():
             name = buf[off + EVENT.size:off + EVENT.size + n].rstrip(b"\0")
             off += EVENT.size + n
             if name.startswith(prefix):
-                pids = stop_tree(a.pid)
+                pids = stop_tree(a.pid, a.self)
                 print("stopped", name.decode(errors="replace"), *pids, flush=True)
                 return
 
