@@ -16,15 +16,7 @@
 /* Long-only options take codes above any character getopt returns for a short one; watch's
  * own start at 1101, so that attach_cli_parse() tells them apart by range. */
 enum {
-    OPT_API_URL = 1001,
-    OPT_TOKEN_FILE,
-    OPT_CA_FILE,
-    OPT_NAMESPACE,
-    OPT_POD,
-    OPT_POD_UID,
-    OPT_CONTAINER,
-    OPT_TERMINATION_LOG,
-    OPT_RID,
+    OPT_RID = OPT_REPORT_END,
     OPT_ENTRY,
     OPT_FORCE_RID,
     OPT_SKIP_DEPENDENCY_CHECK,
@@ -65,17 +57,7 @@ static const struct option attach_options[] = {
     {"env", required_argument, NULL, OPT_ENV},
     {"show-env", no_argument, NULL, OPT_SHOW_ENV},
     {"resume-deadline", required_argument, NULL, OPT_RESUME_DEADLINE},
-    /* reporting */
-    {"events", required_argument, NULL, 'E'},
-    {"dry-run-events", no_argument, NULL, 'D'},
-    {"api-url", required_argument, NULL, OPT_API_URL},
-    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-    {"ca-file", required_argument, NULL, OPT_CA_FILE},
-    {"namespace", required_argument, NULL, OPT_NAMESPACE},
-    {"pod", required_argument, NULL, OPT_POD},
-    {"pod-uid", required_argument, NULL, OPT_POD_UID},
-    {"container", required_argument, NULL, OPT_CONTAINER},
-    {"termination-log", required_argument, NULL, OPT_TERMINATION_LOG},
+    ATTACH_CLI_REPORT_OPTIONS,
     /* watch only */
     {"match-comm", required_argument, NULL, OPT_MATCH_COMM},
     {"match-cmdline", required_argument, NULL, OPT_MATCH_CMDLINE},
@@ -84,16 +66,11 @@ static const struct option attach_options[] = {
     {"interval", required_argument, NULL, OPT_INTERVAL},
     {"match-cgroup", required_argument, NULL, OPT_MATCH_CGROUP},
     {"other-containers", no_argument, NULL, OPT_OTHER_CONTAINERS},
-    /* every command's */
-    {"output", required_argument, NULL, 'o'},
-    {"seccomp", required_argument, NULL, 'S'},
-    {"proc", required_argument, NULL, 'P'},
-    {"help", no_argument, NULL, 'h'},
+    ATTACH_CLI_COMMON_OPTIONS,
     {0},
 };
 
-/* The reporting options: --events, --dry-run-events and where to report. */
-static int report_option(int c, const char *arg, struct attach_cli *a)
+int attach_cli_report_option(int c, const char *arg, struct attach_cli *a)
 {
     struct event_reporter *rep = &a->rep;
     switch (c) {
@@ -137,7 +114,7 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
         if (parse_uint(arg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
             return usage_error(a->cmd, "--interval takes 10..60000 ms, not '%s'", arg);
         break;
-    default: return report_option(c, arg, a);
+    default: return attach_cli_report_option(c, arg, a);
     }
     return CLI_GO_ON;
 }
@@ -424,6 +401,38 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .userdata = &a->co,
     };
     return ao;
+}
+
+int attach_cli_pid(struct attach_cli *a, pid_t *ret)
+{
+    /* The range is pid_t's; 0 names no process (to kill(2) and its kin it means our own process
+     * group). */
+    uint64_t pid;
+    if (!a->pid_s || parse_uint(a->pid_s, INT32_MAX, &pid) < 0 || pid == 0)
+        return usage_error(a->cmd, "--pid takes a process id, not '%s'", a->pid_s ? a->pid_s : "");
+    *ret = (pid_t)pid;
+    return CLI_GO_ON;
+}
+
+int attach_cli_pin(struct attach_cli *a, pid_t pid, struct target *t, struct target **ret_pinned,
+                   struct attach_result *ret)
+{
+    struct attach_opts ao = attach_cli_opts(a);
+    /* One pin for everything about this process: the command and, in an ephemeral container,
+     * the service account its Event is sent with. */
+    *ret_pinned = attach_pin(&ao, pid, t, ret) == 0 ? t : NULL;
+    if (a->rep.from_target) {
+        struct cla_error e = {0};
+        if (event_report_use_target(&a->rep, *ret_pinned, &ret->error, &e) < 0) {
+            /* Required reporting with no account to report with stops us before the command,
+             * with the target untouched, as a missing configuration does in
+             * attach_cli_setup. */
+            if (a->rep.mode == EVENT_MODE_REQUIRED)
+                return fatal("usage error", ATTACH_USAGE, &e);
+            print_error("warning", &e);
+        }
+    }
+    return CLI_GO_ON;
 }
 
 /* Leaves nothing set that a second release would free or close again. */

@@ -55,6 +55,10 @@ static const struct {
     [ATTACH_STARTUP_LOADED] = {"loaded_at_startup", 0},
     /* The runtime could not load what it was given, as with load_failed: the same code. */
     [ATTACH_STARTUP_FAILED] = {"startup_load_failed", 7},
+    [ATTACH_PERFMAP_ENABLED] = {"perfmap_enabled", 0},
+    [ATTACH_PERFMAP_DISABLED] = {"perfmap_disabled", 0},
+    [ATTACH_HOOK_APPLIED] = {"startup_hook_applied", 0},
+    [ATTACH_RUNTIME_TOO_OLD] = {"runtime_too_old", 15},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 
@@ -75,6 +79,12 @@ const char *attach_outcome_name(enum attach_outcome o)
 bool attach_outcome_loaded(enum attach_outcome o)
 {
     return o == ATTACH_OK || o == ATTACH_STARTUP_LOADED;
+}
+
+bool attach_outcome_ok(enum attach_outcome o)
+{
+    return attach_outcome_loaded(o) || o == ATTACH_PERFMAP_ENABLED ||
+           o == ATTACH_PERFMAP_DISABLED || o == ATTACH_HOOK_APPLIED;
 }
 
 int attach_outcome_exit_code(enum attach_outcome o)
@@ -333,9 +343,7 @@ struct attempt {
     const struct attach_opts *o;
     struct attach_result *res;
     struct target *t;
-    int sockfd;
-    struct ipc_peer peer; /* who must listen on sockfd: the pinned process */
-    struct diag_socket s;
+    struct attach_conn c; /* the runtime, reached (attach_reach) */
     struct rid rid;
     const struct profset_build *build;
     char nonce[DELIVER_NONCE_LEN + 1]; /* names this run's temporaries */
@@ -356,8 +364,8 @@ static void attempt_free(struct attempt *a)
 {
     target_maps_drop(a->t);
     free(a->req);
-    if (a->sockfd >= 0)
-        close(a->sockfd);
+    if (a->c.sockfd >= 0)
+        close(a->c.sockfd);
 }
 
 /* From here the runtime may be paused at startup waiting for us: ResumeRuntime is owed on every
@@ -383,7 +391,7 @@ static void owe_resume(struct attempt *a)
 static void resume_runtime(struct attempt *a)
 {
     struct attach_result *res = a->res;
-    if (!res->resume_owed || a->resume_sent || a->sockfd < 0)
+    if (!res->resume_owed || a->resume_sent || a->c.sockfd < 0)
         return;
     a->resume_sent = true;
     uint8_t req[IPC_HEADER_SIZE];
@@ -392,7 +400,7 @@ static void resume_runtime(struct attempt *a)
     int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
     int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
     int r = n < 0 ? n
-                  : ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n,
+                  : ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
                                             util_now_ms() + wait, &hr, &re);
     res->resumed = r == 0 && hr == 0;
     res->resumed_after_ms = util_now_ms() - a->start_ms;
@@ -477,8 +485,8 @@ static int send_env(struct attempt *a)
         int n = ipc_encode_setenv(name, value, req, sizeof(req), e);
         if (n < 0)
             return n;
-        if ((r = ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
-                                         &a->hr, e)) < 0)
+        if ((r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
+                                         exchange_deadline(a), &a->hr, e)) < 0)
             return r;
         if (a->hr != 0) {
             char hr[16];
@@ -515,7 +523,7 @@ static int startup_load(struct attempt *a)
     int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
     if (n < 0)
         return n;
-    return ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
+    return ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n, exchange_deadline(a),
                                    &a->hr, e);
 }
 
@@ -609,10 +617,8 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
 }
 
 /* What the pinned target is, from the /proc files target_open() read. */
-static int inspect_target(struct attempt *a)
+static int inspect_target(struct target *t, struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct attach_result *res = a->res;
     int r;
     res->nspid = t->status.nspid;
     res->uid = t->status.uid[1];
@@ -634,21 +640,20 @@ static int inspect_target(struct attempt *a)
 
 /* Every access to the target's files and socket is made as its user, with its groups and only
  * its own filesystem capabilities (creds.h); its root is opened as that user too. */
-static int act_as_user(struct attempt *a, struct creds_saved *cs)
+static int act_as_user(struct target *t, struct creds_saved *cs, struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct cla_error *e = &a->res->error;
+    struct cla_error *e = &res->error;
     struct creds_target ct;
     int r;
     creds_target_of(t->procfd, &t->status, &ct);
     if ((r = creds_check(&ct, e)) < 0)
-        return fail(a->res, ATTACH_PERMISSION, r);
+        return fail(res, ATTACH_PERMISSION, r);
     if ((r = creds_become(&ct, cs, e)) < 0)
-        return fail(a->res, ATTACH_PERMISSION, r);
+        return fail(res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
             err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)t->pid);
-        return fail(a->res, outcome_of_errno(r), r);
+        return fail(res, outcome_of_errno(r), r);
     }
     return 0;
 }
@@ -656,32 +661,31 @@ static int act_as_user(struct attempt *a, struct creds_saved *cs)
 /* Finds the target's socket and asks who answers (ProcessInfo). This also proves the socket is
  * live before anything is written into the target: a stale socket (crashed process) refuses the
  * connection. A runtime too old for ProcessInfo (-EREMOTEIO) is no reason to stop. */
-static int ask_runtime(struct attempt *a)
+static int connect_runtime(struct target *t, int64_t timeout_ms, struct attach_conn *c,
+                           struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
     enum attach_outcome o;
+    uint32_t hr;
     int r;
-    if ((r = diag_socket_find(t, NULL, &a->s, e)) < 0)
+    if ((r = diag_socket_find(t, NULL, &c->s, e)) < 0)
         return fail(res, outcome_of_errno(r), r);
-    if ((r = attach_explain_socket(t, &a->s, &o, e)) < 0)
+    if ((r = attach_explain_socket(t, &c->s, &o, e)) < 0)
         return fail(res, o, r);
-    shown(a->s.name, res->socket_name, sizeof(res->socket_name));
-    a->sockfd = diag_socket_open(t, &a->s, e);
-    if (a->sockfd < 0)
-        return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
+    shown(c->s.name, res->socket_name, sizeof(res->socket_name));
+    c->sockfd = diag_socket_open(t, &c->s, e);
+    if (c->sockfd < 0)
+        return fail(res, outcome_of_errno(c->sockfd), c->sockfd);
 
-    a->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
+    c->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
     struct ipc_process_info pi = {0};
-    r = ipc_conn_process_info(a->sockfd, &a->peer, util_now_ms() + a->o->timeout_ms, &pi, &a->hr,
-                              e);
+    r = ipc_conn_process_info(c->sockfd, &c->peer, util_now_ms() + timeout_ms, &pi, &hr, e);
     if (r == -ECONNREFUSED) {
-        attach_explain_stale(t, a->s.name, e);
+        attach_explain_stale(t, c->s.name, e);
         return fail(res, ATTACH_PROTOCOL, r);
     }
     if (r == -EACCES) {
-        attach_explain_socket_owner(a->sockfd, t, a->s.name, e);
+        attach_explain_socket_owner(c->sockfd, t, c->s.name, e);
         return fail(res, ATTACH_PERMISSION, r);
     }
     if (r < 0 && r != -EREMOTEIO)
@@ -691,6 +695,37 @@ static int ask_runtime(struct attempt *a)
         ipc_process_info_free(&pi);
     }
     err_clear(e);
+    return 0;
+}
+
+int attach_reach(struct target *t, int64_t timeout_ms, struct creds_saved *cs,
+                 struct attach_conn *c, struct attach_result *res)
+{
+    int r;
+    if ((r = inspect_target(t, res)) < 0)
+        return r;
+    if ((r = act_as_user(t, cs, res)) < 0)
+        return r;
+    return connect_runtime(t, timeout_ms, c, res);
+}
+
+int attach_runtime_major(const struct attach_result *res)
+{
+    if (!res->have_runtime || !res->runtime_version[0])
+        return -1;
+    char *end;
+    long major = strtol(res->runtime_version, &end, 10);
+    return end != res->runtime_version && *end == '.' && major > 0 && major < 1000 ? (int)major
+                                                                                   : -1;
+}
+
+/* After the runtime was reached: a runtime that may be paused is owed its resume, and --env
+ * for one that runs is refused before anything is delivered. */
+static int ask_runtime(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
     /* --startup on a runtime whose environment asks it to pause at startup: it may be waiting
      * for us now, and is resumed on every way out from here. */
     if (a->o->startup && attach_explain_suspend_configured(t)) {
@@ -847,7 +882,7 @@ static int send_request(struct attempt *a)
         /* --force: the variables go before AttachProfiler, for a profiler that reads them. */
         r = send_env(a);
         if (r == 0 && a->hr == 0)
-            r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len,
+            r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, a->req, a->req_len,
                                         a->sent_at + o->timeout_ms, &a->hr, e);
         /* Paused although its environment did not say so (a suspend set another way). */
         if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
@@ -1005,9 +1040,7 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
     int r;
     if ((r = check_inputs(o, ps, a->res)) < 0)
         return r;
-    if ((r = inspect_target(a)) < 0)
-        return r;
-    if ((r = act_as_user(a, cs)) < 0)
+    if ((r = attach_reach(a->t, o->timeout_ms, cs, &a->c, a->res)) < 0)
         return r;
     if ((r = ask_runtime(a)) < 0)
         return r;
@@ -1028,7 +1061,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                struct creds_saved *cs, struct profset *ps)
 {
     _cleanup_(attempt_free) struct attempt a = {
-        .o = o, .res = res, .t = t, .sockfd = -1, .start_ms = util_now_ms()};
+        .o = o, .res = res, .t = t, .c.sockfd = -1, .start_ms = util_now_ms()};
     int r = run_steps(&a, cs, ps);
     /* Every way out of a run that may have left a runtime paused: ResumeRuntime (a no-op when
      * it went out already, or is not owed). */
