@@ -182,7 +182,7 @@ static const char *dot_component(const char *p)
 
 /* The path is sent to the runtime as UTF-16 and printed: refused now, not after the profiler
  * is in the target. It is held to the rules of a target's TMPDIR (docs/security.md). */
-static int check_target_dir(const struct attach_cli *a)
+int attach_cli_check_target_dir(const struct attach_cli *a)
 {
     const char *dir = a->target_dir;
     if (!dir)
@@ -226,7 +226,7 @@ static int check_options(struct attach_cli *a)
                            "--clsid '%s' is not a GUID like "
                            "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
                            a->clsid_s);
-    int r = check_target_dir(a);
+    int r = attach_cli_check_target_dir(a);
     if (r != CLI_GO_ON)
         return r;
     /* The kernel cuts comm to 15 bytes: a longer name could never match, and the watcher

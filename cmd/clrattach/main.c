@@ -39,6 +39,7 @@ static const struct cli_command commands[] = {
     {"attach", cmd_attach},
     {"watch", cmd_watch},
     {"perfmap", cmd_perfmap},
+    {"startup-hook", cmd_startup_hook},
     {"seccomp-profile", cmd_seccomp_profile},
 };
 
