@@ -33,6 +33,7 @@ enum {
     OPT_INTERVAL,
     OPT_MATCH_CGROUP,
     OPT_OTHER_CONTAINERS,
+    OPT_PERFMAP,
 };
 
 static const struct option attach_options[] = {
@@ -66,6 +67,7 @@ static const struct option attach_options[] = {
     {"interval", required_argument, NULL, OPT_INTERVAL},
     {"match-cgroup", required_argument, NULL, OPT_MATCH_CGROUP},
     {"other-containers", no_argument, NULL, OPT_OTHER_CONTAINERS},
+    {"perfmap", no_argument, NULL, OPT_PERFMAP},
     ATTACH_CLI_COMMON_OPTIONS,
     {0},
 };
@@ -108,6 +110,7 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
     case OPT_READY_FILE: a->ready_file = arg; break;
     case OPT_MATCH_CGROUP: a->match_cgroup = arg; break;
     case OPT_OTHER_CONTAINERS: a->other_containers = true; break;
+    case OPT_PERFMAP: a->perfmap = true; break;
     case OPT_INTERVAL:
         /* Below 10 ms the watcher would do little but list /proc; above a minute a new
          * process would wait that long for its profiler. */
@@ -212,6 +215,11 @@ int attach_cli_check_target_dir(const struct attach_cli *a)
 static int check_options(struct attach_cli *a)
 {
     const char *cmd = a->cmd;
+    /* watch --perfmap sends EnablePerfMap, not a profiler. */
+    if (a->perfmap)
+        return a->profiler || a->clsid_s ? usage_error(cmd, "--perfmap sends no profiler: drop "
+                                                            "--profiler and --clsid")
+                                         : attach_cli_check_target_dir(a);
     if ((!a->watch && !a->pid_s) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
                                          : "--pid, --profiler and --clsid are required");
@@ -247,7 +255,7 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
         /* One table serves both commands, so that a shared option cannot drift between them;
          * what belongs to only one is refused by name for the other. */
-        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
+        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_PERFMAP;
         bool attach_only =
             c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV || c == OPT_RESUME_DEADLINE;
         if ((watch_only && !a->watch) || (a->watch && attach_only))

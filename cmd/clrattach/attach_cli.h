@@ -67,6 +67,7 @@ struct attach_cli {
     /* watch only */
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
     bool other_containers;
+    bool perfmap; /* --perfmap: EnablePerfMap in every match instead of a profiler */
     uint64_t interval_ms;
     /* derived */
     struct ipc_guid clsid;

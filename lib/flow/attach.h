@@ -23,6 +23,7 @@
 
 struct target;
 struct creds_saved;
+struct perfmap_opts;
 
 enum attach_outcome {
     ATTACH_OK = 0,
@@ -130,6 +131,9 @@ struct attach_opts {
     /* DELIVER_NONCE_LEN lowercase hex (deliver_new_nonce()) naming this run's temporaries, so
      * that whoever ends the run may sweep them (deliver_sweep()); NULL: a fresh one. */
     const char *nonce;
+    /* watch --perfmap: the runtime is sent EnablePerfMap (perfmap_run) instead of a profiler;
+     * NULL for an attach. */
+    const struct perfmap_opts *perfmap;
 };
 
 /* already_active without a holder named: why the search for it could not tell. */

@@ -121,7 +121,42 @@ else
     fail "fake net6" "did not start"
 fi
 
-# 4. Usage: an action is needed, --kind is for enable, no such process.
+# 4. watch --perfmap: every matching runtime once, and a new instance again. The selector is the
+#    command line of these targets alone (other tests' runtimes may run on this machine).
+SEL='ClrTarget.dll --seconds 117'
+if start_target perfmap-w1 --pidns --uid 1000 --seconds 117 && W1=$TARGET_PID &&
+    start_target perfmap-w2 --pidns --uid 1000 --seconds 117 && W2=$TARGET_PID; then
+    "$CLRATTACH" watch --perfmap --match-cmdline "$SEL" --interval 100 -o json \
+        >"$WORK/watch.out" 2>"$WORK/watch.err" &
+    WATCHER=$!
+    TARGET_PIDS+=("$WATCHER")
+    enabled() { grep -c '"outcome":"perfmap_enabled"' "$WORK/watch.out"; }
+    for _ in $(seq 1 100); do
+        [ "$(enabled)" -ge 2 ] && break
+        sleep 0.1
+    done
+    [ "$(enabled)" = 2 ] && [ "$(map_size "$W1")" -gt 0 ] && [ "$(map_size "$W2")" -gt 0 ] &&
+        ok "watch --perfmap: both runtimes write their map" ||
+        fail "watch two" "$(enabled) enabled; $(cat "$WORK/watch.err")"
+    kill -KILL "$W1"
+    if start_target perfmap-w3 --pidns --uid 1000 --seconds 117; then
+        W3=$TARGET_PID
+        for _ in $(seq 1 100); do
+            [ "$(enabled)" -ge 3 ] && break
+            sleep 0.1
+        done
+        sleep 1 # a second scan must not enable anything twice
+        [ "$(enabled)" = 3 ] && [ "$(map_size "$W3")" -gt 0 ] &&
+            ok "watch --perfmap: a restarted app's new runtime gets its map, once" ||
+            fail "watch restart" "$(enabled) enabled; $(cat "$WORK/watch.err")"
+    fi
+    kill -TERM "$WATCHER"
+    wait "$WATCHER" 2>/dev/null
+fi
+clr watch --perfmap --profiler "$PROBE" --clsid "$PROBE_CLSID"
+[ $RC -eq 2 ] && ok "usage: watch --perfmap takes no profiler" || fail "watch usage" "exit $RC"
+
+# 5. Usage: an action is needed, --kind is for enable, no such process.
 clr perfmap --pid 1
 [ $RC -eq 2 ] && ok "usage: no action" || fail "usage no action" "exit $RC"
 clr perfmap disable --pid 1 --kind all
