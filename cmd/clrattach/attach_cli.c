@@ -422,6 +422,14 @@ int attach_cli_pid(struct attach_cli *a, pid_t *ret)
     return CLI_GO_ON;
 }
 
+int attach_cli_begin(struct attach_cli *a, enum sandbox_stage stage, pid_t *ret_pid)
+{
+    int r = attach_cli_pid(a, ret_pid);
+    if (r == CLI_GO_ON && (r = attach_cli_setup(a, stage)) != CLI_GO_ON)
+        attach_cli_release(a);
+    return r;
+}
+
 int attach_cli_pin(struct attach_cli *a, pid_t pid, struct target *t, struct target **ret_pinned,
                    struct attach_result *ret)
 {

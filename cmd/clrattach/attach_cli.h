@@ -98,6 +98,9 @@ int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage);
 int attach_cli_check_target_dir(const struct attach_cli *a);
 /* --pid, checked: CLI_GO_ON with *ret, or the exit code of a usage error. */
 int attach_cli_pid(struct attach_cli *a, pid_t *ret);
+/* --pid checked, then attach_cli_setup at `stage`: CLI_GO_ON with *ret_pid, or the exit code
+ * (what was set up released). */
+int attach_cli_begin(struct attach_cli *a, enum sandbox_stage stage, pid_t *ret_pid);
 /* Pins `pid` for one command (attach_pin) and, for an ephemeral container's reporting
  * (rep.from_target), takes the pinned target's service account. CLI_GO_ON with *ret_pinned = t
  * when pinned (the caller closes it), or NULL with *ret the failure's result; else the exit code

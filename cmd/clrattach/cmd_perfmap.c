@@ -108,14 +108,10 @@ int cmd_perfmap(int argc, char **argv)
     int r = parse(argc - 1, argv + 1, &a, &po);
     if (r != CLI_GO_ON)
         return r;
-    pid_t pid;
-    if ((r = attach_cli_pid(&a, &pid)) != CLI_GO_ON)
-        return r;
     /* The narrowest stage from the start: nothing is created anywhere (sandbox_policy.h). */
-    if ((r = attach_cli_setup(&a, SANDBOX_STAGE_QUERY)) != CLI_GO_ON) {
-        attach_cli_release(&a);
+    pid_t pid;
+    if ((r = attach_cli_begin(&a, SANDBOX_STAGE_QUERY, &pid)) != CLI_GO_ON)
         return r;
-    }
     /* Nothing is delivered: chown and fowner have no use (docs/security.md, Capabilities). */
     if (a.co.seccomp != SANDBOX_MODE_OFF)
         (void)sandbox_drop_caps(CAP(CAP_SETUID) | CAP(CAP_SETGID) | CAP(CAP_SYS_PTRACE) |

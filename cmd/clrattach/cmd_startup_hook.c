@@ -89,14 +89,10 @@ int cmd_startup_hook(int argc, char **argv)
     int r = parse(argc, argv, &a);
     if (r != CLI_GO_ON)
         return r;
-    pid_t pid;
-    if ((r = attach_cli_pid(&a, &pid)) != CLI_GO_ON)
-        return r;
     /* Delivery creates files: the attach's stages (ATTACH, DELIVERED, REPORT). */
-    if ((r = attach_cli_setup(&a, SANDBOX_STAGE_ATTACH)) != CLI_GO_ON) {
-        attach_cli_release(&a);
+    pid_t pid;
+    if ((r = attach_cli_begin(&a, SANDBOX_STAGE_ATTACH, &pid)) != CLI_GO_ON)
         return r;
-    }
     struct attach_opts ao = attach_cli_opts(&a);
     struct startup_hook_opts ho = {
         .proc_dirfd = a.procfd,

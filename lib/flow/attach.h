@@ -252,6 +252,16 @@ struct attach_conn {
 int attach_reach(struct target *t, int64_t timeout_ms, struct creds_saved *cs,
                  struct attach_conn *c, struct attach_result *res);
 
+/* Sets res->outcome to `o` and its error code (unless one is set already); returns `code` when
+ * negative, else -EPROTO: the way every flow ends a run that failed. */
+int attach_fail(struct attach_result *res, enum attach_outcome o, int code);
+
+/* A command the runtime has only from .NET `min_major` on, asked for by what ProcessInfo said
+ * (attach_runtime_major): 0 when it may be sent, else ATTACH_RUNTIME_TOO_OLD with a message
+ * naming `command` and the version, and `hint` as the next step. */
+int attach_require_runtime(struct attach_result *res, int min_major, const char *command,
+                           const char *hint);
+
 /* The runtime's major version from ProcessInfo's product version ("10.0.12+..." -> 10), -1 when
  * it did not say (ProcessInfo v1, which runtimes before .NET 7 answer, or no ProcessInfo). */
 int attach_runtime_major(const struct attach_result *res);

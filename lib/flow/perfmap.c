@@ -47,14 +47,6 @@ void perfmap_dir_of(const char *env, size_t env_len, char *out, size_t size)
     render_text(v, n, out, size);
 }
 
-static int fail(struct attach_result *res, enum attach_outcome o, int code)
-{
-    res->outcome = o;
-    if (res->error.code == 0)
-        res->error.code = code;
-    return code < 0 ? code : -EPROTO;
-}
-
 /* The paths the result names: where the runtime writes, in its view and from ours. */
 static void fill_paths(const struct perfmap_opts *o, const struct target *t,
                        struct attach_result *res)
@@ -89,23 +81,6 @@ static const char *command_name(const struct perfmap_opts *o)
     return o->enable ? "EnablePerfMap" : "DisablePerfMap";
 }
 
-/* Before anything is sent: a runtime without the command would only answer UNKNOWN_COMMAND,
- * and one that did not say its version (ProcessInfo v1 or none) is older than .NET 7. */
-static int check_version(const struct perfmap_opts *o, struct attach_result *res)
-{
-    int major = attach_runtime_major(res);
-    if (major >= PERFMAP_MIN_MAJOR)
-        return 0;
-    char ver[96];
-    snprintf(ver, sizeof(ver), major > 0 ? ".NET %s" : "a runtime older than .NET 7",
-             res->runtime_version);
-    err_set(&res->error, -EOPNOTSUPP, "%s needs .NET %d or later; pid %d runs %s: nothing was sent",
-            command_name(o), PERFMAP_MIN_MAJOR, (int)res->pid, ver);
-    err_hint(&res->error, "on older runtimes the perf map can only be enabled at startup: restart "
-                          "the app with DOTNET_PerfMapEnabled=1 (docs/perfmap.md)");
-    return fail(res, ATTACH_RUNTIME_TOO_OLD, -EOPNOTSUPP);
-}
-
 /* The runtime's answer, decoded. */
 static int settle_answer(const struct perfmap_opts *o, const struct target *t, uint32_t hr,
                          struct attach_result *res)
@@ -127,7 +102,7 @@ static int settle_answer(const struct perfmap_opts *o, const struct target *t, u
                 "it is older than .NET 8",
                 command_name(o), hrs);
         err_hint(e, "restart the app with DOTNET_PerfMapEnabled=1 (docs/perfmap.md)");
-        return fail(res, ATTACH_RUNTIME_TOO_OLD, -EREMOTEIO);
+        return attach_fail(res, ATTACH_RUNTIME_TOO_OLD, -EREMOTEIO);
     }
     if (hr == HR_NOT_SUPPORTED) {
         err_set(e, -EREMOTEIO,
@@ -135,12 +110,12 @@ static int settle_answer(const struct perfmap_opts *o, const struct target *t, u
                 "perf map support (NativeAOT and Mono have none)",
                 command_name(o), hrs);
         err_hint(e, "NativeAOT code is named by its own symbols: perf needs no map for it");
-        return fail(res, ATTACH_LOAD_FAILED, -EREMOTEIO);
+        return attach_fail(res, ATTACH_LOAD_FAILED, -EREMOTEIO);
     }
     const struct hresult_info *hi = hresult_lookup(hr);
     err_set(e, -EREMOTEIO, "the runtime refused %s: %s (%s)", command_name(o), hi->name, hrs);
     err_hint(e, "%s", hi->next_step);
-    return fail(res, ATTACH_LOAD_FAILED, -EREMOTEIO);
+    return attach_fail(res, ATTACH_LOAD_FAILED, -EREMOTEIO);
 }
 
 static int run(const struct perfmap_opts *o, struct target *t, struct creds_saved *cs,
@@ -154,27 +129,32 @@ static int run(const struct perfmap_opts *o, struct target *t, struct creds_save
     if (r < 0)
         return r;
     fill_paths(o, t, res);
-    if ((r = check_version(o, res)) < 0)
+    /* Before anything is sent: a runtime without the command would only answer
+     * UNKNOWN_COMMAND. */
+    if ((r = attach_require_runtime(res, PERFMAP_MIN_MAJOR, command_name(o),
+                                    "on older runtimes the perf map can only be enabled at "
+                                    "startup: restart the app with DOTNET_PerfMapEnabled=1 "
+                                    "(docs/perfmap.md)")) < 0)
         return r;
     uint8_t req[IPC_HEADER_SIZE + 4];
     int n = o->enable ? ipc_encode_enable_perfmap(o->type, req, sizeof(req), e)
                       : ipc_encode_disable_perfmap(req, sizeof(req), e);
     if (n < 0)
-        return fail(res, ATTACH_USAGE, n);
+        return attach_fail(res, ATTACH_USAGE, n);
     /* The pid must still be the process we inspected: never ask its successor. */
     if ((r = target_check_alive(t, e)) < 0)
-        return fail(res, ATTACH_NOT_FOUND, r);
+        return attach_fail(res, ATTACH_NOT_FOUND, r);
     uint32_t hr = 0;
     r = ipc_conn_status_command(c.sockfd, &c.peer, req, (size_t)n, util_now_ms() + o->timeout_ms,
                                 &hr, e);
     if (r < 0)
-        return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
+        return attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     r = settle_answer(o, t, hr, res);
     struct cla_error se = {0};
     int sr = o->on_stage ? o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se) : 0;
     if (sr < 0 && r >= 0) {
         res->error = se;
-        return fail(res, ATTACH_INTERNAL, sr);
+        return attach_fail(res, ATTACH_INTERNAL, sr);
     }
     return r;
 }

@@ -60,14 +60,6 @@ static const struct {
      "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's path>"},
 };
 
-static int fail(struct attach_result *res, enum attach_outcome o, int code)
-{
-    res->outcome = o;
-    if (res->error.code == 0)
-        res->error.code = code;
-    return code < 0 ? code : -EPROTO;
-}
-
 /* What one run holds; released by hook_free on every way out. */
 struct hook {
     const struct startup_hook_opts *o;
@@ -158,34 +150,17 @@ static int load_assembly(struct hook *h)
     return assembly_check_startup_hook(h->build.data, len, shown, e);
 }
 
-/* ApplyStartupHook needs .NET 8; one that did not say its version is older than .NET 7. */
-static int check_version(struct attach_result *res)
-{
-    int major = attach_runtime_major(res);
-    if (major >= HOOK_MIN_MAJOR)
-        return 0;
-    char ver[96];
-    snprintf(ver, sizeof(ver), major > 0 ? ".NET %s" : "a runtime older than .NET 7",
-             res->runtime_version);
-    err_set(&res->error, -EOPNOTSUPP,
-            "ApplyStartupHook needs .NET %d or later; pid %d runs %s: nothing was delivered",
-            HOOK_MIN_MAJOR, (int)res->pid, ver);
-    err_hint(&res->error, "on older runtimes a startup hook runs only at startup: restart the "
-                          "app with DOTNET_STARTUP_HOOKS=<the assembly's path>");
-    return fail(res, ATTACH_RUNTIME_TOO_OLD, -EOPNOTSUPP);
-}
-
 static int deliver(struct hook *h)
 {
     struct attach_result *res = h->res;
     struct cla_error *e = &res->error;
     int r;
     if ((r = deliver_new_nonce(h->nonce)) < 0)
-        return fail(res, ATTACH_INTERNAL, err_setsys(e, r, "getrandom"));
+        return attach_fail(res, ATTACH_INTERNAL, err_setsys(e, r, "getrandom"));
     h->po = (struct place_opts){
         .build = &h->build, .user_dir = h->o->target_dir, .uid = res->uid, .nonce = h->nonce};
     if ((r = place_profiler(h->t, &h->po, &h->p, res->placement, sizeof(res->placement), e)) < 0)
-        return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
     h->delivered = true;
     render_text(h->p.path, strlen(h->p.path), res->delivered_path, sizeof(res->delivered_path));
     if (h->p.is_dir)
@@ -210,7 +185,7 @@ static int stage(struct hook *h, enum attach_stage s, int r)
     int sr = o->on_stage ? o->on_stage(s, o->userdata, &se) : 0;
     if (sr < 0 && r >= 0) {
         h->res->error = se;
-        return fail(h->res, ATTACH_INTERNAL, sr);
+        return attach_fail(h->res, ATTACH_INTERNAL, sr);
     }
     return r;
 }
@@ -234,13 +209,13 @@ static int settle_answer(struct hook *h, uint32_t hr)
         err_set(e, -EREMOTEIO, "the runtime refused the startup hook: %s (%s): %s",
                 hook_answers[i].name, hrs, hook_answers[i].cause);
         err_hint(e, "%s", hook_answers[i].next_step);
-        return fail(res, hr == 0x80131385 ? ATTACH_RUNTIME_TOO_OLD : ATTACH_LOAD_FAILED,
-                    -EREMOTEIO);
+        return attach_fail(res, hr == 0x80131385 ? ATTACH_RUNTIME_TOO_OLD : ATTACH_LOAD_FAILED,
+                           -EREMOTEIO);
     }
     const struct hresult_info *hi = hresult_lookup(hr);
     err_set(e, -EREMOTEIO, "the runtime refused the startup hook: %s (%s)", hi->name, hrs);
     err_hint(e, "%s", hi->next_step);
-    return fail(res, ATTACH_LOAD_FAILED, -EREMOTEIO);
+    return attach_fail(res, ATTACH_LOAD_FAILED, -EREMOTEIO);
 }
 
 /* In attach's order: the operator's input, the target reached as its user, the version, the
@@ -252,10 +227,13 @@ static int run(struct hook *h, struct creds_saved *cs)
     struct cla_error *e = &res->error;
     int r;
     if ((r = load_assembly(h)) < 0)
-        return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, r);
+        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, r);
     if ((r = attach_reach(h->t, o->timeout_ms, cs, &h->c, res)) < 0)
         return r;
-    if ((r = check_version(res)) < 0)
+    if ((r = attach_require_runtime(res, HOOK_MIN_MAJOR, "ApplyStartupHook",
+                                    "on older runtimes a startup hook runs only at startup: "
+                                    "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
+                                    "path>")) < 0)
         return r;
     if ((r = deliver(h)) < 0)
         return r;
@@ -266,14 +244,14 @@ static int run(struct hook *h, struct creds_saved *cs)
     if (n < 0) {
         undo(h);
         return stage(h, ATTACH_STAGE_REPLIED,
-                     fail(res, n == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, n));
+                     attach_fail(res, n == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, n));
     }
     if ((r = stage(h, ATTACH_STAGE_DELIVERED, 0)) < 0)
         return r;
     /* The pid must still be the process we inspected: never hand its successor our code. */
     if ((r = target_check_alive(h->t, e)) < 0) {
         undo(h);
-        return stage(h, ATTACH_STAGE_REPLIED, fail(res, ATTACH_NOT_FOUND, r));
+        return stage(h, ATTACH_STAGE_REPLIED, attach_fail(res, ATTACH_NOT_FOUND, r));
     }
     uint32_t hr = 0;
     int64_t sent_at = util_now_ms(), unused;
@@ -294,7 +272,7 @@ static int run(struct hook *h, struct creds_saved *cs)
         err_hint(e, "read the app's last log lines for the exception; try the hook in a test "
                     "app with DOTNET_STARTUP_HOOKS=<its path> first");
         undo(h);
-        return stage(h, ATTACH_STAGE_REPLIED, fail(res, ATTACH_TARGET_DIED, -ESRCH));
+        return stage(h, ATTACH_STAGE_REPLIED, attach_fail(res, ATTACH_TARGET_DIED, -ESRCH));
     }
     if (r < 0) {
         if (r == -ETIMEDOUT)
@@ -303,7 +281,7 @@ static int run(struct hook *h, struct creds_saved *cs)
                      "still be running (raise --timeout); what was delivered stays",
                      (long long)o->timeout_ms);
         return stage(h, ATTACH_STAGE_REPLIED,
-                     fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r));
+                     attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r));
     }
     return stage(h, ATTACH_STAGE_REPLIED, settle_answer(h, hr));
 }
