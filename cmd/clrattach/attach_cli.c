@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -409,6 +410,33 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .userdata = &a->co,
     };
     return ao;
+}
+
+struct attach_stop attach_cli_stop;
+
+/* While a command has written into the target, a stop only records the signal: the command
+ * removes what it wrote, then ends. Otherwise nothing of ours is in the target and the signal
+ * ends us at once, as its default action would (sigaction and tgkill to ourselves are
+ * async-signal-safe and allowed by every seccomp stage). */
+static void on_stop_signal(int sig)
+{
+    if (attach_cli_stop.defer) {
+        attach_cli_stop.signal = sig;
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void attach_cli_catch_stop_signals(void)
+{
+    /* SA_RESTART: the library's reads and writes go on where they were; the command looks at
+     * the flag between its steps. */
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 int attach_cli_pid(struct attach_cli *a, pid_t *ret)

@@ -94,6 +94,10 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a);
 /* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
  * then the seccomp filter at `stage`. CLI_GO_ON or the exit code. */
 int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage);
+/* The stop shared with attach_run() and startup_hook_run() (struct attach_stop), and the
+ * SIGTERM, SIGINT, SIGHUP handler that sets it. */
+extern struct attach_stop attach_cli_stop;
+void attach_cli_catch_stop_signals(void);
 /* --target-dir, held to the rules of a target's TMPDIR: CLI_GO_ON or a usage error. */
 int attach_cli_check_target_dir(const struct attach_cli *a);
 /* --pid, checked: CLI_GO_ON with *ret, or the exit code of a usage error. */

@@ -82,39 +82,11 @@ static const char usage_attach[] =
     "app died after the answer, 13 a library the profiler needs is missing, 2 usage error, 1\n"
     "internal error.\n";
 
-/* The stop shared with attach_run(): see struct attach_stop. */
-static struct attach_stop stop;
-
-/* While the attach has written into the target, a stop only records the signal: the attach
- * removes what it wrote, then ends. Otherwise nothing of ours is in the target and the signal
- * ends us at once, as its default action would (sigaction and tgkill to ourselves are
- * async-signal-safe and allowed by every seccomp stage). */
-static void on_stop_signal(int sig)
-{
-    if (stop.defer) {
-        stop.signal = sig;
-        return;
-    }
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void catch_stop_signals(void)
-{
-    /* SA_RESTART: the library's reads and writes go on where they were; the attach looks at the
-     * flag between its steps. */
-    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 /* Pins the process and attaches. *ret is the result in every case. */
 static int pin_and_attach(struct attach_cli *a, pid_t pid, struct attach_result *ret)
 {
     struct attach_opts ao = attach_cli_opts(a);
-    ao.stop = &stop;
+    ao.stop = &attach_cli_stop;
     struct target t;
     _cleanup_(target_closep) struct target *pinned = NULL;
     int r = attach_cli_pin(a, pid, &t, &pinned, ret);
@@ -133,7 +105,7 @@ int cmd_attach(int argc, char **argv)
     if ((r = attach_cli_pid(&a, &pid)) != CLI_GO_ON)
         return r;
     struct attach_result res;
-    catch_stop_signals();
+    attach_cli_catch_stop_signals();
     if ((r = attach_cli_setup(&a, SANDBOX_STAGE_ATTACH)) == CLI_GO_ON)
         r = pin_and_attach(&a, pid, &res);
     if (r != CLI_GO_ON) {

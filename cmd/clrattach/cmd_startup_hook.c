@@ -32,14 +32,16 @@ static const char usage_startup_hook[] =
     "  --events, --dry-run-events, --api-url, --token-file, --ca-file, --namespace, --pod,\n"
     "  --pod-uid, --container, --termination-log   reporting, as for attach\n"
     "\n"
+    "SIGTERM, SIGINT or SIGHUP during delivery removes what was delivered and ends the run as\n"
+    "interrupted (exit 11); once ApplyStartupHook is sent, the run goes to its end.\n"
     "A hook runs once per call, on the runtime's diagnostics thread; it stays loaded for the\n"
     "app's life (an assembly cannot be unloaded from the default context).\n"
     "\n"
     "Exit codes: 0 the hook ran, 4 no such process or not .NET, 5 permission, 6 delivery\n"
-    "failed, 7 the runtime refused the hook (no StartupHook type, no Initialize, it threw, not\n"
-    "loadable), 9 protocol error or timeout, 10 done but the required Event failed, 15 the\n"
-    "runtime is older than .NET 8 (nothing delivered), 2 usage error (also: not a .NET\n"
-    "assembly, a missing file), 1 internal error.\n";
+    "failed, 7 the runtime refused the hook, 9 protocol error or timeout, 10 done but the\n"
+    "required Event failed, 11 interrupted, 12 the app died under the hook, 15 the runtime is\n"
+    "older than .NET 8 (nothing delivered), 2 usage error (also: a missing file, not a .NET\n"
+    "assembly, no StartupHook type or no static void Initialize()), 1 internal error.\n";
 
 enum { OPT_ASSEMBLY = OPT_REPORT_END, OPT_ENTRY, OPT_TARGET_DIR, OPT_KEEP };
 
@@ -91,6 +93,7 @@ int cmd_startup_hook(int argc, char **argv)
         return r;
     /* Delivery creates files: the attach's stages (ATTACH, DELIVERED, REPORT). */
     pid_t pid;
+    attach_cli_catch_stop_signals();
     if ((r = attach_cli_begin(&a, SANDBOX_STAGE_ATTACH, &pid)) != CLI_GO_ON)
         return r;
     struct attach_opts ao = attach_cli_opts(&a);
@@ -103,6 +106,7 @@ int cmd_startup_hook(int argc, char **argv)
         .timeout_ms = ao.timeout_ms,
         .on_stage = ao.on_stage,
         .userdata = ao.userdata,
+        .stop = &attach_cli_stop,
     };
     struct attach_result res;
     struct target t;
@@ -118,7 +122,8 @@ int cmd_startup_hook(int argc, char **argv)
         res.kind = ATTACH_KIND_STARTUP_HOOK;
     if (a.co.seccomp != SANDBOX_MODE_OFF)
         (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, NULL);
-    int code = attach_cli_emit_result(&a, &res, true);
+    /* A run stopped before its request went out sends no Event, as attach. */
+    int code = attach_cli_emit_result(&a, &res, res.outcome != ATTACH_INTERRUPTED);
     attach_cli_release(&a);
     return code;
 }

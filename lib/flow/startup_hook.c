@@ -159,8 +159,14 @@ static int deliver(struct hook *h)
         return attach_fail(res, ATTACH_INTERNAL, err_setsys(e, r, "getrandom"));
     h->po = (struct place_opts){
         .build = &h->build, .user_dir = h->o->target_dir, .uid = res->uid, .nonce = h->nonce};
-    if ((r = place_profiler(h->t, &h->po, &h->p, res->placement, sizeof(res->placement), e)) < 0)
+    /* From here a stop must wait until what this run writes is removed (attach_stop). */
+    if (h->o->stop)
+        h->o->stop->defer = 1;
+    if ((r = place_profiler(h->t, &h->po, &h->p, res->placement, sizeof(res->placement), e)) < 0) {
+        if (h->o->stop && h->o->stop->signal)
+            (void)place_sweep(h->t, &h->po);
         return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+    }
     h->delivered = true;
     render_text(h->p.path, strlen(h->p.path), res->delivered_path, sizeof(res->delivered_path));
     if (h->p.is_dir)
@@ -168,6 +174,22 @@ static int deliver(struct hook *h)
     memcpy(res->sha256, h->p.sha256, sizeof(res->sha256));
     res->reused = h->p.reused;
     return 0;
+}
+
+/* Before ApplyStartupHook goes out, a stop takes back what this run put in the target (what it
+ * delivered, and any temporary of its nonce), and the run ends as interrupted. */
+static int check_stop(struct hook *h)
+{
+    if (!h->o->stop || !h->o->stop->signal)
+        return 0;
+    struct attach_result *res = h->res;
+    res->removed = h->delivered && place_undo(h->t, &h->p);
+    (void)place_sweep(h->t, &h->po);
+    err_set(&res->error, -EINTR, "stopped by signal %d before ApplyStartupHook was sent",
+            (int)h->o->stop->signal);
+    err_hint(&res->error, "%s; the runtime was not asked to load the hook",
+             res->removed ? "what this run delivered was removed" : "nothing of this run is left");
+    return attach_fail(res, ATTACH_INTERRUPTED, -EINTR);
 }
 
 /* A refusal takes back what this run delivered (--keep aside), before the reply stage forbids
@@ -235,7 +257,7 @@ static int run(struct hook *h, struct creds_saved *cs)
                                     "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
                                     "path>")) < 0)
         return r;
-    if ((r = deliver(h)) < 0)
+    if ((r = deliver(h)) < 0 || (r = check_stop(h)) < 0)
         return r;
     size_t room = ipc_startup_hook_frame_room(h->p.path);
     _cleanup_free_ uint8_t *req = malloc(room);
@@ -246,7 +268,8 @@ static int run(struct hook *h, struct creds_saved *cs)
         return stage(h, ATTACH_STAGE_REPLIED,
                      attach_fail(res, n == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, n));
     }
-    if ((r = stage(h, ATTACH_STAGE_DELIVERED, 0)) < 0)
+    /* The last moment a stop is honoured: the next stage forbids unlink. */
+    if ((r = check_stop(h)) < 0 || (r = stage(h, ATTACH_STAGE_DELIVERED, 0)) < 0)
         return r;
     /* The pid must still be the process we inspected: never hand its successor our code. */
     if ((r = target_check_alive(h->t, e)) < 0) {
@@ -296,6 +319,8 @@ int startup_hook_run(const struct startup_hook_opts *o, struct target *t, struct
     int64_t start = util_now_ms();
     _cleanup_(hook_free) struct hook h = {.o = o, .res = ret, .t = t, .c.sockfd = -1};
     int r = run(&h, &cs);
+    if (o->stop)
+        o->stop->defer = 0;
     creds_restore(&cs);
     ret->duration_ms = util_now_ms() - start;
     if (r >= 0)

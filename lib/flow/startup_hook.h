@@ -31,6 +31,9 @@ struct startup_hook_opts {
      * filter there. A negative return ends the run with that error. */
     int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
     void *userdata;
+    /* A stop asked for by a signal (struct attach_stop, attach.h): honoured until
+     * ApplyStartupHook is sent, what this run delivered removed first; NULL: none. */
+    struct attach_stop *stop;
 };
 
 /* Loads the operator's assembly, reaches the pinned process `t`, delivers, sends
