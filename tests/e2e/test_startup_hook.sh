@@ -34,8 +34,9 @@ if start_target hook --pidns --uid 1000; then
     marker=$(cat "/proc/$P/root$MARKER" 2>/dev/null)
     [ "$marker" = "pid 1 dir $(dirname "$path") cfg none" ] &&
         ok "the hook ran in the app: '$marker'" || fail "marker" "'$marker' (delivered '$path')"
-    [ "$(stat -c %u "/proc/$P/root$path" 2>/dev/null)" = 1000 ] &&
-        ok "the assembly is in the app's view, its user's" || fail "delivered" "$path"
+    [ "$(stat -c %u "/proc/$P/root$path" 2>/dev/null)" = 1000 ] && [ "${path%.dll}" != "$path" ] &&
+        ok "the assembly is in the app's view, its user's, a .dll under its content name" ||
+        fail "delivered" "$path"
     alive "$P" && ok "the app runs on" || fail "app alive" "pid $P gone"
 
     # 2. No StartupHook type: the runtime would throw and end the app; refused here.
