@@ -75,6 +75,17 @@ if start_target perfmap --pidns --uid 1000 --env CLRTARGET_SPIN_MS=20 \
     [ "$s3" -gt 0 ] && [ "$s3" = "$s4" ] && ok "disable stops the growth; the file stays ($s4 bytes)" ||
         fail "disable stops growth" "$s3 -> $s4"
 
+    # Under valgrind (which makes syscalls the filter forbids: --seccomp=off for it alone): no
+    # memory error, no definite leak.
+    if command -v valgrind >/dev/null; then
+        valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+            "$(vg_clrattach)" perfmap enable --seccomp=off --pid "$P" -o json \
+            >"$WORK/vg.out" 2>"$WORK/vg.err"
+        vrc=$?
+        [ $vrc -eq 0 ] && ! grep -q "==[0-9]*==" "$WORK/vg.err" && ok "valgrind: perfmap enable" ||
+            fail "valgrind perfmap" "exit $vrc: $(head -30 "$WORK/vg.err")"
+    fi
+
     # The Event: its own reason and action.
     clr perfmap enable --pid "$P" --kind all --dry-run-events --pod app-0 -o json
     if [ $RC -eq 0 ] && grep -q '"reason":"PerfMapEnabled"' "$OUT" &&

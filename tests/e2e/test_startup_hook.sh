@@ -39,6 +39,17 @@ if start_target hook --pidns --uid 1000; then
         fail "delivered" "$path"
     alive "$P" && ok "the app runs on" || fail "app alive" "pid $P gone"
 
+    # Under valgrind (--seccomp=off for it alone, as in test_valgrind.sh). The same assembly name
+    # again: the runtime runs the loaded one's Initialize once more.
+    if command -v valgrind >/dev/null; then
+        valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+            "$(vg_clrattach)" startup-hook --seccomp=off --pid "$P" --assembly "$HOOK" \
+            >"$WORK/vg.out" 2>"$WORK/vg.err"
+        vrc=$?
+        [ $vrc -eq 0 ] && ! grep -q "==[0-9]*==" "$WORK/vg.err" && ok "valgrind: startup-hook" ||
+            fail "valgrind startup-hook" "exit $vrc: $(head -30 "$WORK/vg.err")"
+    fi
+
     # 2. No StartupHook type: the runtime would throw and end the app; refused here.
     rm -f "/proc/$P/root$MARKER"
     clr startup-hook --pid "$P" --assembly "$NOHOOK" -o json
