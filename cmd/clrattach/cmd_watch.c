@@ -6,10 +6,12 @@
 
 #include "cli.h"
 #include "attach_cli.h"
+#include "flow/perfmap.h"
 #include "flow/watch.h"
 
 static const char usage_watch[] =
     "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"
+    "       clrattach watch --perfmap [selectors] [options]\n"
     "\n"
     "Sidecar mode: attach the profiler to every matching .NET process as soon as its\n"
     "diagnostic socket appears, exactly once per runtime instance (pid + start time), and keep\n"
@@ -26,6 +28,8 @@ static const char usage_watch[] =
     "  --other-containers     only processes in another mount namespace than clrattach's\n"
     "                         (skips every process of the helper's own container)\n"
     "\n"
+    "  --perfmap              instead of a profiler, make each matching runtime (.NET 8+)\n"
+    "                         write its perf map, once per instance (docs/perfmap.md)\n"
     "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
     "  --interval MS          time between scans (default 250)\n"
     "  --profiler (not -), --entry, --clsid, --client-data, --target-dir, --timeout,\n"
@@ -58,7 +62,7 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
     /* The summary counts each instance once, at its final outcome: a result that will be
      * retried is not a failure yet, and a profiler already active is the runtime's own state
      * (one profiler per process), not a failure of this watcher. */
-    if (r->outcome == ATTACH_OK)
+    if (attach_outcome_ok(r->outcome))
         w->attached++;
     else if (r->outcome == ATTACH_INTERRUPTED)
         w->interrupted++;
@@ -146,6 +150,16 @@ static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
         .ret_tracked = &tracked,
         .ret_known = &known,
     };
+    /* --perfmap: each child sends EnablePerfMap instead of attaching. */
+    struct perfmap_opts po = {.proc_dirfd = a->procfd,
+                              .proc_path = a->co.proc,
+                              .enable = true,
+                              .type = IPC_PERFMAP_PERFMAP,
+                              .timeout_ms = wo.attach.timeout_ms,
+                              .on_stage = wo.attach.on_stage,
+                              .userdata = wo.attach.userdata};
+    if (a->perfmap)
+        wo.attach.perfmap = &po;
     struct cla_error e = {0};
     fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
             (unsigned long long)a->interval_ms);

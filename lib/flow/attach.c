@@ -55,6 +55,10 @@ static const struct {
     [ATTACH_STARTUP_LOADED] = {"loaded_at_startup", 0},
     /* The runtime could not load what it was given, as with load_failed: the same code. */
     [ATTACH_STARTUP_FAILED] = {"startup_load_failed", 7},
+    [ATTACH_PERFMAP_ENABLED] = {"perfmap_enabled", 0},
+    [ATTACH_PERFMAP_DISABLED] = {"perfmap_disabled", 0},
+    [ATTACH_HOOK_APPLIED] = {"startup_hook_applied", 0},
+    [ATTACH_RUNTIME_TOO_OLD] = {"runtime_too_old", 15},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 
@@ -75,6 +79,12 @@ const char *attach_outcome_name(enum attach_outcome o)
 bool attach_outcome_loaded(enum attach_outcome o)
 {
     return o == ATTACH_OK || o == ATTACH_STARTUP_LOADED;
+}
+
+bool attach_outcome_ok(enum attach_outcome o)
+{
+    return attach_outcome_loaded(o) || o == ATTACH_PERFMAP_ENABLED ||
+           o == ATTACH_PERFMAP_DISABLED || o == ATTACH_HOOK_APPLIED;
 }
 
 int attach_outcome_exit_code(enum attach_outcome o)
@@ -103,7 +113,7 @@ static const char *shown(const char *raw, char *buf, size_t size)
     return buf;
 }
 
-static int fail(struct attach_result *res, enum attach_outcome o, int code)
+int attach_fail(struct attach_result *res, enum attach_outcome o, int code)
 {
     res->outcome = o;
     if (res->error.code == 0)
@@ -197,7 +207,7 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
     if (r >= 0)
         return 0;
     undo_delivery(o, t, p, res);
-    return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
+    return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
 }
 
 /* The client data with its placeholders filled in, in a block of its own size. Returns its
@@ -333,9 +343,7 @@ struct attempt {
     const struct attach_opts *o;
     struct attach_result *res;
     struct target *t;
-    int sockfd;
-    struct ipc_peer peer; /* who must listen on sockfd: the pinned process */
-    struct diag_socket s;
+    struct attach_conn c; /* the runtime, reached (attach_reach) */
     struct rid rid;
     const struct profset_build *build;
     char nonce[DELIVER_NONCE_LEN + 1]; /* names this run's temporaries */
@@ -356,8 +364,8 @@ static void attempt_free(struct attempt *a)
 {
     target_maps_drop(a->t);
     free(a->req);
-    if (a->sockfd >= 0)
-        close(a->sockfd);
+    if (a->c.sockfd >= 0)
+        close(a->c.sockfd);
 }
 
 /* From here the runtime may be paused at startup waiting for us: ResumeRuntime is owed on every
@@ -383,7 +391,7 @@ static void owe_resume(struct attempt *a)
 static void resume_runtime(struct attempt *a)
 {
     struct attach_result *res = a->res;
-    if (!res->resume_owed || a->resume_sent || a->sockfd < 0)
+    if (!res->resume_owed || a->resume_sent || a->c.sockfd < 0)
         return;
     a->resume_sent = true;
     uint8_t req[IPC_HEADER_SIZE];
@@ -392,7 +400,7 @@ static void resume_runtime(struct attempt *a)
     int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
     int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
     int r = n < 0 ? n
-                  : ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n,
+                  : ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
                                             util_now_ms() + wait, &hr, &re);
     res->resumed = r == 0 && hr == 0;
     res->resumed_after_ms = util_now_ms() - a->start_ms;
@@ -419,7 +427,7 @@ static int tighten_replied(struct attempt *a, int r)
     int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
     if (sr < 0 && r >= 0) {
         a->res->error = se;
-        return fail(a->res, ATTACH_INTERNAL, sr);
+        return attach_fail(a->res, ATTACH_INTERNAL, sr);
     }
     return 0;
 }
@@ -469,7 +477,7 @@ static int send_env(struct attempt *a)
             a->env_refused = true;
             undo_delivery(o, a->t, &a->p, res);
             tighten_replied(a, r);
-            return fail(res, ATTACH_USAGE, r);
+            return attach_fail(res, ATTACH_USAGE, r);
         }
         value[vn] = '\0';
         show_env(res, name, value, o->show_env);
@@ -477,8 +485,8 @@ static int send_env(struct attempt *a)
         int n = ipc_encode_setenv(name, value, req, sizeof(req), e);
         if (n < 0)
             return n;
-        if ((r = ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
-                                         &a->hr, e)) < 0)
+        if ((r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
+                                         exchange_deadline(a), &a->hr, e)) < 0)
             return r;
         if (a->hr != 0) {
             char hr[16];
@@ -515,7 +523,7 @@ static int startup_load(struct attempt *a)
     int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
     if (n < 0)
         return n;
-    return ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
+    return ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n, exchange_deadline(a),
                                    &a->hr, e);
 }
 
@@ -555,7 +563,7 @@ static int check_inert(const struct attach_opts *o, const struct profset *ps,
              "attach --startup, or set the vendor's variables in the app's environment (%s); "
              "--force sends it anyway",
              v->startup);
-    return fail(res, ATTACH_INERT, -EOPNOTSUPP);
+    return attach_fail(res, ATTACH_INERT, -EOPNOTSUPP);
 }
 
 /* The operator's inputs and our own files, all checked before anything touches the target, and
@@ -571,7 +579,7 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
                 "client data, so it would be dropped silently");
         err_hint(e, "configure the profiler through the app's environment for a startup load, "
                     "or attach without --startup once the runtime has started");
-        return fail(res, ATTACH_USAGE, -EINVAL);
+        return attach_fail(res, ATTACH_USAGE, -EINVAL);
     }
     /* Variables set in a running app come after its profiler read its environment, if it ever
      * looks: only with --force (attach_cli checks this too, for the message). */
@@ -581,11 +589,11 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
                 "whose profiler read its environment as it started, if at all");
         err_hint(e, "load the profiler at startup (--startup on a runtime started with "
                     "DOTNET_DefaultDiagnosticPortSuspend=1), or --force to set them anyway");
-        return fail(res, ATTACH_USAGE, -EINVAL);
+        return attach_fail(res, ATTACH_USAGE, -EINVAL);
     }
     if (o->env_count > ENV_VARS_MAX) {
         err_set(e, -E2BIG, "%zu --env variables exceed the cap of %d", o->env_count, ENV_VARS_MAX);
-        return fail(res, ATTACH_USAGE, -E2BIG);
+        return attach_fail(res, ATTACH_USAGE, -E2BIG);
     }
     for (size_t i = 0; i < o->env_count; i++) {
         size_t nl, n;
@@ -593,26 +601,24 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
         if ((r = ipc_env_check(v, &nl, e)) < 0 ||
             (r = placeholders_expand((const uint8_t *)v + nl + 1, strlen(v + nl + 1), "/", "/",
                                      NULL, ENV_VAR_BYTES_MAX, &n, e)) == -EINVAL)
-            return fail(res, ATTACH_USAGE, r);
+            return attach_fail(res, ATTACH_USAGE, r);
     }
     /* A typo in a placeholder is the operator's. */
     if (o->client_data_len) {
         size_t n;
         if ((r = placeholders_expand(o->client_data, o->client_data_len, "/", "/", NULL,
                                      IPC_MAX_CLIENT_DATA, &n, e)) == -EINVAL)
-            return fail(res, ATTACH_USAGE, r);
+            return attach_fail(res, ATTACH_USAGE, r);
     }
     /* Checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
-        return fail(res, ATTACH_USAGE, r);
+        return attach_fail(res, ATTACH_USAGE, r);
     return check_inert(o, ps, res);
 }
 
 /* What the pinned target is, from the /proc files target_open() read. */
-static int inspect_target(struct attempt *a)
+static int inspect_target(struct target *t, struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct attach_result *res = a->res;
     int r;
     res->nspid = t->status.nspid;
     res->uid = t->status.uid[1];
@@ -623,10 +629,10 @@ static int inspect_target(struct attempt *a)
     /* The process selected is the one pinned: if it has exited, or its pid belongs to another
      * process now (start time), nothing more is read from it and nothing is sent. */
     if ((r = target_check_alive(t, &res->error)) < 0)
-        return fail(res, ATTACH_NOT_FOUND, r);
+        return attach_fail(res, ATTACH_NOT_FOUND, r);
     if (!t->environ) {
         attach_explain_environ(t, &res->error);
-        return fail(res, ATTACH_PERMISSION, -t->environ_errno);
+        return attach_fail(res, ATTACH_PERMISSION, -t->environ_errno);
     }
     note_profiler_env(t, res);
     return 0;
@@ -634,21 +640,20 @@ static int inspect_target(struct attempt *a)
 
 /* Every access to the target's files and socket is made as its user, with its groups and only
  * its own filesystem capabilities (creds.h); its root is opened as that user too. */
-static int act_as_user(struct attempt *a, struct creds_saved *cs)
+static int act_as_user(struct target *t, struct creds_saved *cs, struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct cla_error *e = &a->res->error;
+    struct cla_error *e = &res->error;
     struct creds_target ct;
     int r;
     creds_target_of(t->procfd, &t->status, &ct);
     if ((r = creds_check(&ct, e)) < 0)
-        return fail(a->res, ATTACH_PERMISSION, r);
+        return attach_fail(res, ATTACH_PERMISSION, r);
     if ((r = creds_become(&ct, cs, e)) < 0)
-        return fail(a->res, ATTACH_PERMISSION, r);
+        return attach_fail(res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
             err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)t->pid);
-        return fail(a->res, outcome_of_errno(r), r);
+        return attach_fail(res, outcome_of_errno(r), r);
     }
     return 0;
 }
@@ -656,41 +661,86 @@ static int act_as_user(struct attempt *a, struct creds_saved *cs)
 /* Finds the target's socket and asks who answers (ProcessInfo). This also proves the socket is
  * live before anything is written into the target: a stale socket (crashed process) refuses the
  * connection. A runtime too old for ProcessInfo (-EREMOTEIO) is no reason to stop. */
-static int ask_runtime(struct attempt *a)
+static int connect_runtime(struct target *t, int64_t timeout_ms, struct attach_conn *c,
+                           struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
     enum attach_outcome o;
+    uint32_t hr;
     int r;
-    if ((r = diag_socket_find(t, NULL, &a->s, e)) < 0)
-        return fail(res, outcome_of_errno(r), r);
-    if ((r = attach_explain_socket(t, &a->s, &o, e)) < 0)
-        return fail(res, o, r);
-    shown(a->s.name, res->socket_name, sizeof(res->socket_name));
-    a->sockfd = diag_socket_open(t, &a->s, e);
-    if (a->sockfd < 0)
-        return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
+    if ((r = diag_socket_find(t, NULL, &c->s, e)) < 0)
+        return attach_fail(res, outcome_of_errno(r), r);
+    if ((r = attach_explain_socket(t, &c->s, &o, e)) < 0)
+        return attach_fail(res, o, r);
+    shown(c->s.name, res->socket_name, sizeof(res->socket_name));
+    c->sockfd = diag_socket_open(t, &c->s, e);
+    if (c->sockfd < 0)
+        return attach_fail(res, outcome_of_errno(c->sockfd), c->sockfd);
 
-    a->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
+    c->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
     struct ipc_process_info pi = {0};
-    r = ipc_conn_process_info(a->sockfd, &a->peer, util_now_ms() + a->o->timeout_ms, &pi, &a->hr,
-                              e);
+    r = ipc_conn_process_info(c->sockfd, &c->peer, util_now_ms() + timeout_ms, &pi, &hr, e);
     if (r == -ECONNREFUSED) {
-        attach_explain_stale(t, a->s.name, e);
-        return fail(res, ATTACH_PROTOCOL, r);
+        attach_explain_stale(t, c->s.name, e);
+        return attach_fail(res, ATTACH_PROTOCOL, r);
     }
     if (r == -EACCES) {
-        attach_explain_socket_owner(a->sockfd, t, a->s.name, e);
-        return fail(res, ATTACH_PERMISSION, r);
+        attach_explain_socket_owner(c->sockfd, t, c->s.name, e);
+        return attach_fail(res, ATTACH_PERMISSION, r);
     }
     if (r < 0 && r != -EREMOTEIO)
-        return fail(res, ATTACH_PROTOCOL, r);
+        return attach_fail(res, ATTACH_PROTOCOL, r);
     if (r == 0) {
         fill_runtime(res, &pi);
         ipc_process_info_free(&pi);
     }
     err_clear(e);
+    return 0;
+}
+
+int attach_reach(struct target *t, int64_t timeout_ms, struct creds_saved *cs,
+                 struct attach_conn *c, struct attach_result *res)
+{
+    int r;
+    if ((r = inspect_target(t, res)) < 0)
+        return r;
+    if ((r = act_as_user(t, cs, res)) < 0)
+        return r;
+    return connect_runtime(t, timeout_ms, c, res);
+}
+
+int attach_runtime_major(const struct attach_result *res)
+{
+    if (!res->have_runtime || !res->runtime_version[0])
+        return -1;
+    char *end;
+    long major = strtol(res->runtime_version, &end, 10);
+    return end != res->runtime_version && *end == '.' && major > 0 && major < 1000 ? (int)major
+                                                                                   : -1;
+}
+
+int attach_require_runtime(struct attach_result *res, int min_major, const char *command,
+                           const char *hint)
+{
+    int major = attach_runtime_major(res);
+    if (major >= min_major)
+        return 0;
+    char ver[96];
+    snprintf(ver, sizeof(ver), major > 0 ? ".NET %s" : "a runtime older than .NET 7",
+             res->runtime_version);
+    err_set(&res->error, -EOPNOTSUPP, "%s needs .NET %d or later; pid %d runs %s: nothing was sent",
+            command, min_major, (int)res->pid, ver);
+    err_hint(&res->error, "%s", hint);
+    return attach_fail(res, ATTACH_RUNTIME_TOO_OLD, -EOPNOTSUPP);
+}
+
+/* After the runtime was reached: a runtime that may be paused is owed its resume, and --env
+ * for one that runs is refused before anything is delivered. */
+static int ask_runtime(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
     /* --startup on a runtime whose environment asks it to pause at startup: it may be waiting
      * for us now, and is resumed on every way out from here. */
     if (a->o->startup && attach_explain_suspend_configured(t)) {
@@ -703,7 +753,7 @@ static int ask_runtime(struct attempt *a)
                 (int)t->pid);
         err_hint(e, "restart the app with DOTNET_DefaultDiagnosticPortSuspend=1 and attach "
                     "--startup --env, or --force to set them in the running app anyway");
-        return fail(res, ATTACH_NOT_READY, -EALREADY);
+        return attach_fail(res, ATTACH_NOT_READY, -EALREADY);
     }
     return 0;
 }
@@ -740,7 +790,7 @@ static int check_stop(struct attempt *a)
     err_hint(&res->error, "%s; the runtime was not asked to load the profiler%s",
              res->removed ? "what this run delivered was removed" : "nothing of this run is left",
              res->resume_owed ? ", and is resumed without it" : "");
-    return fail(res, ATTACH_INTERRUPTED, -EINTR);
+    return attach_fail(res, ATTACH_INTERRUPTED, -EINTR);
 }
 
 /* The build for the target's runtime identifier, placed in the first directory of its view that
@@ -753,19 +803,19 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
     enum target_rid_source source;
     int r;
     if ((r = target_rid_detect(a->t, &in, &a->rid, &source, &res->error)) < 0)
-        return fail(res, ATTACH_USAGE, r);
+        return attach_fail(res, ATTACH_USAGE, r);
     res->rid_source = attach_rid_sources[source];
     snprintf(res->target_rid, sizeof(res->target_rid), "%s", a->rid.portable);
     if ((r = profset_choose(ps, &a->rid, &a->build, &res->error)) < 0)
-        return fail(res, ATTACH_USAGE, r);
+        return attach_fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
     if (a->o->nonce && !deliver_nonce_valid(a->o->nonce))
-        return fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
+        return attach_fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
     if (a->o->nonce)
         memcpy(a->nonce, a->o->nonce, sizeof(a->nonce));
     else if ((r = deliver_new_nonce(a->nonce)) < 0)
-        return fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
+        return attach_fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
     a->po = (struct place_opts){
         .build = a->build, .user_dir = a->o->target_dir, .uid = res->uid, .nonce = a->nonce};
     /* From here a stop must wait until what this run writes is removed (attach_stop). */
@@ -775,7 +825,7 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
                             &res->error)) < 0) {
         if (stop_asked(a))
             (void)place_sweep(a->t, &a->po);
-        return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
     }
     shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
     if (a->p.is_dir)
@@ -804,10 +854,10 @@ static int encode_request(struct attempt *a)
         undo_delivery(a->o, a->t, &a->p, res);
         resume_runtime(a);
         if (n == -ENOMEM)
-            return fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
+            return attach_fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
         err_hint(e, "client data and the profiler's path share one frame of %d bytes",
                  IPC_MAX_MESSAGE);
-        return fail(res, ATTACH_USAGE, n);
+        return attach_fail(res, ATTACH_USAGE, n);
     }
     a->req_len = (size_t)n;
     return 0;
@@ -825,10 +875,10 @@ static int send_request(struct attempt *a)
     if ((r = check_stop(a)) < 0)
         return r;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
-        return fail(res, ATTACH_INTERNAL, r);
+        return attach_fail(res, ATTACH_INTERNAL, r);
     /* The pid must still be the process we inspected: never attach to its successor. */
     if ((r = target_check_alive(a->t, e)) < 0)
-        return fail(res, ATTACH_NOT_FOUND, r);
+        return attach_fail(res, ATTACH_NOT_FOUND, r);
     /* clrattach's own deadline for a runtime that may be paused: past it, nothing more is sent
      * but ResumeRuntime (run()). */
     if (res->resume_owed && util_now_ms() >= a->resume_by) {
@@ -838,7 +888,7 @@ static int send_request(struct attempt *a)
                 (long long)o->resume_deadline_ms);
         err_hint(e, "raise --resume-deadline, or look at what made the delivery slow");
         undo_delivery(o, a->t, &a->p, res);
-        return fail(res, ATTACH_PROTOCOL, -ETIMEDOUT);
+        return attach_fail(res, ATTACH_PROTOCOL, -ETIMEDOUT);
     }
     a->sent_at = util_now_ms();
     if (res->resume_owed) {
@@ -847,7 +897,7 @@ static int send_request(struct attempt *a)
         /* --force: the variables go before AttachProfiler, for a profiler that reads them. */
         r = send_env(a);
         if (r == 0 && a->hr == 0)
-            r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len,
+            r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, a->req, a->req_len,
                                         a->sent_at + o->timeout_ms, &a->hr, e);
         /* Paused although its environment did not say so (a suspend set another way). */
         if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
@@ -873,7 +923,7 @@ static int send_request(struct attempt *a)
         attach_explain_died(res->died_after_ms, e);
         undo_delivery(o, a->t, &a->p, res);
         tighten_replied(a, r);
-        return fail(res, ATTACH_TARGET_DIED, -ESRCH);
+        return attach_fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
     if (r < 0) {
         if (r == -ETIMEDOUT && res->resume_owed)
@@ -887,7 +937,7 @@ static int send_request(struct attempt *a)
                      "InitializeForAttach may still be running (raise --timeout)",
                      (long long)o->timeout_ms);
         tighten_replied(a, r);
-        return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
+        return attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }
     return 0;
 }
@@ -912,7 +962,7 @@ static int settle_startup(struct attempt *a)
                 "the runtime took the profiler (StartupProfiler) but did not answer "
                 "ResumeRuntime with success: the app may still be paused at startup");
         err_hint(e, "run 'clrattach attach --startup' on it again, or restart the app");
-        return fail(res, ATTACH_PROTOCOL, -EPROTO);
+        return attach_fail(res, ATTACH_PROTOCOL, -EPROTO);
     }
     int64_t wait = o->settle_ms > STARTUP_MAP_WAIT_MIN_MS ? o->settle_ms : STARTUP_MAP_WAIT_MIN_MS;
     int64_t start = util_now_ms(), left;
@@ -935,11 +985,11 @@ static int settle_startup(struct attempt *a)
         return r;
     if (res->died) {
         attach_explain_answer(t, a->hr, true, res, e);
-        return fail(res, ATTACH_TARGET_DIED, -ESRCH);
+        return attach_fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
     if (!res->mapped) {
         attach_explain_startup_unmapped(res->delivered_path, wait, e);
-        return fail(res, ATTACH_STARTUP_FAILED, -EREMOTEIO);
+        return attach_fail(res, ATTACH_STARTUP_FAILED, -EREMOTEIO);
     }
     res->outcome = ATTACH_STARTUP_LOADED;
     return 0;
@@ -965,7 +1015,7 @@ static int settle_answer(struct attempt *a)
             return r;
         err_hint(&res->error, "%s; nothing more was sent%s", hresult_lookup(a->hr)->next_step,
                  res->resume_owed ? ", and the runtime is resumed without the profiler" : "");
-        return fail(res, res->outcome, -EREMOTEIO);
+        return attach_fail(res, res->outcome, -EREMOTEIO);
     }
     /* The answer is not the whole truth: a profiler that failed can leave threads behind that
      * kill the app moments later. Watch the pinned process for the settle time. */
@@ -1005,9 +1055,7 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
     int r;
     if ((r = check_inputs(o, ps, a->res)) < 0)
         return r;
-    if ((r = inspect_target(a)) < 0)
-        return r;
-    if ((r = act_as_user(a, cs)) < 0)
+    if ((r = attach_reach(a->t, o->timeout_ms, cs, &a->c, a->res)) < 0)
         return r;
     if ((r = ask_runtime(a)) < 0)
         return r;
@@ -1028,7 +1076,7 @@ static int run(const struct attach_opts *o, struct attach_result *res, struct ta
                struct creds_saved *cs, struct profset *ps)
 {
     _cleanup_(attempt_free) struct attempt a = {
-        .o = o, .res = res, .t = t, .sockfd = -1, .start_ms = util_now_ms()};
+        .o = o, .res = res, .t = t, .c.sockfd = -1, .start_ms = util_now_ms()};
     int r = run_steps(&a, cs, ps);
     /* Every way out of a run that may have left a runtime paused: ResumeRuntime (a no-op when
      * it went out already, or is not owed). */
@@ -1044,13 +1092,13 @@ int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target
     int64_t start = util_now_ms();
     if (pid <= 0) {
         err_set(&ret->error, -EINVAL, "pid %d is not a process id", (int)pid);
-        return fail(ret, ATTACH_USAGE, -EINVAL);
+        return attach_fail(ret, ATTACH_USAGE, -EINVAL);
     }
     /* A TMPDIR clrattach refuses ends here as the target's fault (-EPROTO), before anything is
      * written into the target. */
     int r = target_open(o->proc_dirfd, pid, ret_target, &ret->error);
     if (r < 0) {
-        fail(ret, outcome_of_errno(r), r);
+        attach_fail(ret, outcome_of_errno(r), r);
         ret->duration_ms = util_now_ms() - start;
     }
     return r;

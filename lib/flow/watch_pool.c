@@ -16,6 +16,7 @@
 #include "base/syscalls.h"
 #include "base/util.h"
 #include "deliver/place.h"
+#include "flow/perfmap.h"
 #include "target/creds.h"
 #include "target/procindex.h"
 
@@ -149,6 +150,9 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->dependency_note);
     STR(r->sha256);
     STR(r->profiler_env);
+    STR(r->perfmap_path);
+    STR(r->jitdump_path);
+    STR(r->node_root);
     STR(r->error.msg);
     STR(r->error.hint);
     for (size_t i = 0; i < ENV_VARS_MAX; i++)
@@ -214,6 +218,9 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
     memcpy(&o, &r->outcome, sizeof(o));
     if (o < 0 || o > ATTACH_OUTCOME_LAST)
         r->outcome = ATTACH_INTERNAL;
+    memcpy(&o, &r->kind, sizeof(o));
+    if (o < 0 || o > ATTACH_KIND_STARTUP_HOOK)
+        r->kind = ATTACH_KIND_PROFILER;
     r->rid_source = w.rid_source >= 1 && w.rid_source <= ATTACH_RID_SOURCES
                         ? attach_rid_sources[w.rid_source - 1]
                         : NULL;
@@ -244,7 +251,10 @@ static int child_attach(const struct attach_opts *o, struct target *tg, int wfd)
     _cleanup_free_ struct wire *w = calloc(1, sizeof(*w));
     if (!res || !w)
         return 71;
-    attach_run(o, pin, res);
+    if (o->perfmap)
+        perfmap_run(o->perfmap, pin, res);
+    else
+        attach_run(o, pin, res);
     watch_result_encode(res, w);
     return util_write_all(wfd, w, sizeof(*w)) < 0 ? 74 : 0;
 }
