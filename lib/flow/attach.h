@@ -68,7 +68,7 @@ enum attach_stage {
  * Once the request is out it runs to its end: the runtime may be loading the profiler, or,
  * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler. With
  * --startup on a runtime whose environment asks it to pause, `defer` is set from ProcessInfo
- * on: every way out, a stop included, sends ResumeRuntime first (attach.c, resume_runtime).
+ * on: every way out, a stop included, sends ResumeRuntime first (startup.c, startup_resume).
  */
 struct attach_stop {
     volatile sig_atomic_t defer;
