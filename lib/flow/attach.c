@@ -349,17 +349,34 @@ static const char *entry_name(const struct profset_build *b)
     return slash ? slash + 1 : path;
 }
 
+/* The refusal of a profiler known to stay inert on attach (profset/vendors.h), `why` saying how
+ * the app was found running. */
+static int refuse_inert(struct attach_result *res, const struct vendor_noop *v, const char *why)
+{
+    err_set(&res->error, -EOPNOTSUPP,
+            "%s (%s %s) does nothing when attached to a running app%s: %s (%s); nothing was sent",
+            v->vendor, v->entry, v->clsid, why, v->on_attach, v->source);
+    err_hint(&res->error,
+             "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 and run "
+             "attach --startup (or watch --startup), or set the vendor's variables in the app's "
+             "environment (%s); --force sends it anyway",
+             v->startup);
+    return attach_fail(res, ATTACH_INERT, -EOPNOTSUPP);
+}
+
 /* A profiler whose InitializeForAttach is known to do nothing would be reported as attached and
  * never run: refused before the target is touched, unless --force, which the result then marks
- * (expected_inert). Every build of a set is looked at: they share the vendor's name. */
+ * (expected_inert). Every build of a set is looked at: they share the vendor's name. *ret is the
+ * vendor's row, NULL for a profiler not in the table. */
 static int check_inert(const struct attach_opts *o, const struct profset *ps,
-                       struct attach_result *res)
+                       struct attach_result *res, const struct vendor_noop **ret)
 {
     char clsid[39];
     ipc_guid_format(&o->clsid, clsid);
     const struct vendor_noop *v = NULL;
     for (size_t i = 0; i < ps->n && !v; i++)
         v = vendors_find_noop(vendors_noop, vendors_noop_count, entry_name(&ps->builds[i]), clsid);
+    *ret = v;
     if (!v)
         return 0;
     /* --startup on a runtime paused at startup loads it through Initialize, which works; on one
@@ -368,20 +385,13 @@ static int check_inert(const struct attach_opts *o, const struct profset *ps,
         res->expected_inert = true;
         return 0;
     }
-    err_set(&res->error, -EOPNOTSUPP,
-            "%s (%s %s) does nothing when attached to a running app: %s (%s); nothing was sent",
-            v->vendor, v->entry, v->clsid, v->on_attach, v->source);
-    err_hint(&res->error,
-             "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 and run "
-             "attach --startup, or set the vendor's variables in the app's environment (%s); "
-             "--force sends it anyway",
-             v->startup);
-    return attach_fail(res, ATTACH_INERT, -EOPNOTSUPP);
+    return refuse_inert(res, v, "");
 }
 
 /* The operator's inputs and our own files, all checked before anything touches the target, and
  * read before we act as the target's user (who may not be able to read them). */
-static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res)
+static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res,
+                        const struct vendor_noop **ret_inert)
 {
     struct cla_error *e = &res->error;
     int r;
@@ -426,7 +436,7 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
     /* Checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
         return attach_fail(res, ATTACH_USAGE, r);
-    return check_inert(o, ps, res);
+    return check_inert(o, ps, res, ret_inert);
 }
 
 /* What the pinned target is, from the /proc files target_open() read. */
@@ -516,7 +526,11 @@ static int ask_runtime(struct attempt *a)
      * for us now, and is resumed on every way out from here. */
     if (a->o->startup && attach_explain_suspend_configured(t)) {
         startup_owe_resume(a);
-    } else if (a->o->env_count && !a->o->force) {
+    } else if (a->o->startup_or_attach && a->inert && !a->o->force) {
+        /* watch --startup: an app whose environment does not pause it runs; the variables are
+         * for a paused one only (and are not sent here). */
+        return refuse_inert(res, a->inert, " (its environment does not pause it at startup)");
+    } else if (a->o->env_count && !a->o->force && !a->o->startup_or_attach) {
         err_set(e, -EALREADY,
                 "--env: pid %d's environment does not ask its runtime to pause at startup "
                 "(DOTNET_DefaultDiagnosticPortSuspend=1): it runs, and its profiler would never "
@@ -662,11 +676,13 @@ static int send_request(struct attempt *a)
         return attach_fail(res, ATTACH_PROTOCOL, -ETIMEDOUT);
     }
     a->sent_at = util_now_ms();
-    if (res->resume_owed) {
+    if (res->resume_owed && !startup_probe_first(a)) {
         r = startup_load(a);
     } else {
-        /* --force: the variables go before AttachProfiler, for a profiler that reads them. */
-        r = startup_send_env(a);
+        /* --force: the variables go before AttachProfiler, for a profiler that reads them; a
+         * watcher sends them only to a paused runtime (startup_load, below). */
+        a->hr = 0;
+        r = o->startup_or_attach ? 0 : startup_send_env(a);
         if (r == 0 && a->hr == 0)
             r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len,
                                         a->sent_at + o->timeout_ms, &a->hr, e);
@@ -678,6 +694,17 @@ static int send_request(struct attempt *a)
     }
     if (a->env_refused)
         return r;
+    /* watch --startup, an inert profiler: StartupProfiler refused, as the runtime runs. */
+    if (r == 0 && startup_found_running(a)) {
+        attach_undo_delivery(a);
+        attach_tighten_replied(a, 0);
+        res->have_hresult = true;
+        res->hresult = a->hr;
+        res->expected_inert = false;
+        return refuse_inert(res, a->inert,
+                            " (it runs: StartupProfiler was refused, "
+                            "E_INVALIDARG; the variables reached the running app)");
+    }
     if (r == 0 && a->hr == 0 && res->resume_owed) {
         res->startup_load = true;
         res->expected_inert = false; /* Initialize runs, not InitializeForAttach */
@@ -727,7 +754,7 @@ static int settle_answer(struct attempt *a)
         return startup_settle(a);
     res->outcome = outcome_of_hresult(a->hr);
     /* A variable the runtime refused: the profiler was never handed over. */
-    if (!a->env_done && a->hr != 0) {
+    if (a->env_rejected) {
         attach_undo_delivery(a);
         if ((r = attach_tighten_replied(a, 0)) < 0)
             return r;
@@ -771,7 +798,7 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
 {
     const struct attach_opts *o = a->o;
     int r;
-    if ((r = check_inputs(o, ps, a->res)) < 0)
+    if ((r = check_inputs(o, ps, a->res, &a->inert)) < 0)
         return r;
     if ((r = inspect_target(a)) < 0)
         return r;

@@ -95,6 +95,10 @@ struct attach_opts {
     int64_t timeout_ms;         /* our deadline for each IPC exchange */
     bool startup;               /* a runtime suspended at startup gets StartupProfiler and
                                    ResumeRuntime instead of failing with 0x8013135B */
+    /* watch --startup: with `startup`, a runtime that already runs gets a plain attach (no
+     * --env), or, for a profiler known to stay inert on attach, is refused (ATTACH_INERT);
+     * which one it is, the runtime's own answers tell (startup.h) */
+    bool startup_or_attach;
     /* --env: "NAME=VALUE" each (ipc_env_check()ed), {dir}/{entry} expanded, sent with
      * SetEnvironmentVariable before StartupProfiler (or, with --force, before AttachProfiler) */
     const char *const *env;

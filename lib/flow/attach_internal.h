@@ -16,6 +16,7 @@
 #include "flow/attach.h"
 #include "profset/profset.h"
 #include "profset/rid.h"
+#include "profset/vendors.h"
 #include "runtime/ipc_conn.h"
 #include "target/diag_socket.h"
 
@@ -40,8 +41,11 @@ struct attempt {
     int64_t start_ms;  /* when run() began: the result's resumed_after_ms counts from here */
     int64_t resume_by; /* res->resume_owed: ResumeRuntime goes out by then (--resume-deadline) */
     bool resume_sent;
-    bool env_done;    /* every --env variable answered with success */
-    bool env_refused; /* a variable could not be sent: the outcome is set already */
+    bool env_done;     /* every --env variable answered with success */
+    bool env_refused;  /* a variable could not be sent: the outcome is set already */
+    bool env_rejected; /* the runtime refused a variable: a->hr is its answer */
+    /* the profiler's row in the table of those inert on attach (profset/vendors.h), or NULL */
+    const struct vendor_noop *inert;
 };
 
 /* Sets the outcome and, unless one is set already, the error's code. Returns `code` when

@@ -13,6 +13,7 @@
 #include "runtime/hresult.h"
 #include "runtime/ipc.h"
 #include "runtime/ipc_conn.h"
+#include "target/diag_socket.h"
 #include "target/proc_maps.h"
 #include "target/target.h"
 
@@ -22,6 +23,8 @@
  * runtime loads it as it starts up, a moment after it answered ResumeRuntime. */
 #define STARTUP_MAP_WAIT_MIN_MS 1000
 #define STARTUP_MAP_POLL_MS     50
+/* StartupProfiler's answer from a runtime that is not paused at startup. */
+#define HR_E_INVALIDARG 0x80070057u
 
 void startup_owe_resume(struct attempt *a)
 {
@@ -33,13 +36,27 @@ void startup_owe_resume(struct attempt *a)
         a->o->stop->defer = 1;
 }
 
+/* ResumeRuntime on the socket `sockfd` of `peer`, answered by `deadline_ms`: true when the
+ * runtime answered it with success. */
+static bool send_resume(int sockfd, const struct ipc_peer *peer, int64_t deadline_ms)
+{
+    uint8_t req[IPC_HEADER_SIZE];
+    struct cla_error re = {0};
+    uint32_t hr = 0;
+    int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
+    return n >= 0 &&
+           ipc_conn_status_command(sockfd, peer, req, (size_t)n, deadline_ms, &hr, &re) == 0 &&
+           hr == 0;
+}
+
 /*
  * ResumeRuntime, owed to a runtime that may be paused at startup (startup_owe_resume) and sent
  * once, on every way out of the attach: after StartupProfiler, on a refusal, a failed step, a stop,
  * our own deadline. A runtime that already runs takes it as a no-op (the server sets its resume
  * event again), so owing it on the word of the app's environment alone is safe. It goes out
  * before the reply stage of the seccomp filter, which forbids new AF_UNIX sockets. A SIGKILL
- * cannot be handled: then nothing is sent, and the app stays paused (docs/profiler.md).
+ * cannot be handled: then nothing is sent, and the app stays paused (docs/profiler.md), unless
+ * a watcher ran this attach: it resumes the app after its child (startup_resume_pinned).
  */
 void startup_resume(struct attempt *a)
 {
@@ -47,16 +64,24 @@ void startup_resume(struct attempt *a)
     if (!res->resume_owed || a->resume_sent || a->sockfd < 0)
         return;
     a->resume_sent = true;
-    uint8_t req[IPC_HEADER_SIZE];
-    struct cla_error re = {0};
-    uint32_t hr = 0;
     int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
-    int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
-    int r = n < 0 ? n
-                  : ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n,
-                                            util_now_ms() + wait, &hr, &re);
-    res->resumed = r == 0 && hr == 0;
+    res->resumed = send_resume(a->sockfd, &a->peer, util_now_ms() + wait);
     res->resumed_after_ms = util_now_ms() - a->start_ms;
+}
+
+int startup_resume_pinned(struct target *t, int64_t deadline_ms)
+{
+    if (!attach_explain_suspend_configured(t))
+        return 0;
+    struct diag_socket s;
+    if (diag_socket_find(t, NULL, &s, NULL) < 0 ||
+        (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED))
+        return -ENOENT;
+    _cleanup_close_ int fd = diag_socket_open(t, &s, NULL);
+    if (fd < 0)
+        return fd;
+    struct ipc_peer peer = {.pid = t->pid, .uid = t->status.uid[1]};
+    return send_resume(fd, &peer, deadline_ms) ? 1 : -EREMOTEIO;
 }
 
 int64_t startup_exchange_deadline(const struct attempt *a)
@@ -126,6 +151,7 @@ int startup_send_env(struct attempt *a)
             hresult_format(a->hr, hr, sizeof(hr));
             err_set(e, -EREMOTEIO, "the runtime refused SetEnvironmentVariable for %s: %s (%s)",
                     name, hresult_lookup(a->hr)->name, hr);
+            a->env_rejected = true;
             return 0;
         }
         res->env_sent++;
@@ -142,6 +168,17 @@ int startup_send_env(struct attempt *a)
  * connection, so each goes on its own (runtime PR #52175). ResumeRuntime follows
  * (startup_resume). Returns 0 with a->hr, the first refusal or 0.
  */
+bool startup_probe_first(const struct attempt *a)
+{
+    return a->o->startup_or_attach && !a->inert;
+}
+
+bool startup_found_running(const struct attempt *a)
+{
+    return a->o->startup_or_attach && a->inert && a->res->resume_owed && a->env_done &&
+           a->hr == HR_E_INVALIDARG;
+}
+
 int startup_load(struct attempt *a)
 {
     const struct attach_opts *o = a->o;
