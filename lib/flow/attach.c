@@ -773,7 +773,10 @@ static int settle_answer(struct attempt *a)
     }
     if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
         find_holder(o, t, &a->p, res);
-    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
+    /* Every refusal, not only a failed load: a runtime not ready, a profiler already active, an
+     * answer the protocol did not expect. What this run delivered is not loaded as this run's
+     * profiler (--keep's promise), and a later run must find no leftover of it. */
+    if (res->outcome != ATTACH_OK || res->died)
         attach_undo_delivery(a);
     if ((r = attach_tighten_replied(a, 0)) < 0)
         return r;
