@@ -56,6 +56,18 @@ if start_target same-pidns; then
     else
         fail "already-active" "exit $RC, $(cat "$OUT") $(cat "$ERR")"
     fi
+    # The holder is the very file sent again: named once, as one library, not as two.
+    if python3 - "$OUT" <<'PY'; then
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+hint, path = d["next_step"], d["delivered_path"]
+assert d["holder"] == path and hint.count(path) == 1, hint
+assert "the library sent now" in hint and "refused library stays mapped" not in hint, hint
+PY
+        ok "already-active-same-file-named-once"
+    else
+        fail "already-active-same-file-named-once" "$(cat "$OUT")"
+    fi
     # Human output names the cause and the next step.
     clr attach --pid "$P1" --profiler "$PROBE" --clsid "$PROBE_CLSID"
     if [ $RC -eq 3 ] && grep -q "already_active" "$ERR" && grep -q "next step" "$ERR"; then
