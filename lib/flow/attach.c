@@ -692,6 +692,8 @@ static int send_request(struct attempt *a)
             r = startup_load(a);
         }
     }
+    if (r == 0)
+        res->answer_ms = util_now_ms() - a->sent_at;
     if (a->env_refused)
         return r;
     /* watch --startup, an inert profiler: StartupProfiler refused, as the runtime runs. */
@@ -764,13 +766,16 @@ static int settle_answer(struct attempt *a)
     }
     /* The answer is not the whole truth: a profiler that failed can leave threads behind that
      * kill the app moments later. Watch the pinned process for the settle time. */
+    int64_t waited_from = util_now_ms();
     if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
         res->died = true;
     if (res->outcome == ATTACH_OK && !res->died) {
-        /* Evidence from outside that the runtime really mapped our file (for --startup, after
-         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
+        /* Evidence from outside that the runtime really mapped our file, read after the settle
+         * time: a profiler that asked to detach in the meantime (RequestProfilerDetach) has
+         * been unloaded by then, if its threads have left it, and shows as not mapped. */
         res->mapped = target_maps_has(t, strrchr(a->p.path, '/') + 1) == 1;
     }
+    res->settle_wait_ms = util_now_ms() - waited_from;
     if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
         find_holder(o, t, &a->p, res);
     /* Every refusal, not only a failed load: a runtime not ready, a profiler already active, an

@@ -168,6 +168,11 @@ struct attach_result {
     bool have_hresult;
     uint32_t hresult;
     int64_t duration_ms;
+    /* Where that time went, once the request was sent (have_hresult): the runtime's answer (for
+     * --startup: the variables, StartupProfiler and ResumeRuntime), then the wait after it (the
+     * settle time, and for --startup the look for the library in the maps). */
+    int64_t answer_ms;
+    int64_t settle_wait_ms;
     char profiler_env[160]; /* a profiler already configured by the environment */
     /* --startup on a runtime that may be paused: ResumeRuntime was owed, whether it went out and
      * was answered with success (resumed), and when, from the attach's start. */

@@ -232,6 +232,7 @@ int startup_settle(struct attempt *a)
     left = start + o->settle_ms - util_now_ms();
     if (res->mapped && left > 0 && target_settle(t, left, &res->died_after_ms) == 1)
         res->died = true;
+    res->settle_wait_ms = util_now_ms() - start;
     if (res->died)
         res->died_after_ms = util_now_ms() - a->sent_at;
     if (!res->mapped)
