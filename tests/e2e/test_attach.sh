@@ -172,6 +172,22 @@ if start_target long-path --pidns --tmpdir "$longdir"; then
     fi
 fi
 
+# 5b. Evidence after the settle time: a profiler that asks to detach 1 s after its attach
+# (RequestProfilerDetach(5000)) is unloaded within a 9 s settle, and the result says so (mapped
+# false, read after the wait) instead of the mapped it would have shown at the answer; took is
+# split into the runtime's answer and the wait.
+if start_target detach --pidns; then
+    P7=$TARGET_PID
+    clr attach --pid "$P7" --profiler "$PROBE" --clsid "$PROBE_CLSID" --settle 9000 \
+        --client-data 'out=/tmp/detach.json;detach_after=1'
+    if [ $RC -eq 0 ] && grep -q "^  mapped:   no: .*unloaded it" "$OUT" &&
+        grep -Eq "^  took: +[0-9]+ ms: the runtime answered in [0-9]+ ms, then the app was watched (9[0-9]{3}|[1-9][0-9]{4}) ms" "$OUT"; then
+        ok "detached-within-settle-not-mapped"
+    else
+        fail "detached-within-settle-not-mapped" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
 # 6. A pid that is not .NET, and a pid that does not exist.
 start_not_dotnet 60
 clr attach --pid "$NOTNET" --profiler "$PROBE" --clsid "$PROBE_CLSID"
