@@ -59,14 +59,21 @@ wait_lines() {
     return 1
 }
 
+# start_paused NAME SECONDS: three apps paused at startup, as uid 1000 in their own namespaces;
+# their pids in PAUSED, their logs in LOGS.
+start_paused() {
+    PAUSED=() LOGS=()
+    local n
+    for n in 1 2 3; do
+        if start_target "$1$n" --pidns --uid 1000 --suspended --seconds "$2"; then
+            PAUSED+=("$TARGET_PID")
+            LOGS+=("$TARGET_LOG")
+        fi
+    done
+}
+
 # (a)
-PAUSED=() LOGS=()
-for n in 1 2 3; do
-    if start_target "ws-paused$n" --pidns --uid 1000 --suspended --seconds 117; then
-        PAUSED+=("$TARGET_PID")
-        LOGS+=("$TARGET_LOG")
-    fi
-done
+start_paused ws-paused 117
 start_target ws-running --pidns --uid 1000 --seconds 117 && RUN=$TARGET_PID
 WOUT=$WORK/wa.out WERR=$WORK/wa.err
 start_watch "$WOUT" "$WERR" --profiler "$VI" --clsid "$VI_CLSID" \
@@ -159,13 +166,7 @@ clr watch --profiler "$PROBE" --clsid "$PROBE_CLSID" --env A=1 --events off
 # (c) SIGTERM while the children deliver 100 MB each to three paused apps.
 BIG=$WORK/big
 big_profiler "$BIG"
-PAUSED=() LOGS=()
-for n in 1 2 3; do
-    if start_target "ws-term$n" --pidns --uid 1000 --suspended --seconds 116; then
-        PAUSED+=("$TARGET_PID")
-        LOGS+=("$TARGET_LOG")
-    fi
-done
+start_paused ws-term 116
 WOUT=$WORK/wc.out WERR=$WORK/wc.err
 start_watch "$WOUT" "$WERR" --profiler "$BIG" --clsid "$PROBE_CLSID" \
     --match-cmdline "ClrTarget.dll --seconds 116"
