@@ -217,13 +217,13 @@ def sidecar_ok(spec, where, native, app_name="app"):
         assert tmpdir, where + ": read-only app root without a writable TMPDIR (no diagnostic socket)"
         # The sample profiler writes its report from inside the app and fails its attach when it
         # cannot (its default is /tmp): its out= must be on a writable mount of the app.
-        # With --startup there is no client data: the report's path goes as --env CLRPROBE_OUT.
+        # With --startup there is no client data: the report's path is the app's CLRPROBE_OUT
+        # (the probe reads it with getenv(), which --env does not reach).
         if arg(s, "--profiler").startswith("/profilers/"):
-            cd = arg(s, "--client-data") or ""
+            out = dict(kv.split("=", 1) for kv in (arg(s, "--client-data") or "").split(";")
+                       if "=" in kv).get("out", "")
             if "--startup" in s["args"]:
-                cd = ";".join(a.split("=", 1)[1] for a in s["args"] if a.startswith("--env="))
-                cd = cd.replace("CLRPROBE_OUT=", "out=")
-            out = dict(kv.split("=", 1) for kv in cd.split(";") if "=" in kv).get("out", "")
+                out = {e["name"]: e.get("value") for e in app.get("env", [])}.get("CLRPROBE_OUT") or ""
             assert any(out.startswith(m["mountPath"].rstrip("/") + "/")
                        for m in app.get("volumeMounts", []) if not m.get("readOnly")), \
                 "%s: the sample profiler's report (%r) is not on a writable mount of the app" % (where, out)
