@@ -704,8 +704,11 @@ static int send_request(struct attempt *a)
         res->hresult = a->hr;
         res->expected_inert = false;
         return refuse_inert(res, a->inert,
-                            " (it runs: StartupProfiler was refused, "
-                            "E_INVALIDARG; the variables reached the running app)");
+                            o->env_count ? " (it runs: StartupProfiler was refused with "
+                                           "E_INVALIDARG; the --env variables reached the "
+                                           "running app, where nothing reads them)"
+                                         : " (it runs: StartupProfiler was refused with "
+                                           "E_INVALIDARG)");
     }
     if (r == 0 && a->hr == 0 && res->resume_owed) {
         res->startup_load = true;

@@ -170,13 +170,13 @@ int startup_send_env(struct attempt *a)
  */
 bool startup_probe_first(const struct attempt *a)
 {
-    return a->o->startup_or_attach && !a->inert;
+    return a->o->startup_or_attach && (!a->inert || a->o->force);
 }
 
 bool startup_found_running(const struct attempt *a)
 {
-    return a->o->startup_or_attach && a->inert && a->res->resume_owed && a->env_done &&
-           a->hr == HR_E_INVALIDARG;
+    return a->o->startup_or_attach && a->inert && !a->o->force && a->res->resume_owed &&
+           a->env_done && a->hr == HR_E_INVALIDARG;
 }
 
 int startup_load(struct attempt *a)

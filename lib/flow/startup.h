@@ -38,16 +38,17 @@ int startup_send_env(struct attempt *a);
 
 /*
  * watch --startup tells a paused runtime from a running one by the runtime's own answers, never
- * by a guess from outside (its threads, its maps, its ProcessInfo all look alike enough): a
- * runtime paused at startup answers AttachProfiler with CORPROF_E_NOT_YET_AVAILABLE before it
- * reads anything else (its EE has not started), and StartupProfiler with E_INVALIDARG once it
- * is no longer paused. So a profiler that may attach is sent AttachProfiler first: a running
- * runtime attaches it, a paused one refuses it and gets --env, StartupProfiler and the resume
- * (startup_probe_first). A profiler inert on attach must never be attached: it gets --env and
+ * by a guess from outside (thread count, maps and ProcessInfo's command line differ between the
+ * two only by how far startup has got): a runtime paused at startup answers AttachProfiler with
+ * CORPROF_E_NOT_YET_AVAILABLE before it reads anything else (its EE has not started), and a
+ * runtime no longer paused answers StartupProfiler with E_INVALIDARG. So a profiler that may
+ * attach is sent AttachProfiler first: a running runtime attaches it, a paused one refuses it
+ * and gets --env, StartupProfiler and the resume (startup_probe_first; with --force, an inert
+ * one too). A profiler inert on attach must never be attached: it gets --env and
  * StartupProfiler, and a refusal with E_INVALIDARG says the app runs (startup_found_running):
- * it is skipped, and the variables have reached a running app, where nothing reads them.
- * (A StartupProfiler without its payload would tell the two apart with no side effect, but it
- * crashes the .NET 10 runtime, running or paused: never sent.)
+ * it is skipped, and the variables have reached a running app, where nothing reads them. (A
+ * StartupProfiler without its payload would tell the two apart with no side effect, but the
+ * .NET 10 runtime crashes on it, running or paused: never sent.)
  */
 bool startup_probe_first(const struct attempt *a);
 bool startup_found_running(const struct attempt *a);
