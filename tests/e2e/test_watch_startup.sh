@@ -5,7 +5,9 @@
 #   (a) three paused apps and one already running, a profiler inert on attach (the vendor test
 #       profiler, shaped like OpenTelemetry's) with --env: each paused app gets the variables
 #       (its profiler's report shows them), is loaded at startup and runs on; the running one is
-#       skipped (inert_on_attach); one result line per instance, however many scans follow;
+#       skipped (inert_on_attach), before anything is delivered; one started paused but resumed
+#       before the watcher came is told apart by StartupProfiler's E_INVALIDARG and skipped too,
+#       its delivery taken back; one result line per instance, however many scans follow;
 #   (b) a profiler that attaches (the probe): a paused app is loaded at startup, a running one
 #       (started with the suspend variable, and resumed before the watcher came) is attached;
 #   (c) SIGTERM to the watcher while its children deliver a large profiler to three paused
@@ -75,10 +77,15 @@ start_paused() {
 # (a)
 start_paused ws-paused 117
 start_target ws-running --pidns --uid 1000 --seconds 117 && RUN=$TARGET_PID
+# Started paused, then resumed (by a startup load of the probe) before the watcher came: its
+# environment still asks for the pause, but it runs; StartupProfiler tells (E_INVALIDARG).
+start_target ws-resumed --pidns --uid 1000 --suspended --seconds 117 && RES=$TARGET_PID RESLOG=$TARGET_LOG
+clr attach --pid "$RES" --profiler "$PROBE" --clsid "$PROBE_CLSID" --startup --settle 0
+runs_on watch-startup-resumed-first "$RESLOG"
 WOUT=$WORK/wa.out WERR=$WORK/wa.err
 start_watch "$WOUT" "$WERR" --profiler "$VI" --clsid "$VI_CLSID" \
     --match-cmdline "ClrTarget.dll --seconds 117" --env VENDOR_SETTING_A=watch --env 'VENDOR_SETTING_B={dir}'
-wait_lines "$WOUT" 4
+wait_lines "$WOUT" 5
 sleep 1.5 # more scans: nothing is done twice
 for i in 0 1 2; do
     P=${PAUSED[$i]}
@@ -106,7 +113,20 @@ if [ "$(lines "$WOUT" "$RUN" inert_on_attach)" = 1 ] && [ "$(lines "$WOUT" "$RUN
 else
     fail "watch-startup-running-inert-skipped" "$(cat "$WOUT") $(ls "/proc/$RUN/root/tmp")"
 fi
-[ "$(grep -c . "$WOUT")" = 4 ] && ok "watch-startup-once-per-instance" ||
+# Told apart by the runtime: StartupProfiler refused, the delivery taken back.
+if [ "$(lines "$WOUT" "$RES" inert_on_attach)" = 1 ] && [ "$(lines "$WOUT" "$RES")" = 1 ] &&
+    python3 - "$WOUT" "$RES" <<'PY'; then
+import json, os, sys
+d = next(json.loads(l) for l in open(sys.argv[1]) if l.strip() and json.loads(l)["pid"] == int(sys.argv[2]))
+assert "StartupProfiler was refused with E_INVALIDARG" in d["error"], d
+assert d.get("removed") is True and d["delivered_dir"], d
+assert not os.path.exists("/proc/%s/root%s" % (sys.argv[2], d["delivered_dir"])), d
+PY
+    ok "watch-startup-resumed-inert-skipped"
+else
+    fail "watch-startup-resumed-inert-skipped" "$(cat "$WOUT") $(ls "/proc/$RES/root/tmp")"
+fi
+[ "$(grep -c . "$WOUT")" = 5 ] && ok "watch-startup-once-per-instance" ||
     fail "watch-startup-once-per-instance" "$(cat "$WOUT")"
 kill -TERM "$W" 2>/dev/null
 wait "$W" 2>/dev/null
