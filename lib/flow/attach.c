@@ -710,7 +710,8 @@ static int send_request(struct attempt *a)
                                          : " (it runs: StartupProfiler was refused with "
                                            "E_INVALIDARG)");
     }
-    if (r == 0 && a->hr == 0 && res->resume_owed) {
+    /* (With watch --startup, a runtime owed the resume may have taken AttachProfiler: it ran.) */
+    if (r == 0 && a->hr == 0 && a->startup_sent) {
         res->startup_load = true;
         res->expected_inert = false; /* Initialize runs, not InitializeForAttach */
         startup_resume(a);
@@ -791,7 +792,8 @@ static int settle_answer(struct attempt *a)
     if (!res->died && res->outcome == ATTACH_OK)
         return 0;
     /* An answer other than success, or an app that died after answering. */
-    attach_explain_answer(t, a->hr, o->startup, res, &res->error);
+    attach_explain_answer(t, a->hr, o->startup_or_attach ? a->startup_sent : o->startup, res,
+                          &res->error);
     if (!res->died)
         return -EREMOTEIO;
     res->outcome = ATTACH_TARGET_DIED;

@@ -44,6 +44,7 @@ struct attempt {
     bool env_done;     /* every --env variable answered with success */
     bool env_refused;  /* a variable could not be sent: the outcome is set already */
     bool env_rejected; /* the runtime refused a variable: a->hr is its answer */
+    bool startup_sent; /* StartupProfiler went out: a->hr is its answer, not AttachProfiler's */
     /* the profiler's row in the table of those inert on attach (profset/vendors.h), or NULL */
     const struct vendor_noop *inert;
 };

@@ -193,6 +193,7 @@ int startup_load(struct attempt *a)
     int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
     if (n < 0)
         return n;
+    a->startup_sent = true;
     return ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n,
                                    startup_exchange_deadline(a), &a->hr, e);
 }

@@ -134,11 +134,12 @@ grep -q "watch: stopped (3 attached, 0 failed" "$WERR" && ok "watch-startup-summ
     fail "watch-startup-summary" "$(cat "$WERR")"
 
 # (b) The probe: a paused app is loaded at startup; an app started with the suspend variable but
-# resumed before the watcher came (by an earlier startup load) runs, and gets a plain attach.
+# resumed before the watcher came (by a startup load with a CLSID the probe does not serve: the
+# runtime resumed and loaded nothing) runs, takes AttachProfiler, and is attached, not "loaded at
+# startup".
 start_target ws-probe-paused --pidns --uid 1000 --suspended --seconds 118 && PP=$TARGET_PID PPLOG=$TARGET_LOG
 start_target ws-probe-resumed --pidns --uid 1000 --suspended --seconds 118 && PR=$TARGET_PID PRLOG=$TARGET_LOG
-# Resumed by a startup load of the inert profiler: it runs from now on, with the suspend variable.
-clr attach --pid "$PR" --profiler "$VI" --clsid "$VI_CLSID" --startup --settle 0
+clr attach --pid "$PR" --profiler "$PROBE" --clsid "{00000000-0000-0000-0000-000000000001}" --startup --settle 0
 runs_on watch-startup-resumed-before "$PRLOG"
 WOUT=$WORK/wb.out WERR=$WORK/wb.err
 start_watch "$WOUT" "$WERR" --profiler "$PROBE" --clsid "$PROBE_CLSID" \
@@ -151,9 +152,8 @@ else
     fail "watch-startup-probe-paused-loaded" "$(cat "$WOUT" "$WERR")"
 fi
 runs_on watch-startup-probe-paused "$PPLOG"
-# The running app already has a profiler (the inert one, loaded at startup): the runtime says
-# so, and the watcher took the attach path (AttachProfiler answered, not StartupProfiler).
-if [ "$(lines "$WOUT" "$PR" already_active)" = 1 ]; then
+if [ "$(lines "$WOUT" "$PR" attached)" = 1 ] && [ "$(lines "$WOUT" "$PR")" = 1 ] &&
+    grep -q "\"pid\":$PR,.*\"mapped\":true" "$WOUT" && ! grep -q "\"pid\":$PR,.*\"load\":\"startup\"" "$WOUT"; then
     ok "watch-startup-running-gets-plain-attach"
 else
     fail "watch-startup-running-gets-plain-attach" "$(cat "$WOUT" "$WERR")"
