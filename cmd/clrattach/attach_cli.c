@@ -55,7 +55,7 @@ static const struct option attach_options[] = {
     {"keep", no_argument, NULL, OPT_KEEP},
     {"force", no_argument, NULL, OPT_FORCE},
     {"settle", required_argument, NULL, OPT_SETTLE},
-    /* the profiler's environment, and a paused runtime (attach only) */
+    /* the profiler's environment, and a paused runtime */
     {"env", required_argument, NULL, OPT_ENV},
     {"show-env", no_argument, NULL, OPT_SHOW_ENV},
     {"resume-deadline", required_argument, NULL, OPT_RESUME_DEADLINE},
@@ -217,10 +217,15 @@ static int check_options(struct attach_cli *a)
 {
     const char *cmd = a->cmd;
     /* watch --perfmap sends EnablePerfMap, not a profiler. */
+    if (a->perfmap && (a->profiler || a->clsid_s))
+        return usage_error(cmd, "--perfmap sends no profiler: drop --profiler and --clsid");
+    /* A paused runtime must get its profiler and its resume; a perf map alone would leave the
+     * variables and the pause to nobody. */
+    if (a->perfmap && (a->startup || a->env_args_count || a->show_env))
+        return usage_error(cmd, "--perfmap does not go with --startup, --env or --show-env: "
+                                "run a second watcher for the perf maps");
     if (a->perfmap)
-        return a->profiler || a->clsid_s ? usage_error(cmd, "--perfmap sends no profiler: drop "
-                                                            "--profiler and --clsid")
-                                         : attach_cli_check_target_dir(a);
+        return attach_cli_check_target_dir(a);
     if ((!a->watch && !a->pid_s) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
                                          : "--pid, --profiler and --clsid are required");
@@ -235,6 +240,19 @@ static int check_options(struct attach_cli *a)
                            "--clsid '%s' is not a GUID like "
                            "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
                            a->clsid_s);
+    /* A watcher sets variables only in a runtime paused at startup: without --startup it would
+     * never send them. */
+    if (a->watch && !a->startup && (a->env_args_count || a->show_env))
+        return usage_error(cmd,
+                           "%s goes with --startup for 'watch': only a runtime paused at "
+                           "startup is sent variables",
+                           a->env_args_count ? "--env" : "--show-env");
+    /* A watcher cannot know ahead which runtimes are paused: client data would reach only the
+     * running ones (StartupProfiler has no room for it). */
+    if (a->watch && a->startup && a->data_s)
+        return usage_error(cmd, "--client-data does not go with 'watch --startup': a runtime "
+                                "paused at startup takes the profiler with StartupProfiler, "
+                                "which has no room for it; configure the profiler with --env");
     int r = attach_cli_check_target_dir(a);
     if (r != CLI_GO_ON)
         return r;
@@ -257,8 +275,7 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
         /* One table serves both commands, so that a shared option cannot drift between them;
          * what belongs to only one is refused by name for the other. */
         bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_PERFMAP;
-        bool attach_only =
-            c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV || c == OPT_RESUME_DEADLINE;
+        bool attach_only = c == 'p';
         if ((watch_only && !a->watch) || (a->watch && attach_only))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
         if ((r = attach_option(c, optarg, a)) != CLI_GO_ON)
@@ -402,6 +419,7 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .attach_timeout_ms = (uint32_t)a->attach_timeout_ms,
         .timeout_ms = (int64_t)a->timeout_s * 1000,
         .startup = a->startup,
+        .startup_or_attach = a->watch && a->startup,
         .env = (const char *const *)a->env,
         .env_count = a->env_count,
         .show_env = a->show_env,

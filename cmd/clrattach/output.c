@@ -175,7 +175,17 @@ static void print_attach_text(const struct attach_result *r)
         if (r->delivered_dir[0])
             say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
         say(stdout, "  sha256:   %s", r->sha256);
-        say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+        say(stdout,
+            "  took:     %lld ms: the runtime answered in %lld ms, then the app was watched %lld "
+            "ms",
+            (long long)r->duration_ms, (long long)r->answer_ms, (long long)r->settle_wait_ms);
+        if (r->outcome == ATTACH_OK)
+            say(stdout, "  mapped:   %s",
+                r->mapped ? "yes, after the settle time"
+                          : "no: not in the app's maps after the settle "
+                            "time; the runtime unloaded it (a profiler "
+                            "that asks to detach is unloaded once its "
+                            "threads leave it)");
         if (r->dependency_note[0])
             say(stdout, "  deps:     %s", r->dependency_note);
         print_startup_lines(stdout, r);

@@ -90,7 +90,7 @@ enum attach_stage {
  * Once the request is out it runs to its end: the runtime may be loading the profiler, or,
  * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler. With
  * --startup on a runtime whose environment asks it to pause, `defer` is set from ProcessInfo
- * on: every way out, a stop included, sends ResumeRuntime first (attach.c, resume_runtime).
+ * on: every way out, a stop included, sends ResumeRuntime first (startup.c, startup_resume).
  */
 struct attach_stop {
     volatile sig_atomic_t defer;
@@ -117,6 +117,10 @@ struct attach_opts {
     int64_t timeout_ms;         /* our deadline for each IPC exchange */
     bool startup;               /* a runtime suspended at startup gets StartupProfiler and
                                    ResumeRuntime instead of failing with 0x8013135B */
+    /* watch --startup: with `startup`, a runtime that already runs gets a plain attach (no
+     * --env), or, for a profiler known to stay inert on attach, is refused (ATTACH_INERT);
+     * which one it is, the runtime's own answers tell (startup.h) */
+    bool startup_or_attach;
     /* --env: "NAME=VALUE" each (ipc_env_check()ed), {dir}/{entry} expanded, sent with
      * SetEnvironmentVariable before StartupProfiler (or, with --force, before AttachProfiler) */
     const char *const *env;
@@ -189,6 +193,11 @@ struct attach_result {
     bool have_hresult;
     uint32_t hresult;
     int64_t duration_ms;
+    /* Where that time went, once the request was sent (have_hresult): the runtime's answer (for
+     * --startup: the variables, StartupProfiler and ResumeRuntime), then the wait after it (the
+     * settle time, and for --startup the look for the library in the maps). */
+    int64_t answer_ms;
+    int64_t settle_wait_ms;
     char profiler_env[160]; /* a profiler already configured by the environment */
     /* --startup on a runtime that may be paused: ResumeRuntime was owed, whether it went out and
      * was answered with success (resumed), and when, from the attach's start. */

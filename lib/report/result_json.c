@@ -196,6 +196,10 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
             set_str(o, "next_step", r->error.hint);
     }
     json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
+    if (r->have_hresult) {
+        json_object_set_new(o, "answer_ms", json_integer(r->answer_ms));
+        json_object_set_new(o, "settle_wait_ms", json_integer(r->settle_wait_ms));
+    }
     return dump(o);
 }
 
