@@ -106,7 +106,7 @@ check() {
     if python3 - "$D" "$py" >"$D/check.err" 2>&1 <<'PY'; then ok "$name"; else fail "$name" "exit $RC; $(tail -c 1500 "$D/check.err"); stderr: $(tail -c 800 "$D/err")"; fi
 import glob, json, os, re, sys
 D = sys.argv[1]
-out, err = open(D + "/out").read(), open(D + "/err").read()
+out, err = open(D + "/out", newline="").read(), open(D + "/err", newline="").read()
 argv = [l.rstrip("\n").split(" | ") for l in open(D + "/argv")]
 RC = int(os.environ["RC"])
 ALLOWED = {"name", "image", "command", "args", "workingDir", "env", "envFrom", "volumeMounts",
@@ -253,6 +253,39 @@ assert by["orders-e"]["outcome"] == "timeout" and by["orders-e"]["exit_code"] ==
 assert by["orders-a"]["event"] == "Event posted by the pod", by["orders-a"]
 # The lines and the summary went to stderr.
 assert "shop/orders-a container app pid 1: attached" in err and "5 pod(s): 1 attached" in err, err
+'
+
+# Never a stall: pods that never end, one at a time, under a 3-second deadline: the first is
+# stopped at the deadline, the others are not started; all are reported, in seconds.
+D=$WORK/deadline
+cluster "$D"
+for p in h1 h2 h3; do pod "$D" shop "$p" labels="app:hang" hang=1 result="$ATTACHED"; done
+t0=$SECONDS
+run_plugin "$D" -l app=hang -n shop -c app --clsid "$CLSID" --name clrattach-dl --parallel 1 \
+    --timeout 100 --deadline 3 -o json
+took=$((SECONDS - t0))
+check plugin-deadline-never-stalls "
+doc = json.loads(out)
+assert RC == 21 and $took <= 25, (RC, $took)
+assert [p['outcome'] for p in doc['pods']] == ['timeout'] * 3, doc['pods']
+assert sum('not started before the deadline' in p.get('message', '') for p in doc['pods']) >= 1, doc['pods']
+assert doc['summary']['failed'] == 3
+"
+
+# A live count on a terminal only: under a pseudo-terminal (script) the count is rewritten in
+# place with \r; piped (every run above), the output has neither \r nor an escape sequence.
+D=$WORK/tty
+cluster "$D"
+pod "$D" shop p1 result="$ATTACHED" logs="$POSTED"
+: >"$D/argv"
+FAKE_DIR=$D PATH="$ROOT/tests/deploy/fake:$PATH" script -qec \
+    "$(printf '%q ' "$PLUGIN" p1 -n shop -c app --clsid "$CLSID" --name clrattach-tty)" /dev/null \
+    >"$D/out" 2>"$D/err" </dev/null
+RC=$?
+check plugin-live-count-on-tty '
+assert RC == 0, RC
+assert "\r\x1b[K[0/1] 0 attached, 0 already active, 0 refused, 0 failed; in progress: " in out, repr(out[:300])
+assert "shop/p1 container app pid 1: attached" in out, repr(out)
 '
 
 # ---- 3. the exit code: the most serious outcome, in the documented order ------------------------
