@@ -12,6 +12,23 @@
 plugin_scenario() {
     local d=$WORK/plugin clsid='{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}' p
     mkdir -p "$d"
+    local track pods=""
+    # The Deployment's two replicas (the app's user as the pod's, as 1.20 needs), proxy first.
+    for track in stable canary; do
+        [ $track = stable ] && p=orders-web-a || p=orders-web-b
+        pods+="---
+apiVersion: v1
+kind: Pod
+metadata: {name: $p, namespace: $NS, labels: {app: orders-web, track: $track}}
+spec:
+  serviceAccountName: $SA
+  automountServiceAccountToken: false
+  securityContext: {runAsUser: 1654, runAsGroup: 1654}
+  containers:
+  - {name: proxy, image: registry.example.com/proxy:1.0.0}
+  - {name: app, image: registry.example.com/shop/orders-api:1.0.0}
+"
+    done
     K apply -f - >"$d/apply.log" 2>&1 <<EOF || { fail plugin-apiserver-setup "$(tail -3 "$d/apply.log")"; return; }
 apiVersion: apps/v1
 kind: Deployment
@@ -26,29 +43,7 @@ spec:
       containers:
       - {name: app, image: registry.example.com/shop/orders-api:1.0.0}
       - {name: proxy, image: registry.example.com/proxy:1.0.0}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-web-a, namespace: $NS, labels: {app: orders-web, track: stable}}
-spec:
-  serviceAccountName: $SA
-  automountServiceAccountToken: false
-  securityContext: {runAsUser: 1654, runAsGroup: 1654}
-  containers:
-  - {name: proxy, image: registry.example.com/proxy:1.0.0}
-  - {name: app, image: registry.example.com/shop/orders-api:1.0.0}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: orders-web-b, namespace: $NS, labels: {app: orders-web, track: canary}}
-spec:
-  serviceAccountName: $SA
-  automountServiceAccountToken: false
-  securityContext: {runAsUser: 1654, runAsGroup: 1654}
-  containers:
-  - {name: proxy, image: registry.example.com/proxy:1.0.0}
-  - {name: app, image: registry.example.com/shop/orders-api:1.0.0}
----
+$pods---
 # Same app label, another track: not the Deployment's; no runAsUser: 1.20 cannot attach to it.
 apiVersion: v1
 kind: Pod
