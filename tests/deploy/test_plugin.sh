@@ -255,6 +255,30 @@ assert by["orders-a"]["event"] == "Event posted by the pod", by["orders-a"]
 assert "shop/orders-a container app pid 1: attached" in err and "5 pod(s): 1 attached" in err, err
 '
 
+# A StatefulSet's pods (sts/NAME), its template's first container; a selector that matches
+# nothing is said so (exit 4), with nothing created.
+D=$WORK/sts
+cluster "$D"
+mkdir -p "$D/statefulsets/shop"
+printf '{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"db","namespace":"shop"},"spec":{"selector":{"matchLabels":{"app":"db"}},"template":{"spec":{"containers":[{"name":"app","image":"x"}]}}}}' \
+    >"$D/statefulsets/shop/db.json"
+pod "$D" shop db-0 labels="app:db" result="$ATTACHED" logs="$POSTED"
+pod "$D" shop db-1 labels="app:db" result="$ACTIVE" logs="$POSTED"
+pod "$D" shop web-0 labels="app:web" result="$ATTACHED" logs="$POSTED"
+run_plugin "$D" sts/db -n shop --clsid "$CLSID" --name clrattach-s -o json
+check plugin-statefulset '
+doc = json.loads(out)
+assert [(p["pod"], p["container"], p["outcome"]) for p in sorted(doc["pods"], key=lambda p: p["pod"])] == [
+    ("db-0", "app", "attached"), ("db-1", "app", "already_active")], doc["pods"]
+assert any(a[2] == "statefulset.apps/db" for a in argv), argv
+assert RC == 3, RC
+'
+run_plugin "$D" -l app=none -n shop --clsid "$CLSID" --name clrattach-s
+check plugin-selector-matches-nothing '
+assert RC == 4 and "no pod matches the selector (app=none) in namespace shop" in err, (RC, err)
+assert not [a for a in argv if a[0] == "replace"], argv
+'
+
 # Never a stall: pods that never end, one at a time, under a 3-second deadline: the first is
 # stopped at the deadline, the others are not started; all are reported, in seconds.
 D=$WORK/deadline
