@@ -55,6 +55,7 @@ help:
 	@echo "make SAN=1 test   the same under ASan+UBSan"
 	@echo "make test-containers  the image, deploy/ and the seccomp profile under Docker (runc, crun)"
 	@echo "make test-apiserver  Events against a real kube-apiserver (built once, ~12 min)"
+	@echo "make krew         the kubectl plugin's krew archive and manifest in build/krew"
 	@echo "make test-cluster deploy/ in a real single-node Kubernetes 1.20 (kubelet, dockershim)"
 	@echo "make arm64        cross-build clrattach, the profilers and the unit tests for arm64"
 	@echo "make static ARCH=arm64  the static clrattach for arm64 (build/static-arm64)"
@@ -186,6 +187,13 @@ test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof $(RE
 # (docs/deploy.md): its own dockerd, images made locally, runc and crun.
 test-containers: all target vendorprof
 	BUILD=$(BUILD) tests/containers/run.sh
+
+# The kubectl plugin as a krew release: build/krew/kubectl-clrattach-v$(VERSION).tar.gz and its
+# manifest build/krew/clrattach.yaml (deploy/krew/clrattach.yaml.in, the sha256 filled in);
+# KREW_BASE_URL and KREW_HOMEPAGE say where it is published. tests/deploy/check_krew.py checks it.
+.PHONY: krew
+krew:
+	deploy/krew/build.sh $(BUILD)/krew
 
 # Events against a real kube-apiserver + etcd (built once from Debian's source into
 # build/apiserver; a test dependency, never shipped): tests/apiserver/run.sh.

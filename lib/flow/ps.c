@@ -239,7 +239,7 @@ static void query_start(struct ps_query *q, struct procindex *x, struct target *
 }
 
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, struct procindex *x, unsigned flags,
+static int inspect(int proc_dirfd, pid_t pid, bool asked, struct procindex *x, unsigned flags,
                    struct ps_query *q, struct ps_entry *list, size_t idx)
 {
     struct ps_entry *en = &list[idx];
@@ -261,6 +261,7 @@ static int inspect(int proc_dirfd, pid_t pid, struct procindex *x, unsigned flag
     en->pid = pid;
     en->nspid = t.status.nspid;
     en->uid = t.status.uid[1];
+    en->gid = t.status.gid[1];
     memcpy(en->comm, t.comm, sizeof(en->comm));
     memcpy(en->command_line, t.cmdline, sizeof(en->command_line));
     render_text(t.tmpdir, strlen(t.tmpdir), en->tmpdir, sizeof(en->tmpdir));
@@ -286,7 +287,8 @@ static int inspect(int proc_dirfd, pid_t pid, struct procindex *x, unsigned flag
         procindex_socket_find(x, &t, &s, &e) < 0) {
         en->state = e.code == -ETIMEDOUT ? "unreachable" : "no_access";
         snprintf(en->detail, sizeof(en->detail), "%.159s", e.msg);
-        listed = e.code == -ETIMEDOUT || diagnostics_off(&t) ? 1 : 0;
+        /* Asked for by pid, it is listed even so: its uid and gid are the answer. */
+        listed = asked || e.code == -ETIMEDOUT || diagnostics_off(&t) ? 1 : 0;
         /* Our uid and another gid: nothing can be read of it, so it is listed with the group
          * to set, and said once on stderr in full. */
         if (!t.environ && creds_explain_gid_mismatch(pid, &t.status, &e)) {
@@ -333,8 +335,8 @@ out:
     return listed;
 }
 
-int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **ret_entries,
-            size_t *ret_n, struct cla_error *e)
+int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
+            struct ps_entry **ret_entries, size_t *ret_n, struct cla_error *e)
 {
     /* The index points at every process that can give a row: a socket name for its namespace
      * pid in its TMPDIR, diagnostics turned off, a TMPDIR refused, or nothing known (no access
@@ -363,8 +365,9 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         q->deadline_ms = util_now_ms() + timeout_ms;
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
-        if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
-                          PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
+        if (only > 0 ? p->pid != only
+                     : !(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
+                                     PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
             continue;
         if (n == alloc) {
             size_t na = alloc ? alloc * 2 : 16;
@@ -378,7 +381,7 @@ int ps_scan(int proc_dirfd, bool query, int64_t timeout_ms, struct ps_entry **re
         }
         if (q)
             query_wait(q, list, PS_QUERIES_IN_FLIGHT_MAX); /* a free slot */
-        if (inspect(proc_dirfd, p->pid, x, p->flags, q, list, n))
+        if (inspect(proc_dirfd, p->pid, only > 0, x, p->flags, q, list, n))
             n++;
     }
     if (q)

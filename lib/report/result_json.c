@@ -209,11 +209,12 @@ static json_t *ps_object(const struct ps_entry *p)
     if (!o)
         return NULL;
     json_object_set_new(o, "pid", json_integer(p->pid));
-    /* A refused process could not be inspected: no namespace pid or uid to give (0 would read
-     * as root). */
+    /* A refused process could not be inspected: no namespace pid, uid or gid to give (0 would
+     * read as root). */
     if (p->nspid) {
         json_object_set_new(o, "ns_pid", json_integer(p->nspid));
         json_object_set_new(o, "uid", json_integer(p->uid));
+        json_object_set_new(o, "gid", json_integer(p->gid));
     }
     set_str(o, "comm", p->comm);
     set_str(o, "command_line", p->command_line);

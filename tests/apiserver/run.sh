@@ -8,6 +8,8 @@
 # filter in kill mode) attaches to real .NET targets in their own namespaces, runs like a sidecar
 # of that pod (its own mount namespace with the service-account files at the kubelet's path and
 # the downward-API environment), and the Events are read back through the API with kubectl.
+# The kubectl plugin runs against it too (plugin.sh: selectors, its ephemeral container through
+# the server's validation, its fallback Event), with EphemeralContainers on (alpha in 1.20).
 #
 # What the stand-in (tests/k8s/apiserver.py) cannot prove is checked here: the stored Event with
 # the pod's real uid, `kubectl describe pod` and `kubectl events` showing it, the series PATCH,
@@ -160,7 +162,7 @@ start_apiserver() {
         --service-account-key-file "$PKI/sa.pub" \
         --api-audiences https://kubernetes.default.svc.cluster.local \
         --service-cluster-ip-range 10.96.0.0/24 --allow-privileged=false --profiling=false \
-        --v 3 "$@" >"$log" 2>&1 &
+        --feature-gates EphemeralContainers=true --v 3 "$@" >"$log" 2>&1 &
     API_PID=$!
     disown "$API_PID"
     APILOG=$log
@@ -662,6 +664,11 @@ if grep -q ProfilerAttached "$WORK/kevents.txt" && grep -q ProfilerAlreadyActive
 else
     fail "kubectl-events-shows-events" "$(head -20 "$WORK/kevents.txt")"
 fi
+
+# ---- the kubectl plugin: selectors, its ephemeral container, its Event (tests/apiserver/plugin.sh)
+# shellcheck source=tests/apiserver/plugin.sh
+. "$(dirname "$0")/plugin.sh"
+plugin_scenario
 
 # ---- the stand-in answers these probes as the real server does ---------------------------------
 "$ROOT/tests/k8s/gen-certs.sh" "$WORK/standin-certs" >/dev/null 2>&1

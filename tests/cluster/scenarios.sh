@@ -302,7 +302,7 @@ plugin() {
 }
 if oncall_pod oncall-plugin; then
     t=$SECONDS
-    plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" --profiler "$ABS_BUILD/libclrprobe.so" \
+    plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" --profiler "$ABS_BUILD/libclrprobe.so" -o json \
         --client-data out=/clrattach-profilers/plugin-report.json --name clrattach-stream --timeout 90
     if [ "$RC" = 0 ] && grep -q '"outcome":"attached"' "$WORK/plugin.out" &&
         report_ok shop oncall-plugin app /clrattach-profilers/plugin-report.json &&

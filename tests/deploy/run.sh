@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The deploy suite: manifest checks, the kubectl plugin against a fake kubectl, the Dockerfile
-# and the static binary in an empty root (real .NET target, real TLS). Never skips: a missing
-# static binary is built first (scripts/build-static.sh is cached after the first run).
+# The deploy suite: manifest checks, the kubectl plugin against a fake kubectl, its krew
+# manifest, the Dockerfile and the static binary in an empty root (real .NET target, real TLS).
+# Never skips: a missing static binary is built first (scripts/build-static.sh is cached after
+# the first run).
 # Prints ok/FAIL lines and "deploy: N passed, M failed".
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,6 +16,13 @@ run() { "$@" 2>&1 | tee -a "$LOG"; }
 
 run python3 tests/deploy/check_manifests.py "$ROOT" "$ROOT/$BUILD/clrattach"
 run tests/deploy/test_plugin.sh
+# The krew release (make krew) against krew's manifest rules.
+if deploy/krew/build.sh "$BUILD/krew" >"$LOG.krew" 2>&1; then
+    run python3 tests/deploy/check_krew.py "$ROOT" "$ROOT/$BUILD/krew"
+else
+    echo "FAIL krew-build: $(tail -3 "$LOG.krew")" | tee -a "$LOG"
+fi
+rm -f "$LOG.krew"
 run python3 tests/deploy/check_dockerfile.py "$ROOT"
 if [ ! -x build/static/clrattach ]; then
     scripts/build-static.sh >"$LOG.static" 2>&1 || { tail -20 "$LOG.static"; echo "FAIL static-build" | tee -a "$LOG"; }

@@ -98,6 +98,28 @@ PY
     fi
 fi
 
+# ps --pid as another user: the process is listed (no_access) with the uid and gid it runs as,
+# which is how kubectl-clrattach learns whom to attach as; a pid with no process lists nothing.
+if start_target ps-other-user --uid 1654; then
+    setpriv --reuid=65532 --regid=65532 --clear-groups "$CLRATTACH" ps -o json --no-query \
+        --pid "$TARGET_PID" >"$WORK/ps-other.json" 2>"$WORK/ps-other.err"
+    RC=$? OUT=$WORK/ps-other.json ERR=$WORK/ps-other.err
+    if [ $RC -eq 0 ] && python3 - "$OUT" "$TARGET_PID" <<'PY'
+import json, sys
+(r,) = json.load(open(sys.argv[1]))["processes"]
+assert r["pid"] == int(sys.argv[2]) and r["state"] == "no_access", r
+assert r["uid"] == 1654 and r["gid"] == 1654, r
+assert "uid 1654" in r["detail"], r
+PY
+    then ok "ps-pid-other-user-uid-gid"; else fail "ps-pid-other-user-uid-gid" "exit $RC: $(cat "$OUT") $(cat "$ERR")"; fi
+    clr ps -o json --no-query --pid 2147483647
+    if [ $RC -eq 0 ] && grep -qx '{"command":"ps","processes":\[\]}' "$OUT"; then
+        ok "ps-pid-none"
+    else
+        fail "ps-pid-none" "exit $RC: $(cat "$OUT")"
+    fi
+fi
+
 # 2. Its own PID namespace (node case): the socket is named for the namespace pid (1 here).
 if start_target own-pidns --pidns; then
     P2=$TARGET_PID

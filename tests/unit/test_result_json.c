@@ -185,6 +185,7 @@ static void test_attach_failure(void **state)
     /* Nothing was learnt about the process: no fields that would read as zeros. */
     assert_null(json_object_get(o, "ns_pid"));
     assert_null(json_object_get(o, "uid"));
+    assert_null(json_object_get(o, "gid"));
     assert_null(json_object_get(o, "runtime"));
     assert_null(json_object_get(o, "delivered_path"));
     assert_null(json_object_get(o, "target_rid"));
@@ -230,6 +231,7 @@ static void test_ps(void **state)
     list[0].pid = 100;
     list[0].nspid = 1;
     list[0].uid = 0;
+    list[0].gid = 1655;
     snprintf(list[0].comm, sizeof(list[0].comm), "dotnet");
     snprintf(list[0].socket_name, sizeof(list[0].socket_name), "dotnet-diagnostic-1-2-socket");
     list[0].state = "ready";
@@ -244,6 +246,7 @@ static void test_ps(void **state)
     assert_int_equal(num(o, "pid"), 100);
     assert_int_equal(num(o, "ns_pid"), 1);
     assert_int_equal(num(o, "uid"), 0);
+    assert_int_equal(num(o, "gid"), 1655);
     assert_string_equal(str(o, "state"), "ready");
     assert_string_equal(str(json_object_get(o, "runtime"), "version"), "8.0.11");
     assert_null(json_object_get(o, "detail"));
