@@ -72,12 +72,6 @@ as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# libseccomp's Debian patch updates the syscall table, so its gperf hash must be regenerated.
-if ! command -v gperf >/dev/null; then
-    say "installing gperf (libseccomp's syscall table)"
-    as_root apt-get install -y -qq --no-install-recommends gperf >/dev/null
-fi
-
 # `apt-get source` needs deb-src entries: added for the Debian repositories apt already takes
 # packages from (scripts/apt-sources.sh), never a mirror of our own choosing.
 ensure_deb_src() {
@@ -147,62 +141,49 @@ kernel_headers() {
     cp -aL "/usr/include/$MULTIARCH/asm" "$PREFIX/include/asm"
 }
 
-COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
+# Each function and datum in its own section, so that the final link (--gc-sections) keeps only
+# what clrattach reaches.
+COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong -ffunction-sections -fdata-sections${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
 # CMake takes the target CPU from the host unless told it cross-compiles: wolfSSL would then
 # pick x86_64 code paths (WOLFSSL_X86_64_BUILD) for an aarch64 build.
 CMAKE_CROSS=()
 [ -n "$CROSS" ] && CMAKE_CROSS=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$ARCH")
 
-build_wolfssl() {
-    local dir=$1
-    # wolfSSL rather than OpenSSL (4 MiB binary) or mbedTLS (no iPAddress SAN matching): a
-    # TLS 1.2/1.3 client with what the API server needs and nothing else. NO_OLD_TLS: nothing
-    # below TLS 1.2 is even compiled. ECDHE with P-256/P-384 (no finite-field DH, DSA, 3DES,
-    # RC4, MD4/MD5), RSA (PKCS#1 and PSS) and ECDSA certificates, AES-GCM/CBC and ChaCha20-
-    # Poly1305. Single-threaded: clrattach runs no threads. No system CA store
-    # (WOLFSSL_SYS_CA_CERTS): only the CA file clrattach names is ever read.
-    #   WOLFSSL_IP_ALT_NAME  iPAddress SANs decoded and matched (by their bytes, see
-    #                        scripts/patches/wolfssl/ip-san-bytes.patch)
-    #   WOLFSSL_GETRANDOM    seeds from getrandom(2) only: an empty root has no /dev/urandom
-    #   HAVE_SNI             the server name for a host name (libcurl sends none for an address)
-    #   SMALL_SESSION_CACHE  a few sessions: one process talks to one API server
-    #   OPENSSL_EXTRA        the OpenSSL-compatible names (SSL_CTX_new, ...) libcurl 7.88's
-    #                        wolfSSL backend is written against (its RSA wrappers need OAEP)
-    #   WOLFSSL_FILE_READ_WITH_READ  the CA file read with read(2): musl's fread() issues
-    #                        readv(2), which the seccomp filter does not allow (patch
-    #                        read-files-with-read.patch)
-    # The -D flags given through CMAKE_C_FLAGS are also written into the installed
-    # wolfssl/options.h, so libcurl sees the very configuration the library was built with.
-    # wolfSSL builds with -Werror; GCC 12 reports a false stringop-overflow in the constant-time
-    # HMAC of TLS_hmac (the length is bounded by the digest size it cannot see through).
-    local defs="-DWOLFSSL_IP_ALT_NAME -DWOLFSSL_GETRANDOM -DHAVE_SNI -DHAVE_TLS_EXTENSIONS"
-    defs="$defs -DSMALL_SESSION_CACHE -DOPENSSL_EXTRA -DWOLFSSL_FILE_READ_WITH_READ"
-    run wolfssl cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER="$CC" "${CMAKE_CROSS[@]}" \
-        -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib \
-        -DBUILD_SHARED_LIBS=OFF -DWOLFSSL_REPRODUCIBLE_BUILD=yes \
-        -DWOLFSSL_EXAMPLES=no -DWOLFSSL_CRYPT_TESTS=no -DWOLFSSL_SINGLE_THREADED=yes \
-        -DWOLFSSL_TLS13=yes -DWOLFSSL_TLSV12=yes -DWOLFSSL_OLD_TLS=no -DWOLFSSL_DTLS=no \
-        -DWOLFSSL_HARDEN=yes -DWOLFSSL_RSA=yes -DWOLFSSL_RSA_PSS=yes -DWOLFSSL_ECC=yes \
-        -DWOLFSSL_SHA384=yes -DWOLFSSL_SHA512=yes -DWOLFSSL_AESGCM=yes -DWOLFSSL_AESCBC=yes \
-        -DWOLFSSL_CHACHA=yes -DWOLFSSL_POLY1305=yes -DWOLFSSL_FILESYSTEM=yes \
-        -DWOLFSSL_DH=no -DWOLFSSL_DSA=no -DWOLFSSL_DES3=no -DWOLFSSL_ARC4=no -DWOLFSSL_MD4=no \
-        -DWOLFSSL_MD5=no -DWOLFSSL_SHA3=no -DWOLFSSL_SHAKE256=no \
-        -DWOLFSSL_CURVE25519=no -DWOLFSSL_ED25519=no -DWOLFSSL_CURVE448=no -DWOLFSSL_ED448=no \
-        -DWOLFSSL_AESCCM=no -DWOLFSSL_AESCTR=no -DWOLFSSL_AESOFB=no -DWOLFSSL_AESCFB=no \
-        -DWOLFSSL_AESSIV=no -DWOLFSSL_CMAC=no -DWOLFSSL_PKCS12=no -DWOLFSSL_PWDBASED=no \
-        -DWOLFSSL_ENCKEYS=no -DWOLFSSL_SESSION_TICKET=no -DWOLFSSL_HRR_COOKIE=no \
-        -DWOLFSSL_POSTAUTH=no -DWOLFSSL_SYS_CA_CERTS=no -DWOLFSSL_CRYPTOCB=no \
-        -DCMAKE_C_FLAGS="$COMMON_CFLAGS -Wno-error=stringop-overflow $defs"
-    run wolfssl cmake --build "$dir/_build" -j"$JOBS"
-    run wolfssl cmake --install "$dir/_build"
-    # The patched matcher must be what was compiled, and old protocol versions must be out.
-    grep -q 'define WOLFSSL_IP_ALT_NAME' "$PREFIX/include/wolfssl/options.h" ||
-        die "wolfssl: WOLFSSL_IP_ALT_NAME missing from options.h"
-    grep -q 'define NO_OLD_TLS' "$PREFIX/include/wolfssl/options.h" ||
-        die "wolfssl: NO_OLD_TLS missing from options.h"
-    grep -q 'HAVE_HOST_IP_ADDR' "$dir/src/internal.c" || die "wolfssl: IP SAN patch not applied"
-    grep -q 'define WOLFSSL_FILE_READ_WITH_READ' "$PREFIX/include/wolfssl/options.h" ||
-        die "wolfssl: WOLFSSL_FILE_READ_WITH_READ missing from options.h"
+build_openssl() {
+    local dir=$1 target
+    case $ARCH in
+    x86_64) target=linux-x86_64 ;;
+    aarch64) target=linux-aarch64 ;;
+    esac
+    # libssl and libcrypto only (build_libs: no apps, tests or docs), configured down to a
+    # TLS 1.2/1.3 client with what an API server offers: ECDHE (P-256/P-384, X25519) with RSA
+    # (PKCS#1, PSS) or ECDSA certificates, AES-GCM and ChaCha20-Poly1305. Nothing below
+    # TLS 1.2, no DTLS, no legacy provider or engines, no loadable modules (a static binary
+    # cannot load them, and nothing read from the environment can make it try), no config file
+    # (no-autoload-config; curl is also built not to load one), no finite-field DH, DSA, DES,
+    # RC2/RC4/RC5, IDEA, SEED, Camellia, ARIA, SM2/3/4, GOST, Whirlpool, no CMS, CT, OCSP, TS,
+    # CMP, SRP, PSK, SRTP or NPN: code that is not there needs no security update. No
+    # deprecated APIs (curl 7.88 has none it needs), no threads (clrattach runs none), no
+    # secure heap (it maps memory and locks it, which the seccomp filter has no need to allow).
+    # Security level 2 by default, as Debian's own openssl.cnf sets it (no config is read here).
+    # -ffunction-sections/-fdata-sections let the final link drop what clrattach never calls.
+    (cd "$dir" && run openssl ./Configure "$target" --prefix="$PREFIX" --libdir=lib \
+        --openssldir=/nonexistent \
+        no-shared no-dso no-module no-engine no-legacy no-deprecated no-tests \
+        no-autoload-config no-threads no-async no-secure-memory no-afalgeng no-ui-console \
+        no-ssl3 no-tls1 no-tls1_1 no-dtls no-srp no-psk no-srtp no-sctp no-nextprotoneg \
+        no-comp no-ct no-cms no-cmp no-ocsp no-ts no-rfc3779 no-ssl-trace \
+        no-dh no-dsa no-des no-rc2 no-rc4 no-rc5 no-md4 no-mdc2 no-rmd160 no-idea no-seed \
+        no-bf no-cast no-camellia no-aria no-sm2 no-sm3 no-sm4 no-gost no-whirlpool \
+        no-blake2 no-siphash no-siv no-ocb no-scrypt no-ec2m \
+        -DOPENSSL_TLS_SECURITY_LEVEL=2 $COMMON_CFLAGS -Os)
+    run openssl make -C "$dir" -j"$JOBS" build_libs
+    run openssl make -C "$dir" install_dev
+    # What was asked for must be what was built (configdata names every disabled feature).
+    local off
+    for off in tls1_1 tls1 ssl3 legacy engine module dso deprecated autoload-config; do
+        grep -q "\"$off\" => \"option" "$dir/configdata.pm" || die "openssl: no-$off not in effect"
+    done
 }
 
 build_jansson() {
@@ -220,16 +201,6 @@ build_jansson() {
     run jansson cmake --install "$dir/_build"
 }
 
-build_libseccomp() {
-    local dir=$1
-    # Only the library and its header: the tools and tests are not needed.
-    (cd "$dir" && run libseccomp ./configure --host="$TRIPLET" --prefix="$PREFIX" \
-        --disable-shared --enable-static --disable-python \
-        CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include")
-    run libseccomp make -C "$dir/src" -j"$JOBS" install
-    run libseccomp make -C "$dir/include" install
-}
-
 build_curl() {
     local dir=$1
     # HTTPS only, with what clrattach uses: a CA file, TLS 1.2+, a bearer token it sets as a
@@ -241,8 +212,8 @@ build_curl() {
     # normally an IP (KUBERNETES_SERVICE_HOST), and one thread fewer means no clone() to allow.
     (cd "$dir" && run curl ./configure --host="$TRIPLET" --prefix="$PREFIX" \
         --disable-shared --enable-static \
-        --with-wolfssl="$PREFIX" --without-openssl --without-gnutls --without-nss \
-        --without-mbedtls --without-rustls --without-bearssl \
+        --with-openssl="$PREFIX" --without-wolfssl --without-gnutls --without-nss \
+        --without-mbedtls --without-rustls --without-bearssl --disable-openssl-auto-load-config \
         --without-ca-bundle --without-ca-path --without-ca-fallback \
         --disable-threaded-resolver --disable-pthreads --without-zlib --without-brotli \
         --without-zstd --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
@@ -262,11 +233,11 @@ build_curl() {
     # The build must have what was asked for and nothing else (a host library would not link
     # statically anyway, but the failure would be far from its cause).
     local want
-    for want in USE_WOLFSSL CURL_DISABLE_PROXY CURL_DISABLE_COOKIES CURL_DISABLE_FTP \
+    for want in USE_OPENSSL CURL_DISABLE_OPENSSL_AUTO_LOAD_CONFIG CURL_DISABLE_PROXY CURL_DISABLE_COOKIES CURL_DISABLE_FTP \
         CURL_DISABLE_LDAP CURL_DISABLE_HTTP_AUTH CURL_DISABLE_DOH; do
         grep -q "^#define $want 1" "$dir/lib/curl_config.h" || die "curl: $want not set"
     done
-    if grep -qE '^#define (USE_OPENSSL|USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
+    if grep -qE '^#define (USE_WOLFSSL|USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
         "$dir/lib/curl_config.h"; then
         die "curl: configure enabled an unwanted feature (see $dir/lib/curl_config.h)"
     fi
@@ -290,6 +261,7 @@ patch_sum() {
     local p
     {
         declare -f "build_$1"
+        echo "$COMMON_CFLAGS"
         for p in "$PATCHES/$1"/*.patch; do
             if [ -f "$p" ]; then cat "$p"; fi
         done
@@ -300,16 +272,16 @@ ensure_deb_src
 kernel_headers
 
 start=$(date +%s)
-# Order matters: curl links against wolfSSL. The OpenSSL of an earlier recipe is removed from
-# the prefix, so that nothing can link it by mistake.
-rm -f "$DEPS/openssl.stamp" "$PREFIX/lib/libssl.a" "$PREFIX/lib/libcrypto.a"
-rm -rf "$PREFIX/include/openssl"
-for pkg in wolfssl jansson libseccomp curl; do
+# Order matters: curl links against OpenSSL. What earlier recipes built and clrattach no longer
+# links (wolfSSL, libseccomp) is removed from the prefix, so that nothing can link it by mistake.
+rm -f "$DEPS/wolfssl.stamp" "$DEPS/libseccomp.stamp" "$PREFIX/lib/libwolfssl.a" "$PREFIX/lib/libseccomp.a"
+rm -rf "$PREFIX/include/wolfssl" "$PREFIX/include/seccomp.h" "$PREFIX/include/seccomp-syscalls.h"
+for pkg in openssl jansson curl; do
     newest=$(src_versions "$pkg" | head -n1)
     [ -n "$newest" ] || die "no Debian source for $pkg"
     newest="$newest build $(patch_sum "$pkg")"
-    # curl compiles against wolfSSL's options.h: a rebuilt wolfSSL rebuilds it too.
-    [ "$pkg" = curl ] && newest="$newest tls $(sha256sum <"$DEPS/wolfssl.stamp" | cut -c1-16)"
+    # curl compiles against OpenSSL's headers: a rebuilt OpenSSL rebuilds it too.
+    [ "$pkg" = curl ] && newest="$newest tls $(sha256sum <"$DEPS/openssl.stamp" | cut -c1-16)"
     if built "$pkg" "$newest"; then
         continue
     fi
@@ -321,6 +293,47 @@ for pkg in wolfssl jansson libseccomp curl; do
     echo "$FETCHED_VER recipe $RECIPE newest $newest" >"$DEPS/$pkg.stamp"
 done
 say "dependencies ready ($(($(date +%s) - start)) s)"
+
+# What the binary is made of (`clrattach version`, the image's SBOM: scripts/build_info.py), one
+# line per linked component: name, upstream version, Debian source package and version, licence.
+# The three libraries built above by their stamps (the version actually fetched); musl's libc
+# and gcc's libgcc by the Debian package that installed the very files the compiler links.
+# upstream VERSION: a Debian version without its epoch and revision.
+upstream() {
+    local v=${1#*:}
+    echo "${v%-*}"
+}
+# deb_component NAME FILE LICENCE: the line for the Debian package that owns FILE.
+deb_component() {
+    local name=$1 file=$2 lic=$3 pkg src
+    pkg=$(dpkg-query -S "$(readlink -f "$file")" 2>/dev/null | head -n1) || true
+    pkg=${pkg%%: *}
+    [ -n "$pkg" ] || die "$name: no Debian package owns $file"
+    src=$(dpkg-query -W -f='${source:Package}\t${source:Version}' "$pkg") ||
+        die "$name: dpkg-query $pkg failed"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(upstream "${src#*$'\t'}")" "${src%%$'\t'*}" \
+        "${src#*$'\t'}" "$lic"
+}
+COMPONENTS=$OUT/components
+# The libc and compiler runtime archives this compiler links statically, as its linker lists them.
+printf 'int main(void) { return 0; }\n' >"$DEPS/probe-link.c"
+"$CC" $ARCH_CFLAGS -static -Wl,--trace -o "$DEPS/probe-link" "$DEPS/probe-link.c" \
+    >"$DEPS/probe-link.trace" 2>&1 || die "$CC cannot link a static program"
+{
+    for pkg in curl openssl jansson; do
+        ver=$(cut -d' ' -f1 "$DEPS/$pkg.stamp")
+        case $pkg in
+        curl) lic=curl ;;
+        openssl) lic=Apache-2.0 ;;
+        jansson) lic=MIT ;;
+        esac
+        printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$(upstream "$ver")" "$pkg" "$ver" "$lic"
+    done
+    deb_component musl "$(grep -m1 '/libc\.a$' "$DEPS/probe-link.trace")" MIT
+    deb_component libgcc "$(grep -m1 '/libgcc\.a$' "$DEPS/probe-link.trace")" \
+        "GPL-3.0-or-later WITH GCC-exception-3.1"
+} >"$COMPONENTS.tmp"
+mv "$COMPONENTS.tmp" "$COMPONENTS"
 
 # musl before 1.2.5 (Debian bookworm ships 1.2.3) has no renameat2() wrapper, which
 # lib/deliver/deliver.c uses for RENAME_NOREPLACE. Rather than a musl-only branch in the sources,
@@ -382,10 +395,10 @@ fi
 # with musl, and the static binary is the product, not a test build. SECCOMP_ARCH names the
 # architecture whose syscall numbers a build-time filter is generated for.
 make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" SAN= \
-    SECCOMP_ARCH="$ARCH" \
+    SECCOMP_ARCH="$ARCH" COMPONENTS="$COMPONENTS" \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \
-    LDFLAGS="-static -L$PREFIX/lib" \
-    LDLIBS_TOOL="-lcurl -lwolfssl -ljansson -lseccomp $COMPAT_LIBS" \
+    LDFLAGS="-static -L$PREFIX/lib -Wl,--gc-sections" \
+    LDLIBS_TOOL="-lcurl -lssl -lcrypto -ljansson $COMPAT_LIBS" \
     "${OBJ#"$ROOT"/}/clrattach"
 cp "$OBJ/clrattach" "$OUT/clrattach.tmp"
 mv "$OUT/clrattach.tmp" "$OUT/clrattach"

@@ -35,6 +35,7 @@ int cmd_ps(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_seccomp_profile(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 
 /* output.c */
 

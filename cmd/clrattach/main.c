@@ -21,6 +21,7 @@ static const char usage_main[] =
     "  attach            deliver a profiler into a process and attach it\n"
     "  watch             sidecar mode: attach to every matching process, once per instance\n"
     "  seccomp-profile   print the seccomp profile clrattach runs under (OCI/Kubernetes JSON)\n"
+    "  version           this build's version, commit and the components it is built from\n"
     "\n"
     "Common options (after the command):\n"
     "  -o, --output text|json   human text (default) or one JSON object per result on stdout\n"
@@ -31,10 +32,9 @@ static const char usage_main[] =
     "Run 'clrattach <command> --help' for a command's options. Exit codes: docs/exit-codes.md.\n";
 
 static const struct cli_command commands[] = {
-    {"ps", cmd_ps},
-    {"attach", cmd_attach},
-    {"watch", cmd_watch},
-    {"seccomp-profile", cmd_seccomp_profile},
+    {"ps", cmd_ps},           {"attach", cmd_attach},
+    {"watch", cmd_watch},     {"seccomp-profile", cmd_seccomp_profile},
+    {"version", cmd_version},
 };
 
 int main(int argc, char **argv)
@@ -50,10 +50,8 @@ int main(int argc, char **argv)
         fputs(usage_main, stdout);
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-        printf("clrattach %s\n", CLRATTACH_VERSION);
-        return 0;
-    }
+    if (strcmp(cmd, "--version") == 0)
+        return cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         /* getopt_long sees the command as argv[0]. */
         if (strcmp(cmd, commands[i].name) == 0)
