@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Builds a fully static clrattach (musl libc, libcurl + wolfSSL, jansson, libseccomp linked in)
-# into build/static/clrattach, for FROM-scratch images and debug containers that have no libc.
+# Builds a fully static clrattach (musl libc, libcurl + OpenSSL, jansson linked in) into
+# build/static/clrattach, for FROM-scratch images and debug containers that have no libc.
 #
 # The libraries come from Debian's SOURCE packages (the versions and security patches Debian
 # ships), built with musl-gcc into build/static/deps/prefix. Each library is built once: a stamp
 # file names the exact source version, so a rerun only relinks clrattach, and a Debian security
-# update (new version) rebuilds just that library. Needs root only to add a deb-src line and to
-# install gperf; run it again at any time.
+# update (new version) rebuilds just that library. Needs root only to add a deb-src line; run it
+# again at any time. What was linked is written to build/static/components (one line per
+# component, with its Debian source version), which `clrattach version` and the image's SBOM
+# are generated from (scripts/build_info.py).
 #
-# The TLS library is wolfSSL (about 0.8 MiB of the binary, against 2.5 MiB of OpenSSL), with
-# one patch (scripts/patches/wolfssl): it matches an API server reached by IP against the
-# certificate's iPAddress SANs by their bytes, so that an IPv6 literal verifies. Debian's
-# mbedTLS (2.28) was not an option: it does not match iPAddress SANs at all, and in-cluster
-# clients reach the API server by IP (KUBERNETES_SERVICE_HOST). The glibc build keeps
-# Debian's libcurl4-openssl; clrattach's TLS settings (lib/report/k8s_client.c) are the same for
-# both.
+# The TLS library is OpenSSL 3.0 (Debian's, an LTS branch with Debian security support), chosen
+# for maintenance over size (docs/security.md, "The static binary's TLS stack"): a security
+# fix is a rebuild from Debian's newer source, with no local patch to port. scripts/patches/PKG/
+# would hold a local patch (applied on top of Debian's, and the build fails when one does not
+# apply); there is none, and none may touch certificate or host name verification: libcurl's
+# own host check matches an address literal against the iPAddress SANs by their bytes. The
+# glibc build uses Debian's libcurl4-openssl; clrattach's TLS settings (lib/report/k8s_client.c)
+# are the same for both.
 #
 # ARCH=x86_64 (amd64, x64) or ARCH=aarch64 (arm64) picks the target; the default is the host's.
 # A foreign target is cross-compiled on the host (no emulation): Debian has no cross musl-tools,
@@ -67,6 +70,7 @@ die() { say "$*"; exit 1; }
 command -v "$CC" >/dev/null || die "$CC missing: scripts/install-deps.sh (musl-tools, musl-dev:arm64)"
 command -v "${CROSS}strip" >/dev/null || die "${CROSS}strip missing: scripts/install-deps.sh"
 command -v cmake >/dev/null || die "cmake missing (jansson's build): apt-get install cmake"
+command -v python3 >/dev/null || die "python3 missing (scripts/build_info.py): apt-get install python3"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
@@ -128,7 +132,7 @@ run() {
     fi
 }
 
-# musl-gcc has no kernel headers; libseccomp and clrattach need linux/ and asm/. A copy of the
+# musl-gcc has no kernel headers; clrattach needs linux/ and asm/. A copy of the
 # host's uapi headers in the prefix, rather than -idirafter /usr/include, keeps glibc's own
 # headers out of reach of a musl build (a glibc <stdio.h> found by mistake would link, then fail).
 kernel_headers() {
@@ -144,8 +148,7 @@ kernel_headers() {
 # Each function and datum in its own section, so that the final link (--gc-sections) keeps only
 # what clrattach reaches.
 COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong -ffunction-sections -fdata-sections${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
-# CMake takes the target CPU from the host unless told it cross-compiles: wolfSSL would then
-# pick x86_64 code paths (WOLFSSL_X86_64_BUILD) for an aarch64 build.
+# CMake (jansson's build) takes the target system from the host unless told it cross-compiles.
 CMAKE_CROSS=()
 [ -n "$CROSS" ] && CMAKE_CROSS=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$ARCH")
 
@@ -394,10 +397,14 @@ fi
 # SAN= : a `make SAN=1 test` passes SAN down; a sanitizer runtime cannot be linked statically
 # with musl, and the static binary is the product, not a test build. SECCOMP_ARCH names the
 # architecture whose syscall numbers a build-time filter is generated for.
+# COMMIT: what `clrattach version` and the SBOM name; a source copy without .git (the image's
+# builder) is given it in the environment.
+COMMIT=${COMMIT:-$(git -C "$ROOT" describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null ||
+    echo unknown)}
 make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" SAN= \
-    SECCOMP_ARCH="$ARCH" COMPONENTS="$COMPONENTS" \
+    SECCOMP_ARCH="$ARCH" COMPONENTS="$COMPONENTS" COMMIT="$COMMIT" \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \
-    LDFLAGS="-static -L$PREFIX/lib -Wl,--gc-sections" \
+    LDFLAGS="-static -L$PREFIX/lib -Wl,--gc-sections -Wl,-Map=$OUT/clrattach.map" \
     LDLIBS_TOOL="-lcurl -lssl -lcrypto -ljansson $COMPAT_LIBS" \
     "${OBJ#"$ROOT"/}/clrattach"
 cp "$OBJ/clrattach" "$OUT/clrattach.tmp"
@@ -413,5 +420,30 @@ esac
 if readelf -d "$OUT/clrattach" 2>/dev/null | grep -q NEEDED || readelf -l "$OUT/clrattach" | grep -q INTERP; then
     die "$OUT/clrattach is not static"
 fi
+# The components file must name what the link really took: every archive a member came from
+# is a listed component's (or clrattach's own), and every component gave the link something
+# (gcc's start files, crtbegin*.o, count for libgcc: they are GCC's runtime too).
+linked=$(grep -oE '^/[^ (]+\.a\(' "$OUT/clrattach.map" | sed 's|.*/||; s|($||' | sort -u)
+seen=" "
+grep -qE '^LOAD /.*/crtbegin[^/]*\.o$' "$OUT/clrattach.map" && seen=" libgcc "
+for a in $linked; do
+    case $a in
+    libclrattach.a | libclrcompat.a) continue ;;
+    libcurl.a) c=curl ;;
+    libssl.a | libcrypto.a) c=openssl ;;
+    libjansson.a) c=jansson ;;
+    libc.a) c=musl ;;
+    libgcc.a | libgcc_eh.a) c=libgcc ;;
+    *) die "the link took members of $a, which no component names" ;;
+    esac
+    seen="$seen$c "
+done
+for c in $(cut -f1 "$COMPONENTS"); do
+    case $seen in *" $c "*) ;; *) die "component $c is listed but nothing of it was linked" ;; esac
+done
 ${CROSS}strip -o "$OUT/clrattach.stripped" "$OUT/clrattach"
+# The SBOM of the image (SPDX 2.3 JSON), from the very components file compiled in above.
+python3 "$ROOT/scripts/build_info.py" spdx "$COMPONENTS" "$(cat "$ROOT/VERSION")" "$COMMIT" "$ARCH" \
+    >"$OUT/clrattach.spdx.json.tmp"
+mv "$OUT/clrattach.spdx.json.tmp" "$OUT/clrattach.spdx.json"
 say "$OUT/clrattach: $(stat -c %s "$OUT/clrattach") bytes, $(stat -c %s "$OUT/clrattach.stripped") stripped"

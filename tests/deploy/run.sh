@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The deploy suite: manifest checks, the kubectl plugin against a fake kubectl, the Dockerfile
-# and the static binary in an empty root (real .NET target, real TLS). Never skips: a missing
+# and the static binary in an empty root (real .NET target, real TLS), and what the static
+# binary and its SBOM say it is made of. Never skips: a missing
 # static binary is built first (scripts/build-static.sh is cached after the first run).
 # Prints ok/FAIL lines and "deploy: N passed, M failed".
 set -u
@@ -16,11 +17,12 @@ run() { "$@" 2>&1 | tee -a "$LOG"; }
 run python3 tests/deploy/check_manifests.py "$ROOT" "$ROOT/$BUILD/clrattach"
 run tests/deploy/test_plugin.sh
 run python3 tests/deploy/check_dockerfile.py "$ROOT"
-if [ ! -x build/static/clrattach ]; then
+if [ ! -x build/static/clrattach ] || [ ! -s build/static/clrattach.spdx.json ]; then
     scripts/build-static.sh >"$LOG.static" 2>&1 || { tail -20 "$LOG.static"; echo "FAIL static-build" | tee -a "$LOG"; }
     rm -f "$LOG.static"
 fi
 run tests/deploy/test_static.sh
+run tests/deploy/test_provenance.sh
 
 passed=$(grep -c '^ok ' "$LOG")
 failed=$(grep -c '^FAIL ' "$LOG")
