@@ -312,9 +312,13 @@ deb_component() {
     pkg=$(dpkg-query -S "$(readlink -f "$file")" 2>/dev/null | head -n1) || true
     pkg=${pkg%%: *}
     [ -n "$pkg" ] || die "$name: no Debian package owns $file"
-    src=$(dpkg-query -W -f='${source:Package}\t${source:Version}' "$pkg") ||
+    # The upstream version from the binary package's own version: a cross toolchain's source
+    # (gcc-12-cross) is versioned on its own.
+    src=$(dpkg-query -W -f='${Version}\t${source:Package}\t${source:Version}' "$pkg") ||
         die "$name: dpkg-query $pkg failed"
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(upstream "${src#*$'\t'}")" "${src%%$'\t'*}" \
+    local ver=${src%%$'\t'*}
+    src=${src#*$'\t'}
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(upstream "$ver")" "${src%%$'\t'*}" \
         "${src#*$'\t'}" "$lic"
 }
 COMPONENTS=$OUT/components
