@@ -160,16 +160,20 @@ build_openssl() {
     esac
     # libssl and libcrypto only (build_libs: no apps, tests or docs), configured down to a
     # TLS 1.2/1.3 client with what an API server offers: ECDHE (P-256/P-384, X25519) with RSA
-    # (PKCS#1, PSS) or ECDSA certificates, AES-GCM and ChaCha20-Poly1305. Nothing below
-    # TLS 1.2, no DTLS, no legacy provider or engines, no loadable modules (a static binary
-    # cannot load them, and nothing read from the environment can make it try), no config file
-    # (no-autoload-config; curl is also built not to load one), no finite-field DH, DSA, DES,
-    # RC2/RC4/RC5, IDEA, SEED, Camellia, ARIA, SM2/3/4, GOST, Whirlpool, no CMS, CT, OCSP, TS,
-    # CMP, SRP, PSK, SRTP or NPN: code that is not there needs no security update. No
-    # deprecated APIs (curl 7.88 has none it needs), no threads (clrattach runs none), no
-    # secure heap (it maps memory and locks it, which the seccomp filter has no need to allow).
+    # (PKCS#1, PSS) or ECDSA certificates, AES-GCM (every TLS 1.3 peer must offer
+    # TLS_AES_128_GCM_SHA256; ChaCha20-Poly1305 is left out). Nothing below TLS 1.2, no DTLS,
+    # no legacy provider or engines, no loadable modules (a static binary cannot load them, and
+    # nothing read from the environment can make it try), no config file (no-autoload-config;
+    # curl is also built not to load one), no finite-field DH, DSA, DES, RC2/RC4/RC5, IDEA,
+    # SEED, Camellia, ARIA, SM2/3/4, GOST, Whirlpool, CMAC, no CMS, CT, OCSP, TS, CMP, SRP, PSK,
+    # SRTP or NPN: code that is not there needs no security update. No deprecated APIs (curl
+    # 7.88 has none it needs), no threads (clrattach runs none), no secure heap (it maps memory
+    # and locks it, which the seccomp filter has no need to allow), no multi-block CBC (a
+    # server-side bulk path), no source file names in error records.
     # Security level 2 by default, as Debian's own openssl.cnf sets it (no config is read here).
-    # -ffunction-sections/-fdata-sections let the final link drop what clrattach never calls.
+    # -Os and -ffunction-sections/-fdata-sections with the final link's --gc-sections: the
+    # binary's size is most of its resident memory (its pages are mapped as they are read), and
+    # a report is a handful of handshakes, so size wins over speed here.
     (cd "$dir" && run openssl ./Configure "$target" --prefix="$PREFIX" --libdir=lib \
         --openssldir=/nonexistent \
         no-shared no-dso no-module no-engine no-legacy no-deprecated no-tests \
@@ -178,7 +182,8 @@ build_openssl() {
         no-comp no-ct no-cms no-cmp no-ocsp no-ts no-rfc3779 no-ssl-trace \
         no-dh no-dsa no-des no-rc2 no-rc4 no-rc5 no-md4 no-mdc2 no-rmd160 no-idea no-seed \
         no-bf no-cast no-camellia no-aria no-sm2 no-sm3 no-sm4 no-gost no-whirlpool \
-        no-blake2 no-siphash no-siv no-ocb no-scrypt no-ec2m \
+        no-blake2 no-siphash no-siv no-ocb no-scrypt no-ec2m no-cmac no-chacha no-poly1305 \
+        no-multiblock no-filenames \
         -DOPENSSL_TLS_SECURITY_LEVEL=2 $COMMON_CFLAGS -Os)
     run openssl make -C "$dir" -j"$JOBS" build_libs
     run openssl make -C "$dir" install_dev
@@ -211,6 +216,7 @@ build_curl() {
     # (so *_proxy variables cannot route the token anywhere), HTTP authentication schemes,
     # cookies, alt-svc, HSTS, netrc, DoH, MIME, IDN, compression, verbose messages. No CA
     # bundle or path is built in: clrattach always names its CA file.
+    # -Os, as for OpenSSL (build_openssl says why).
     # No threaded resolver: musl's getaddrinfo has its own timeouts, the API address is
     # normally an IP (KUBERNETES_SERVICE_HOST), and one thread fewer means no clone() to allow.
     (cd "$dir" && run curl ./configure --host="$TRIPLET" --prefix="$PREFIX" \
@@ -230,7 +236,7 @@ build_curl() {
         --disable-doh --disable-mime --disable-progress-meter --disable-verbose \
         --disable-get-easy-options --disable-headers-api --disable-socketpair \
         --disable-unix-sockets --disable-websockets --disable-libcurl-option \
-        CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib")
+        CFLAGS="$COMMON_CFLAGS -Os" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib")
     run curl make -C "$dir/lib" -j"$JOBS" install
     run curl make -C "$dir/include" install
     # The build must have what was asked for and nothing else (a host library would not link

@@ -18,6 +18,9 @@ import socket
 import struct
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from fake_runtime import recv_exact  # noqa: E402  (the tests' one exact-read helper)
+
 TLS13_SUITES = range(0x1301, 0x1306)
 SCSV = (0x00FF, 0x5600)
 # Suites to answer with in `cipher` mode, the first the client did not offer: each is one
@@ -29,12 +32,9 @@ HELLO_MAX = 16384
 
 
 def read_exact(c, n):
-    buf = b""
-    while len(buf) < n:
-        chunk = c.recv(n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
+    buf = recv_exact(c, n)
+    if buf is None:
+        raise EOFError
     return buf
 
 
