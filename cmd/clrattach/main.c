@@ -50,8 +50,11 @@ int main(int argc, char **argv)
         fputs(usage_main, stdout);
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0)
-        return cmd_version(argc - 1, argv + 1);
+    /* The one line scripts compare; `clrattach version` says what the build is made of. */
+    if (strcmp(cmd, "--version") == 0) {
+        printf("clrattach %s\n", CLRATTACH_VERSION);
+        return 0;
+    }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         /* getopt_long sees the command as argv[0]. */
         if (strcmp(cmd, commands[i].name) == 0)

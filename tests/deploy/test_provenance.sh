@@ -85,4 +85,4 @@ assert "components" not in v, v
 PY
 ); then ok dynamic-version-system-libraries; else fail dynamic-version-system-libraries "$msg"; fi
 out=$("$STATIC" --version 2>&1)
-if [ "${out%%$'\n'*}" = "clrattach $(cat "$ROOT/VERSION")" ]; then ok version-flag; else fail version-flag "$out"; fi
+if [ "$out" = "clrattach $(cat "$ROOT/VERSION")" ]; then ok version-flag; else fail version-flag "$out"; fi
