@@ -170,7 +170,8 @@ build_openssl() {
     # 7.88 has none it needs), no threads (clrattach runs none), no secure heap (it maps memory
     # and locks it, which the seccomp filter has no need to allow), no multi-block CBC (a
     # server-side bulk path), no source file names in error records.
-    # Security level 2 by default, as Debian's own openssl.cnf sets it (no config is read here).
+    # Security level 2 by default, as Debian's own openssl.cnf sets it (no config is read here;
+    # OPENSSLDIR names no directory, since trust is only ever the CA file clrattach names).
     # -Os and -ffunction-sections/-fdata-sections with the final link's --gc-sections: the
     # binary's size is most of its resident memory (its pages are mapped as they are read), and
     # a report is a handful of handshakes, so size wins over speed here.
@@ -242,8 +243,9 @@ build_curl() {
     # The build must have what was asked for and nothing else (a host library would not link
     # statically anyway, but the failure would be far from its cause).
     local want
-    for want in USE_OPENSSL CURL_DISABLE_OPENSSL_AUTO_LOAD_CONFIG CURL_DISABLE_PROXY CURL_DISABLE_COOKIES CURL_DISABLE_FTP \
-        CURL_DISABLE_LDAP CURL_DISABLE_HTTP_AUTH CURL_DISABLE_DOH; do
+    for want in USE_OPENSSL CURL_DISABLE_OPENSSL_AUTO_LOAD_CONFIG CURL_DISABLE_PROXY \
+        CURL_DISABLE_COOKIES CURL_DISABLE_FTP CURL_DISABLE_LDAP CURL_DISABLE_HTTP_AUTH \
+        CURL_DISABLE_DOH; do
         grep -q "^#define $want 1" "$dir/lib/curl_config.h" || die "curl: $want not set"
     done
     if grep -qE '^#define (USE_WOLFSSL|USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \

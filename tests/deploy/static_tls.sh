@@ -164,6 +164,7 @@ kill "$TLS_PID" 2>/dev/null
 # must end the handshake there with an illegal_parameter alert (2 47). A client that goes on
 # waits for a certificate that never comes: "no answer" in the server's log. Every connection
 # (one per retry) must have offered TLS 1.3 and been refused so, and nothing was reported.
+# tls_downgrade MODE OFFERED: OFFERED is whether the forged suite is one the client offered.
 tls_downgrade() {
     local mode=$1 log=$WORK/tls-downgrade-$1.conns
     : >"$log"
