@@ -133,7 +133,7 @@ def main(argv):
     check("sbom-spdx-relationships", t_relationships, doc)
     check("sbom-matches-version-output", t_matches_binary, doc, ver)
     if len(argv) == 4:
-        check("image-oci-labels", t_labels, json.load(open(argv[3])), ver)
+        check("oci-labels", t_labels, json.load(open(argv[3])), ver)
     sys.exit(0 if all(results) else 1)
 
 
