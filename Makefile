@@ -2,6 +2,12 @@
 CC      ?= gcc
 BUILD   ?= build
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+# The commit `clrattach version` names ("-dirty" with uncommitted changes); a build from a
+# source copy without .git (the image's builder) is given it: make COMMIT=...
+COMMIT  ?= $(shell git describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null || echo unknown)
+# The components a static build links (scripts/build-static.sh writes the file it names); "-"
+# for a dynamic build, whose `clrattach version` names the system libraries it runs with.
+COMPONENTS ?= -
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wvla
@@ -9,7 +15,7 @@ HARDEN  := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=gnu11 $(WARN) $(HARDEN) -D_GNU_SOURCE -DCLRATTACH_VERSION='"$(VERSION)"'
 CPPFLAGS += -Ilib
-LDLIBS_TOOL := -lcurl -ljansson -lseccomp
+LDLIBS_TOOL := -lcurl -ljansson
 
 # The profiler is loaded into a .NET process that has no sanitizer runtime: it never gets the
 # sanitizer flags (SAN_FLAGS), only the base ones.
@@ -26,7 +32,10 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 
 LIB_SRCS  := $(sort $(wildcard lib/*/*.c))
-LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+# The build-time half of the seccomp filters (libseccomp, below): the generator and the unit
+# tests link it, clrattach never calls it, so neither it nor libseccomp is in clrattach.
+LIB_BUILD_TIME := $(BUILD)/lib/sandbox/sandbox_compile.o
+LIB_OBJS  := $(filter-out $(LIB_BUILD_TIME),$(LIB_SRCS:%.c=$(BUILD)/%.o))
 
 # The seccomp programs are compiled from the rule table at build time (lib/sandbox/sandbox_bpf.h): by a
 # generator built with the HOST compiler and libseccomp, for the architecture clrattach is built
@@ -81,6 +90,17 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# What `clrattach version` prints (scripts/build_info.py), rewritten only when it changes.
+BUILD_INFO := $(BUILD)/gen/build_info.h
+$(BUILD_INFO): FORCE
+	@mkdir -p $(dir $@)
+	@python3 scripts/build_info.py header $(COMPONENTS) $(VERSION) $(COMMIT) >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/cmd/clrattach/cmd_version.o: cmd/clrattach/cmd_version.c $(BUILD_INFO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(CFLAGS) -MMD -MP -c -o $@ $<
+
 $(SANDBOX_GEN): $(SANDBOX_GEN_SRCS) $(wildcard lib/*/*.h)
 	@mkdir -p $(dir $@)
 	$(HOSTCC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -Ilib -o $@ $(SANDBOX_GEN_SRCS) \
@@ -105,10 +125,10 @@ $(BUILD)/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h)
 	$(CC) $(PROF_CFLAGS) $(PROF_LDFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now \
 	    -Wl,-z,relro -o $@ $(PROF_SRCS) -lpthread
 
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a $(LIB_BUILD_TIME)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libclrattach.a \
-	    -lcmocka $(LDLIBS_TOOL)
+	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_BUILD_TIME) \
+	    $(BUILD)/libclrattach.a -lcmocka $(LDLIBS_TOOL) -lseccomp
 
 # The e2e harness that hides openat2 (ENOSYS) from what it runs: tests/e2e/test_no_openat2.sh.
 NO_OPENAT2 := $(BUILD)/tests/no_openat2

@@ -1,5 +1,6 @@
-# The static build: `make static` -> build/static/clrattach (musl, libcurl+OpenSSL, jansson and
-# libseccomp linked in), `make static-test` runs it in an empty root against a real .NET target.
+# The static build: `make static` -> build/static/clrattach (musl, libcurl + OpenSSL and jansson
+# linked in, all from Debian's sources; build/static/components and clrattach.spdx.json say
+# what went in), `make static-test` runs it in an empty root against a real .NET target.
 # Included from the top-level Makefile. The script caches the dependencies it builds from
 # Debian sources in build/static/deps and only relinks clrattach on later runs.
 # `make static ARCH=arm64` (or `make static-arm64`) cross-builds the same for aarch64 into

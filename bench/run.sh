@@ -205,7 +205,7 @@ else
     failed=$((failed + 1))
 fi
 
-# Event reporting by the static binary itself (libcurl + wolfSSL: what the image ships), each
+# Event reporting by the static binary itself (libcurl + OpenSSL: what the image ships), each
 # iteration three fresh processes against the test API server:
 #   report  `attach` to a pid that does not exist: the process finds no target and reports that
 #           (one Event: CA file load, TLS handshake, POST), nothing else;
@@ -495,7 +495,7 @@ else:
 
 sev = {k: floats(f"{b}/static-events/{k}.dat") for k in ("report", "nothing", "attach")}
 if all(sev.values()):
-    print("\n| static binary (libcurl + wolfSSL), one process each | samples | median ms "
+    print("\n| static binary (libcurl + OpenSSL), one process each | samples | median ms "
           "| min–max ms | median peak RSS KiB | max peak RSS KiB |")
     print("|---|---|---|---|---|---|")
     label = {"report": "Event report only (attach to a missing pid)",
@@ -558,7 +558,7 @@ print(f"| build/static/clrattach | {size_static or 'not built (make static)'} |"
 print(f"| build/libclrprobe.so | {size_probe or 'not built'} |")
 if size_static:
     v = int(size_static)
-    goal("static binary, stripped", f"{v / 1048576:.2f} MiB", "≤ 2.5 MiB", v <= 2.5 * 1048576)
+    goal("static binary, stripped", f"{v / 1048576:.2f} MiB", "≤ 3 MiB", v <= 3 * 1048576)
 
 # Every goal docs/benchmarks.md holds the project to, read off this run (a report, not a test).
 if goals:

@@ -20,7 +20,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$ROOT/scripts/apt-sources.sh"
 OUT=${IMAGE_OUT:-$ROOT/build/image}
 VERSION=$(cat "$ROOT/VERSION")
-REVISION=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The commit as `clrattach version` names it (the OCI revision label and the SBOM say the same).
+REVISION=$(git -C "$ROOT" describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null || echo unknown)
 PLATFORMS=${PLATFORMS:-linux/amd64,linux/arm64}
 ARCHIVE=$OUT/clrattach-$VERSION.oci.tar
 NAME=localhost/clrattach:$VERSION

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# Builds a fully static clrattach (musl libc, libcurl + wolfSSL, jansson, libseccomp linked in)
-# into build/static/clrattach, for FROM-scratch images and debug containers that have no libc.
+# Builds a fully static clrattach (musl libc, libcurl + OpenSSL, jansson linked in) into
+# build/static/clrattach, for FROM-scratch images and debug containers that have no libc.
 #
 # The libraries come from Debian's SOURCE packages (the versions and security patches Debian
 # ships), built with musl-gcc into build/static/deps/prefix. Each library is built once: a stamp
 # file names the exact source version, so a rerun only relinks clrattach, and a Debian security
-# update (new version) rebuilds just that library. Needs root only to add a deb-src line and to
-# install gperf; run it again at any time.
+# update (new version) rebuilds just that library. Needs root only to add a deb-src line; run it
+# again at any time. What was linked is written to build/static/components (one line per
+# component, with its Debian source version), which `clrattach version` and the image's SBOM
+# are generated from (scripts/build_info.py).
 #
-# The TLS library is wolfSSL (about 0.8 MiB of the binary, against 2.5 MiB of OpenSSL), with
-# one patch (scripts/patches/wolfssl): it matches an API server reached by IP against the
-# certificate's iPAddress SANs by their bytes, so that an IPv6 literal verifies. Debian's
-# mbedTLS (2.28) was not an option: it does not match iPAddress SANs at all, and in-cluster
-# clients reach the API server by IP (KUBERNETES_SERVICE_HOST). The glibc build keeps
-# Debian's libcurl4-openssl; clrattach's TLS settings (lib/report/k8s_client.c) are the same for
-# both.
+# The TLS library is OpenSSL 3.0 (Debian's, an LTS branch with Debian security support), chosen
+# for maintenance over size (docs/security.md, "The static binary's TLS stack"): a security
+# fix is a rebuild from Debian's newer source, with no local patch to port. scripts/patches/PKG/
+# would hold a local patch (applied on top of Debian's, and the build fails when one does not
+# apply); there is none, and none may touch certificate or host name verification: libcurl's
+# own host check matches an address literal against the iPAddress SANs by their bytes. The
+# glibc build uses Debian's libcurl4-openssl; clrattach's TLS settings (lib/report/k8s_client.c)
+# are the same for both.
 #
 # ARCH=x86_64 (amd64, x64) or ARCH=aarch64 (arm64) picks the target; the default is the host's.
 # A foreign target is cross-compiled on the host (no emulation): Debian has no cross musl-tools,
@@ -67,16 +70,11 @@ die() { say "$*"; exit 1; }
 command -v "$CC" >/dev/null || die "$CC missing: scripts/install-deps.sh (musl-tools, musl-dev:arm64)"
 command -v "${CROSS}strip" >/dev/null || die "${CROSS}strip missing: scripts/install-deps.sh"
 command -v cmake >/dev/null || die "cmake missing (jansson's build): apt-get install cmake"
+command -v python3 >/dev/null || die "python3 missing (scripts/build_info.py): apt-get install python3"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
-
-# libseccomp's Debian patch updates the syscall table, so its gperf hash must be regenerated.
-if ! command -v gperf >/dev/null; then
-    say "installing gperf (libseccomp's syscall table)"
-    as_root apt-get install -y -qq --no-install-recommends gperf >/dev/null
-fi
 
 # `apt-get source` needs deb-src entries: added for the Debian repositories apt already takes
 # packages from (scripts/apt-sources.sh), never a mirror of our own choosing.
@@ -134,7 +132,7 @@ run() {
     fi
 }
 
-# musl-gcc has no kernel headers; libseccomp and clrattach need linux/ and asm/. A copy of the
+# musl-gcc has no kernel headers; clrattach needs linux/ and asm/. A copy of the
 # host's uapi headers in the prefix, rather than -idirafter /usr/include, keeps glibc's own
 # headers out of reach of a musl build (a glibc <stdio.h> found by mistake would link, then fail).
 kernel_headers() {
@@ -147,62 +145,54 @@ kernel_headers() {
     cp -aL "/usr/include/$MULTIARCH/asm" "$PREFIX/include/asm"
 }
 
-COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
-# CMake takes the target CPU from the host unless told it cross-compiles: wolfSSL would then
-# pick x86_64 code paths (WOLFSSL_X86_64_BUILD) for an aarch64 build.
+# Each function and datum in its own section, so that the final link (--gc-sections) keeps only
+# what clrattach reaches.
+COMMON_CFLAGS="-O2 -fPIC -fstack-protector-strong -ffunction-sections -fdata-sections${ARCH_CFLAGS:+ $ARCH_CFLAGS}"
+# CMake (jansson's build) takes the target system from the host unless told it cross-compiles.
 CMAKE_CROSS=()
 [ -n "$CROSS" ] && CMAKE_CROSS=(-DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$ARCH")
 
-build_wolfssl() {
-    local dir=$1
-    # wolfSSL rather than OpenSSL (4 MiB binary) or mbedTLS (no iPAddress SAN matching): a
-    # TLS 1.2/1.3 client with what the API server needs and nothing else. NO_OLD_TLS: nothing
-    # below TLS 1.2 is even compiled. ECDHE with P-256/P-384 (no finite-field DH, DSA, 3DES,
-    # RC4, MD4/MD5), RSA (PKCS#1 and PSS) and ECDSA certificates, AES-GCM/CBC and ChaCha20-
-    # Poly1305. Single-threaded: clrattach runs no threads. No system CA store
-    # (WOLFSSL_SYS_CA_CERTS): only the CA file clrattach names is ever read.
-    #   WOLFSSL_IP_ALT_NAME  iPAddress SANs decoded and matched (by their bytes, see
-    #                        scripts/patches/wolfssl/ip-san-bytes.patch)
-    #   WOLFSSL_GETRANDOM    seeds from getrandom(2) only: an empty root has no /dev/urandom
-    #   HAVE_SNI             the server name for a host name (libcurl sends none for an address)
-    #   SMALL_SESSION_CACHE  a few sessions: one process talks to one API server
-    #   OPENSSL_EXTRA        the OpenSSL-compatible names (SSL_CTX_new, ...) libcurl 7.88's
-    #                        wolfSSL backend is written against (its RSA wrappers need OAEP)
-    #   WOLFSSL_FILE_READ_WITH_READ  the CA file read with read(2): musl's fread() issues
-    #                        readv(2), which the seccomp filter does not allow (patch
-    #                        read-files-with-read.patch)
-    # The -D flags given through CMAKE_C_FLAGS are also written into the installed
-    # wolfssl/options.h, so libcurl sees the very configuration the library was built with.
-    # wolfSSL builds with -Werror; GCC 12 reports a false stringop-overflow in the constant-time
-    # HMAC of TLS_hmac (the length is bounded by the digest size it cannot see through).
-    local defs="-DWOLFSSL_IP_ALT_NAME -DWOLFSSL_GETRANDOM -DHAVE_SNI -DHAVE_TLS_EXTENSIONS"
-    defs="$defs -DSMALL_SESSION_CACHE -DOPENSSL_EXTRA -DWOLFSSL_FILE_READ_WITH_READ"
-    run wolfssl cmake -S "$dir" -B "$dir/_build" -DCMAKE_C_COMPILER="$CC" "${CMAKE_CROSS[@]}" \
-        -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$PREFIX" -DCMAKE_INSTALL_LIBDIR=lib \
-        -DBUILD_SHARED_LIBS=OFF -DWOLFSSL_REPRODUCIBLE_BUILD=yes \
-        -DWOLFSSL_EXAMPLES=no -DWOLFSSL_CRYPT_TESTS=no -DWOLFSSL_SINGLE_THREADED=yes \
-        -DWOLFSSL_TLS13=yes -DWOLFSSL_TLSV12=yes -DWOLFSSL_OLD_TLS=no -DWOLFSSL_DTLS=no \
-        -DWOLFSSL_HARDEN=yes -DWOLFSSL_RSA=yes -DWOLFSSL_RSA_PSS=yes -DWOLFSSL_ECC=yes \
-        -DWOLFSSL_SHA384=yes -DWOLFSSL_SHA512=yes -DWOLFSSL_AESGCM=yes -DWOLFSSL_AESCBC=yes \
-        -DWOLFSSL_CHACHA=yes -DWOLFSSL_POLY1305=yes -DWOLFSSL_FILESYSTEM=yes \
-        -DWOLFSSL_DH=no -DWOLFSSL_DSA=no -DWOLFSSL_DES3=no -DWOLFSSL_ARC4=no -DWOLFSSL_MD4=no \
-        -DWOLFSSL_MD5=no -DWOLFSSL_SHA3=no -DWOLFSSL_SHAKE256=no \
-        -DWOLFSSL_CURVE25519=no -DWOLFSSL_ED25519=no -DWOLFSSL_CURVE448=no -DWOLFSSL_ED448=no \
-        -DWOLFSSL_AESCCM=no -DWOLFSSL_AESCTR=no -DWOLFSSL_AESOFB=no -DWOLFSSL_AESCFB=no \
-        -DWOLFSSL_AESSIV=no -DWOLFSSL_CMAC=no -DWOLFSSL_PKCS12=no -DWOLFSSL_PWDBASED=no \
-        -DWOLFSSL_ENCKEYS=no -DWOLFSSL_SESSION_TICKET=no -DWOLFSSL_HRR_COOKIE=no \
-        -DWOLFSSL_POSTAUTH=no -DWOLFSSL_SYS_CA_CERTS=no -DWOLFSSL_CRYPTOCB=no \
-        -DCMAKE_C_FLAGS="$COMMON_CFLAGS -Wno-error=stringop-overflow $defs"
-    run wolfssl cmake --build "$dir/_build" -j"$JOBS"
-    run wolfssl cmake --install "$dir/_build"
-    # The patched matcher must be what was compiled, and old protocol versions must be out.
-    grep -q 'define WOLFSSL_IP_ALT_NAME' "$PREFIX/include/wolfssl/options.h" ||
-        die "wolfssl: WOLFSSL_IP_ALT_NAME missing from options.h"
-    grep -q 'define NO_OLD_TLS' "$PREFIX/include/wolfssl/options.h" ||
-        die "wolfssl: NO_OLD_TLS missing from options.h"
-    grep -q 'HAVE_HOST_IP_ADDR' "$dir/src/internal.c" || die "wolfssl: IP SAN patch not applied"
-    grep -q 'define WOLFSSL_FILE_READ_WITH_READ' "$PREFIX/include/wolfssl/options.h" ||
-        die "wolfssl: WOLFSSL_FILE_READ_WITH_READ missing from options.h"
+build_openssl() {
+    local dir=$1 target
+    case $ARCH in
+    x86_64) target=linux-x86_64 ;;
+    aarch64) target=linux-aarch64 ;;
+    esac
+    # libssl and libcrypto only (build_libs: no apps, tests or docs), configured down to a
+    # TLS 1.2/1.3 client with what an API server offers: ECDHE (P-256/P-384, X25519) with RSA
+    # (PKCS#1, PSS) or ECDSA certificates, AES-GCM (every TLS 1.3 peer must offer
+    # TLS_AES_128_GCM_SHA256; ChaCha20-Poly1305 is left out). Nothing below TLS 1.2, no DTLS,
+    # no legacy provider or engines, no loadable modules (a static binary cannot load them, and
+    # nothing read from the environment can make it try), no config file (no-autoload-config;
+    # curl is also built not to load one), no finite-field DH, DSA, DES, RC2/RC4/RC5, IDEA,
+    # SEED, Camellia, ARIA, SM2/3/4, GOST, Whirlpool, CMAC, no CMS, CT, OCSP, TS, CMP, SRP, PSK,
+    # SRTP or NPN: code that is not there needs no security update. No deprecated APIs (curl
+    # 7.88 has none it needs), no threads (clrattach runs none), no secure heap (it maps memory
+    # and locks it, which the seccomp filter has no need to allow), no multi-block CBC (a
+    # server-side bulk path), no source file names in error records.
+    # Security level 2 by default, as Debian's own openssl.cnf sets it (no config is read here;
+    # OPENSSLDIR names no directory, since trust is only ever the CA file clrattach names).
+    # -Os and -ffunction-sections/-fdata-sections with the final link's --gc-sections: the
+    # binary's size is most of its resident memory (its pages are mapped as they are read), and
+    # a report is a handful of handshakes, so size wins over speed here.
+    (cd "$dir" && run openssl ./Configure "$target" --prefix="$PREFIX" --libdir=lib \
+        --openssldir=/nonexistent \
+        no-shared no-dso no-module no-engine no-legacy no-deprecated no-tests \
+        no-autoload-config no-threads no-async no-secure-memory no-afalgeng no-ui-console \
+        no-ssl3 no-tls1 no-tls1_1 no-dtls no-srp no-psk no-srtp no-sctp no-nextprotoneg \
+        no-comp no-ct no-cms no-cmp no-ocsp no-ts no-rfc3779 no-ssl-trace \
+        no-dh no-dsa no-des no-rc2 no-rc4 no-rc5 no-md4 no-mdc2 no-rmd160 no-idea no-seed \
+        no-bf no-cast no-camellia no-aria no-sm2 no-sm3 no-sm4 no-gost no-whirlpool \
+        no-blake2 no-siphash no-siv no-ocb no-scrypt no-ec2m no-cmac no-chacha no-poly1305 \
+        no-multiblock no-filenames \
+        -DOPENSSL_TLS_SECURITY_LEVEL=2 $COMMON_CFLAGS -Os)
+    run openssl make -C "$dir" -j"$JOBS" build_libs
+    run openssl make -C "$dir" install_dev
+    # What was asked for must be what was built (configdata names every disabled feature).
+    local off
+    for off in tls1_1 tls1 ssl3 legacy engine module dso deprecated autoload-config; do
+        grep -q "\"$off\" => \"option" "$dir/configdata.pm" || die "openssl: no-$off not in effect"
+    done
 }
 
 build_jansson() {
@@ -220,16 +210,6 @@ build_jansson() {
     run jansson cmake --install "$dir/_build"
 }
 
-build_libseccomp() {
-    local dir=$1
-    # Only the library and its header: the tools and tests are not needed.
-    (cd "$dir" && run libseccomp ./configure --host="$TRIPLET" --prefix="$PREFIX" \
-        --disable-shared --enable-static --disable-python \
-        CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include")
-    run libseccomp make -C "$dir/src" -j"$JOBS" install
-    run libseccomp make -C "$dir/include" install
-}
-
 build_curl() {
     local dir=$1
     # HTTPS only, with what clrattach uses: a CA file, TLS 1.2+, a bearer token it sets as a
@@ -237,12 +217,13 @@ build_curl() {
     # (so *_proxy variables cannot route the token anywhere), HTTP authentication schemes,
     # cookies, alt-svc, HSTS, netrc, DoH, MIME, IDN, compression, verbose messages. No CA
     # bundle or path is built in: clrattach always names its CA file.
+    # -Os, as for OpenSSL (build_openssl says why).
     # No threaded resolver: musl's getaddrinfo has its own timeouts, the API address is
     # normally an IP (KUBERNETES_SERVICE_HOST), and one thread fewer means no clone() to allow.
     (cd "$dir" && run curl ./configure --host="$TRIPLET" --prefix="$PREFIX" \
         --disable-shared --enable-static \
-        --with-wolfssl="$PREFIX" --without-openssl --without-gnutls --without-nss \
-        --without-mbedtls --without-rustls --without-bearssl \
+        --with-openssl="$PREFIX" --without-wolfssl --without-gnutls --without-nss \
+        --without-mbedtls --without-rustls --without-bearssl --disable-openssl-auto-load-config \
         --without-ca-bundle --without-ca-path --without-ca-fallback \
         --disable-threaded-resolver --disable-pthreads --without-zlib --without-brotli \
         --without-zstd --without-libpsl --without-libidn2 --without-nghttp2 --without-nghttp3 \
@@ -256,17 +237,18 @@ build_curl() {
         --disable-doh --disable-mime --disable-progress-meter --disable-verbose \
         --disable-get-easy-options --disable-headers-api --disable-socketpair \
         --disable-unix-sockets --disable-websockets --disable-libcurl-option \
-        CFLAGS="$COMMON_CFLAGS" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib")
+        CFLAGS="$COMMON_CFLAGS -Os" CPPFLAGS="-I$PREFIX/include" LDFLAGS="-L$PREFIX/lib")
     run curl make -C "$dir/lib" -j"$JOBS" install
     run curl make -C "$dir/include" install
     # The build must have what was asked for and nothing else (a host library would not link
     # statically anyway, but the failure would be far from its cause).
     local want
-    for want in USE_WOLFSSL CURL_DISABLE_PROXY CURL_DISABLE_COOKIES CURL_DISABLE_FTP \
-        CURL_DISABLE_LDAP CURL_DISABLE_HTTP_AUTH CURL_DISABLE_DOH; do
+    for want in USE_OPENSSL CURL_DISABLE_OPENSSL_AUTO_LOAD_CONFIG CURL_DISABLE_PROXY \
+        CURL_DISABLE_COOKIES CURL_DISABLE_FTP CURL_DISABLE_LDAP CURL_DISABLE_HTTP_AUTH \
+        CURL_DISABLE_DOH; do
         grep -q "^#define $want 1" "$dir/lib/curl_config.h" || die "curl: $want not set"
     done
-    if grep -qE '^#define (USE_OPENSSL|USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
+    if grep -qE '^#define (USE_WOLFSSL|USE_MBEDTLS|USE_GNUTLS|USE_NGHTTP2|HAVE_LIBZ|USE_LIBPSL|USE_LIBIDN2|USE_THREADS_POSIX) 1' \
         "$dir/lib/curl_config.h"; then
         die "curl: configure enabled an unwanted feature (see $dir/lib/curl_config.h)"
     fi
@@ -290,6 +272,7 @@ patch_sum() {
     local p
     {
         declare -f "build_$1"
+        echo "$COMMON_CFLAGS"
         for p in "$PATCHES/$1"/*.patch; do
             if [ -f "$p" ]; then cat "$p"; fi
         done
@@ -300,16 +283,16 @@ ensure_deb_src
 kernel_headers
 
 start=$(date +%s)
-# Order matters: curl links against wolfSSL. The OpenSSL of an earlier recipe is removed from
-# the prefix, so that nothing can link it by mistake.
-rm -f "$DEPS/openssl.stamp" "$PREFIX/lib/libssl.a" "$PREFIX/lib/libcrypto.a"
-rm -rf "$PREFIX/include/openssl"
-for pkg in wolfssl jansson libseccomp curl; do
+# Order matters: curl links against OpenSSL. What earlier recipes built and clrattach no longer
+# links (wolfSSL, libseccomp) is removed from the prefix, so that nothing can link it by mistake.
+rm -f "$DEPS/wolfssl.stamp" "$DEPS/libseccomp.stamp" "$PREFIX/lib/libwolfssl.a" "$PREFIX/lib/libseccomp.a"
+rm -rf "$PREFIX/include/wolfssl" "$PREFIX/include/seccomp.h" "$PREFIX/include/seccomp-syscalls.h"
+for pkg in openssl jansson curl; do
     newest=$(src_versions "$pkg" | head -n1)
     [ -n "$newest" ] || die "no Debian source for $pkg"
     newest="$newest build $(patch_sum "$pkg")"
-    # curl compiles against wolfSSL's options.h: a rebuilt wolfSSL rebuilds it too.
-    [ "$pkg" = curl ] && newest="$newest tls $(sha256sum <"$DEPS/wolfssl.stamp" | cut -c1-16)"
+    # curl compiles against OpenSSL's headers: a rebuilt OpenSSL rebuilds it too.
+    [ "$pkg" = curl ] && newest="$newest tls $(sha256sum <"$DEPS/openssl.stamp" | cut -c1-16)"
     if built "$pkg" "$newest"; then
         continue
     fi
@@ -321,6 +304,51 @@ for pkg in wolfssl jansson libseccomp curl; do
     echo "$FETCHED_VER recipe $RECIPE newest $newest" >"$DEPS/$pkg.stamp"
 done
 say "dependencies ready ($(($(date +%s) - start)) s)"
+
+# What the binary is made of (`clrattach version`, the image's SBOM: scripts/build_info.py), one
+# line per linked component: name, upstream version, Debian source package and version, licence.
+# The three libraries built above by their stamps (the version actually fetched); musl's libc
+# and gcc's libgcc by the Debian package that installed the very files the compiler links.
+# upstream VERSION: a Debian version without its epoch and revision.
+upstream() {
+    local v=${1#*:}
+    echo "${v%-*}"
+}
+# deb_component NAME FILE LICENCE: the line for the Debian package that owns FILE.
+deb_component() {
+    local name=$1 file=$2 lic=$3 pkg src
+    pkg=$(dpkg-query -S "$(readlink -f "$file")" 2>/dev/null | head -n1) || true
+    pkg=${pkg%%: *}
+    [ -n "$pkg" ] || die "$name: no Debian package owns $file"
+    # The upstream version from the binary package's own version: a cross toolchain's source
+    # (gcc-12-cross) is versioned on its own.
+    src=$(dpkg-query -W -f='${Version}\t${source:Package}\t${source:Version}' "$pkg") ||
+        die "$name: dpkg-query $pkg failed"
+    local ver=${src%%$'\t'*}
+    src=${src#*$'\t'}
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$(upstream "$ver")" "${src%%$'\t'*}" \
+        "${src#*$'\t'}" "$lic"
+}
+COMPONENTS=$OUT/components
+# The libc and compiler runtime archives this compiler links statically, as its linker lists them.
+printf 'int main(void) { return 0; }\n' >"$DEPS/probe-link.c"
+"$CC" $ARCH_CFLAGS -static -Wl,--trace -o "$DEPS/probe-link" "$DEPS/probe-link.c" \
+    >"$DEPS/probe-link.trace" 2>&1 || die "$CC cannot link a static program"
+{
+    for pkg in curl openssl jansson; do
+        ver=$(cut -d' ' -f1 "$DEPS/$pkg.stamp")
+        case $pkg in
+        curl) lic=curl ;;
+        openssl) lic=Apache-2.0 ;;
+        jansson) lic=MIT ;;
+        esac
+        printf '%s\t%s\t%s\t%s\t%s\n' "$pkg" "$(upstream "$ver")" "$pkg" "$ver" "$lic"
+    done
+    deb_component musl "$(grep -m1 '/libc\.a$' "$DEPS/probe-link.trace")" MIT
+    deb_component libgcc "$(grep -m1 '/libgcc\.a$' "$DEPS/probe-link.trace")" \
+        "GPL-3.0-or-later WITH GCC-exception-3.1"
+} >"$COMPONENTS.tmp"
+mv "$COMPONENTS.tmp" "$COMPONENTS"
 
 # musl before 1.2.5 (Debian bookworm ships 1.2.3) has no renameat2() wrapper, which
 # lib/deliver/deliver.c uses for RENAME_NOREPLACE. Rather than a musl-only branch in the sources,
@@ -381,11 +409,15 @@ fi
 # SAN= : a `make SAN=1 test` passes SAN down; a sanitizer runtime cannot be linked statically
 # with musl, and the static binary is the product, not a test build. SECCOMP_ARCH names the
 # architecture whose syscall numbers a build-time filter is generated for.
+# COMMIT: what `clrattach version` and the SBOM name; a source copy without .git (the image's
+# builder) is given it in the environment.
+COMMIT=${COMMIT:-$(git -C "$ROOT" describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null ||
+    echo unknown)}
 make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" SAN= \
-    SECCOMP_ARCH="$ARCH" \
+    SECCOMP_ARCH="$ARCH" COMPONENTS="$COMPONENTS" COMMIT="$COMMIT" \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \
-    LDFLAGS="-static -L$PREFIX/lib" \
-    LDLIBS_TOOL="-lcurl -lwolfssl -ljansson -lseccomp $COMPAT_LIBS" \
+    LDFLAGS="-static -L$PREFIX/lib -Wl,--gc-sections -Wl,-Map=$OUT/clrattach.map" \
+    LDLIBS_TOOL="-lcurl -lssl -lcrypto -ljansson $COMPAT_LIBS" \
     "${OBJ#"$ROOT"/}/clrattach"
 cp "$OBJ/clrattach" "$OUT/clrattach.tmp"
 mv "$OUT/clrattach.tmp" "$OUT/clrattach"
@@ -400,5 +432,30 @@ esac
 if readelf -d "$OUT/clrattach" 2>/dev/null | grep -q NEEDED || readelf -l "$OUT/clrattach" | grep -q INTERP; then
     die "$OUT/clrattach is not static"
 fi
+# The components file must name what the link really took: every archive a member came from
+# is a listed component's (or clrattach's own), and every component gave the link something
+# (gcc's start files, crtbegin*.o, count for libgcc: they are GCC's runtime too).
+linked=$(grep -oE '^/[^ (]+\.a\(' "$OUT/clrattach.map" | sed 's|.*/||; s|($||' | sort -u)
+seen=" "
+grep -qE '^LOAD /.*/crtbegin[^/]*\.o$' "$OUT/clrattach.map" && seen=" libgcc "
+for a in $linked; do
+    case $a in
+    libclrattach.a | libclrcompat.a) continue ;;
+    libcurl.a) c=curl ;;
+    libssl.a | libcrypto.a) c=openssl ;;
+    libjansson.a) c=jansson ;;
+    libc.a) c=musl ;;
+    libgcc.a | libgcc_eh.a) c=libgcc ;;
+    *) die "the link took members of $a, which no component names" ;;
+    esac
+    seen="$seen$c "
+done
+for c in $(cut -f1 "$COMPONENTS"); do
+    case $seen in *" $c "*) ;; *) die "component $c is listed but nothing of it was linked" ;; esac
+done
 ${CROSS}strip -o "$OUT/clrattach.stripped" "$OUT/clrattach"
+# The SBOM of the image (SPDX 2.3 JSON), from the very components file compiled in above.
+python3 "$ROOT/scripts/build_info.py" spdx "$COMPONENTS" "$(cat "$ROOT/VERSION")" "$COMMIT" "$ARCH" \
+    >"$OUT/clrattach.spdx.json.tmp"
+mv "$OUT/clrattach.spdx.json.tmp" "$OUT/clrattach.spdx.json"
 say "$OUT/clrattach: $(stat -c %s "$OUT/clrattach") bytes, $(stat -c %s "$OUT/clrattach.stripped") stripped"

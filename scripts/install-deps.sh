@@ -8,7 +8,7 @@ pkgs=(
     libcurl4-openssl-dev libjansson-dev libseccomp-dev libcmocka-dev
     clang llvm libclang-rt-dev musl-tools
     openssl curl python3 python3-yaml ca-certificates time
-    gperf cmake dpkg-dev
+    cmake dpkg-dev
     util-linux iproute2 procps psmisc file binutils
     valgrind strace cppcheck clang-format
     # tests/e2e/test_perfmap.sh: a real perf record and perf report of a .NET app whose perf map

@@ -25,6 +25,7 @@ static const char usage_main[] =
     "  startup-hook      deliver a managed assembly and run its StartupHook in a running app\n"
     "                    (.NET 8+)\n"
     "  seccomp-profile   print the seccomp profile clrattach runs under (OCI/Kubernetes JSON)\n"
+    "  version           this build's version, commit and the components it is built from\n"
     "\n"
     "Common options (after the command):\n"
     "  -o, --output text|json   human text (default) or one JSON object per result on stdout\n"
@@ -41,6 +42,7 @@ static const struct cli_command commands[] = {
     {"perfmap", cmd_perfmap},
     {"startup-hook", cmd_startup_hook},
     {"seccomp-profile", cmd_seccomp_profile},
+    {"version", cmd_version},
 };
 
 int main(int argc, char **argv)
@@ -56,7 +58,8 @@ int main(int argc, char **argv)
         fputs(usage_main, stdout);
         return 0;
     }
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+    /* The one line scripts compare; `clrattach version` says what the build is made of. */
+    if (strcmp(cmd, "--version") == 0) {
         printf("clrattach %s\n", CLRATTACH_VERSION);
         return 0;
     }

@@ -103,7 +103,7 @@ static bool no_proxy(CURL *c)
 }
 
 /* No CA directory, only the CA file. A TLS backend that cannot read CA directories at all
- * (wolfSSL in the static build) refuses the option as not built in: nothing to clear. */
+ * refuses the option as not built in: nothing to clear. */
 static bool no_ca_path(CURL *c)
 {
     CURLcode cc = curl_easy_setopt(c, CURLOPT_CAPATH, NULL);

@@ -194,7 +194,9 @@ EOF
 # make_clrattach_image: the project's Dockerfile, unchanged; docker's build cache makes a rerun
 # quick. The build reaches the Debian mirror (apt-get in the builder stage): --network host.
 make_clrattach_image() {
-    DK_TIMEOUT=1500 dk build --network host -t clrattach-test/clrattach "$ROOT" \
+    local rev
+    rev=$(git -C "$ROOT" describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null || echo unknown)
+    DK_TIMEOUT=1500 dk build --network host --build-arg REVISION="$rev" -t clrattach-test/clrattach "$ROOT" \
         >"$CT/clrattach-build.log" 2>&1 ||
         { echo "docker build failed: $(tail -8 "$CT/clrattach-build.log")"; return 1; }
 }

@@ -388,6 +388,18 @@ if printf '%s\n' "$files" | grep -qx 'profilers/linux-x64/libclrprobe.so' &&
 else
     fail image-sample-profilers "$(printf '%s' "$files" | grep -v '^\(dev\|etc\|proc\|sys\)' | tr '\n' ' ')"
 fi
+# The image's SBOM names what its binary says it is made of, and its OCI labels the same
+# version and commit (tests/deploy/check_sbom.py).
+dk cp "$cid:/sbom/clrattach.spdx.json" "$work/sbom.json" >/dev/null 2>&1 || : >"$work/sbom.json"
+dk run --rm --network none "$IMG" version -o json >"$work/version.json" 2>&1
+dk image inspect -f '{{json .Config.Labels}}' "$IMG" >"$work/labels.json"
+while read -r line; do
+    case $line in
+    "ok "*) ok "image-${line#ok }" ;;
+    "FAIL "*) line=${line#FAIL }; fail "image-${line%%: *}" "${line#*: }" ;;
+    esac
+done < <(python3 tests/deploy/check_sbom.py "$work/sbom.json" "$work/version.json" "$work/labels.json" 2>&1 ||
+    echo "FAIL sbom-check: $(head -c 300 "$work/sbom.json")")
 dk rm -f "$cid" >/dev/null 2>&1
 note "wall time $((SECONDS - T0))s"
 finish

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Static checks of the Dockerfile (tests/containers/ builds and runs it): a multi-stage build
 whose final stage is FROM scratch, runs as a numeric non-root user, has the OCI labels and an
-exec-form ENTRYPOINT, and COPYs only paths that the make targets run in the builder produce
+exec-form ENTRYPOINT, carries the SBOM, and COPYs only paths that the make targets run in the builder produce
 (asked from make itself with -n, so a renamed rule or output breaks this test).
 
 Usage: check_dockerfile.py REPO_ROOT
@@ -97,6 +97,9 @@ def make_targets():
         if ins == "RUN":
             for cmd in re.split(r"&&|;", rest):
                 words = shlex.split(cmd)
+                # VAR=value words before the command are its environment.
+                while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", words[0]):
+                    words = words[1:]
                 if words and words[0] == "make":
                     targets += [w for w in words[1:] if not w.startswith("-") and "=" not in w]
     return workdir, targets
@@ -125,7 +128,9 @@ def t_copies_built():
         script = open(os.path.join(ROOT, "scripts/build-static.sh")).read()
         assert 'mv "$OUT/clrattach.tmp" "$OUT/clrattach"' in script
         assert 'strip -o "$OUT/clrattach.stripped"' in script
-        produced |= {"build/static/clrattach", "build/static/clrattach.stripped"}
+        assert 'mv "$OUT/clrattach.spdx.json.tmp" "$OUT/clrattach.spdx.json"' in script
+        produced |= {"build/static/clrattach", "build/static/clrattach.stripped",
+                     "build/static/clrattach.spdx.json"}
     copies = [r for i, r in stages()[-1]["ins"] if i == "COPY"]
     dests = set()
     for c in copies:
@@ -134,7 +139,7 @@ def t_copies_built():
         rel = os.path.relpath(src, workdir)
         assert rel in produced, "COPY %s: not produced by make %s" % (src, " ".join(targets))
         dests.add(dst)
-    assert {"/clrattach", "/profilers/linux-x64/libclrprobe.so",
+    assert {"/clrattach", "/sbom/clrattach.spdx.json", "/profilers/linux-x64/libclrprobe.so",
             "/profilers/linux-musl-x64/libclrprobe.so"} <= dests, dests
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The deploy suite: manifest checks, the kubectl plugin against a fake kubectl, its krew
-# manifest, the Dockerfile and the static binary in an empty root (real .NET target, real TLS).
-# Never skips: a missing static binary is built first (scripts/build-static.sh is cached after
-# the first run).
+# manifest, the Dockerfile and the static binary in an empty root (real .NET target, real TLS),
+# and what the static binary and its SBOM say it is made of. Never skips: a missing static binary
+# is built first (scripts/build-static.sh is cached after the first run).
 # Prints ok/FAIL lines and "deploy: N passed, M failed".
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,11 +24,12 @@ else
 fi
 rm -f "$LOG.krew"
 run python3 tests/deploy/check_dockerfile.py "$ROOT"
-if [ ! -x build/static/clrattach ]; then
+if [ ! -x build/static/clrattach ] || [ ! -s build/static/clrattach.spdx.json ]; then
     scripts/build-static.sh >"$LOG.static" 2>&1 || { tail -20 "$LOG.static"; echo "FAIL static-build" | tee -a "$LOG"; }
     rm -f "$LOG.static"
 fi
 run tests/deploy/test_static.sh
+run tests/deploy/test_provenance.sh
 
 passed=$(grep -c '^ok ' "$LOG")
 failed=$(grep -c '^FAIL ' "$LOG")

@@ -1,7 +1,7 @@
-# The TLS guarantees of the static binary (libcurl + wolfSSL), in its empty root under the kill
-# filter: TLS 1.2 and later only, the CA file only, the API server's identity checked by the
-# address it is reached at (iPAddress SANs compared as addresses, IPv4 and IPv6 literals alike),
-# https only, no proxy whatever the environment says. Sourced by test_static.sh once its target
+# The TLS guarantees of the static binary (libcurl + OpenSSL), in its empty root under the kill
+# filter: TLS 1.2 and later only, no downgrade of a TLS 1.3-capable client, the CA file only, the
+# API server's identity checked by the address it is reached at (iPAddress SANs compared as
+# addresses, IPv4 and IPv6 literals alike), https only, no proxy whatever the environment says. Sourced by test_static.sh once its target
 # P has a profiler: every run below is a second attach, which the runtime answers with
 # already_active (3) at once, and then reports an Event, so that each scenario costs one TLS
 # connection. Each scenario gets its own test API server (tests/k8s/apiserver.py) serving one
@@ -99,8 +99,9 @@ tls_refused() {
 }
 
 # An IPv6-literal API server whose certificate names it only as IP:::1: accepted, however the
-# URL spells the address (wolfSSL compared the SAN as text before the build's patch, and no
-# spelling matched). A certificate naming other addresses only (127.0.0.2, ::2): refused.
+# URL spells the address (the SAN is compared as an address, not as text). A certificate naming
+# other addresses only (127.0.0.2, ::2): refused. The refusal names the address it checked
+# (libcurl's own host check, which compares iPAddress SANs by their bytes).
 tls_server ip6 ::1 server-ip6
 tls_report ip6-literal "$TLS_URL"
 tls_accepted ip6-literal
@@ -111,7 +112,7 @@ kill "$TLS_PID" 2>/dev/null
 
 tls_server ip6-other ::1 server-other
 tls_report ip6-san-mismatch "$TLS_URL"
-tls_refused ip6-san-mismatch "do not match \"::1\""
+tls_refused ip6-san-mismatch "matches target host name '::1'"
 kill "$TLS_PID" 2>/dev/null
 
 # The same for IPv4: IP:127.0.0.1 only accepted, other addresses refused, and a certificate
@@ -123,12 +124,12 @@ kill "$TLS_PID" 2>/dev/null
 
 tls_server ip4-other 127.0.0.1 server-other
 tls_report ip4-san-mismatch "$TLS_URL"
-tls_refused ip4-san-mismatch "do not match \"127.0.0.1\""
+tls_refused ip4-san-mismatch "matches target host name '127.0.0.1'"
 kill "$TLS_PID" 2>/dev/null
 
 tls_server dns 127.0.0.1 server-dns
 tls_report dns-only-san-by-ip "$TLS_URL"
-tls_refused dns-only-san-by-ip "do not match \"127.0.0.1\""
+tls_refused dns-only-san-by-ip "matches target host name '127.0.0.1'"
 kill "$TLS_PID" 2>/dev/null
 
 # Protocol versions: a TLS 1.1-only server is refused (nothing below 1.2 is compiled in); a
@@ -142,7 +143,7 @@ else
 fi
 : >"$TLS_LOG"
 tls_report tls11-server "$TLS_URL"
-tls_refused tls11-server "SSL_connect failed"
+tls_refused tls11-server "alert protocol version"
 kill "$TLS_PID" 2>/dev/null
 
 tls_server tls13 127.0.0.1 server 1.3
@@ -156,6 +157,34 @@ fi
 tls_report tls13-server "$TLS_URL"
 tls_accepted tls13-server
 kill "$TLS_PID" 2>/dev/null
+
+# No downgrade: a TLS 1.3-capable client answered with a forged TLS 1.2 ServerHello
+# (tests/deploy/downgrade_server.py) that picks a suite the client never offered (CVE-2024-5814),
+# or an offered one with the TLS 1.2 downgrade sentinel in the server random (RFC 8446 4.1.3),
+# must end the handshake there with an illegal_parameter alert (2 47). A client that goes on
+# waits for a certificate that never comes: "no answer" in the server's log. Every connection
+# (one per retry) must have offered TLS 1.3 and been refused so, and nothing was reported.
+# tls_downgrade MODE OFFERED: OFFERED is whether the forged suite is one the client offered.
+tls_downgrade() {
+    local mode=$1 log=$WORK/tls-downgrade-$1.conns
+    : >"$log"
+    python3 "$ROOT/tests/deploy/downgrade_server.py" "$mode" "$WORK/tls-downgrade-$mode.port" \
+        "$log" 2>"$WORK/tls-downgrade-$mode.log" &
+    local pid=$!
+    disown "$pid"
+    TARGET_PIDS+=("$pid")
+    for _ in $(seq 100); do [ -s "$WORK/tls-downgrade-$mode.port" ] && break; sleep 0.1; done
+    tls_report "downgrade-$mode" "https://127.0.0.1:$(cat "$WORK/tls-downgrade-$mode.port" 2>/dev/null)"
+    kill "$pid" 2>/dev/null
+    if [ $RC -eq 3 ] && grep -q "could not report" "$ERR" && [ -s "$log" ] &&
+        ! grep -qv "^tls13=yes suite=0x[0-9a-f]* offered=$2 alert 2 47\$" "$log"; then
+        ok "static-tls-downgrade-$mode-refused"
+    else
+        fail "static-tls-downgrade-$mode-refused" "exit $RC, connections: $(cat "$log"): $(cat "$ERR")"
+    fi
+}
+tls_downgrade cipher no
+tls_downgrade sentinel yes
 
 # http:// is refused before any connection is made.
 tls_listener http

@@ -299,8 +299,9 @@ finish
 
 # TLS scenarios, each against a server of its own serving one certificate (gen-certs.sh) or one
 # TLS version, which appends every API request it gets to $work/extra.requests: the same
-# guarantees tests/deploy/static_tls.sh checks on the static build (libcurl + wolfSSL), here on
-# the glibc build (libcurl + OpenSSL). extra_server BIND CERT [TLS-VERSION] sets extra_url.
+# guarantees tests/deploy/static_tls.sh checks on the static build (libcurl + OpenSSL built from
+# Debian's sources), here on the glibc build (Debian's libcurl4-openssl). extra_server BIND CERT
+# [TLS-VERSION] sets extra_url.
 extra_pid=
 extra_server() {
     local bind=$1 cert=$2 ver=${3:-} host=$1
