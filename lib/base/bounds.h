@@ -186,5 +186,9 @@
 #define LISTEN_ACCEPT_BATCH  16
 #define LISTEN_INSTANCES_MAX 256
 #define ADVERT_PID_MAX       PROC_SCAN_MAX_PIDS /* the kernel's pid_max ceiling */
+/* A runtime's ProcessEnvironment block (lib/runtime/ipc_environ.c): the bytes it announces and
+ * the variables in them; /proc/<pid>/environ is capped alike (PROC_ENVIRON_MAX). */
+#define IPC_ENV_BLOCK_MAX (512 * 1024) /* UTF-16: twice PROC_ENVIRON_MAX */
+#define IPC_ENV_VARS_MAX  16384
 
 #endif

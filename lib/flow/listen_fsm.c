@@ -91,16 +91,11 @@ enum listen_action listen_fsm_next(struct listen_fsm *f, int64_t now, struct lis
         f->phase = P_RESUME;
     }
     switch ((enum phase)f->phase) {
-    case P_INFO:
-        return send(f, ret, LISTEN_CMD_PROCESS_INFO, f->info_attempt);
-    case P_SELECT:
-        return LISTEN_SELECT;
-    case P_PROBE:
-        return send(f, ret, LISTEN_CMD_ENVIRONMENT, 0);
-    case P_DELIVER:
-        return LISTEN_DELIVER;
-    case P_SETENV:
-        return send(f, ret, LISTEN_CMD_SETENV, (int)f->env_next);
+    case P_INFO: return send(f, ret, LISTEN_CMD_PROCESS_INFO, f->info_attempt);
+    case P_SELECT: return LISTEN_SELECT;
+    case P_PROBE: return send(f, ret, LISTEN_CMD_ENVIRONMENT, 0);
+    case P_DELIVER: return LISTEN_DELIVER;
+    case P_SETENV: return send(f, ret, LISTEN_CMD_SETENV, (int)f->env_next);
     case P_STARTUP:
     case P_ATTACH:
         if (now < f->retry_at) {
@@ -110,10 +105,8 @@ enum listen_action listen_fsm_next(struct listen_fsm *f, int64_t now, struct lis
             return LISTEN_WAIT;
         }
         return send(f, ret, f->phase == P_STARTUP ? LISTEN_CMD_STARTUP : LISTEN_CMD_ATTACH, 0);
-    case P_RESUME:
-        return send(f, ret, LISTEN_CMD_RESUME, 0);
-    case P_DONE:
-        break;
+    case P_RESUME: return send(f, ret, LISTEN_CMD_RESUME, 0);
+    case P_DONE: break;
     }
     return LISTEN_DONE;
 }
@@ -200,8 +193,7 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
         }
         finish(f, f->end_after_resume);
         return;
-    case LISTEN_CMD_NONE:
-        return;
+    case LISTEN_CMD_NONE: return;
     }
 }
 

@@ -79,8 +79,8 @@ static int probe_stale(int dirfd, const char *name, struct cla_error *e)
         return err_setsys(e, -errno, "listen: socket");
     if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN ||
         errno == EINPROGRESS)
-        return err_set(e, -EEXIST,
-                       "listen: '%s' is a live socket: another process listens on it", name);
+        return err_set(e, -EEXIST, "listen: '%s' is a live socket: another process listens on it",
+                       name);
     if (errno == ECONNREFUSED)
         return 0;
     return err_setsys(e, -EEXIST, "listen: connect to the existing '%s'", name);
@@ -219,8 +219,8 @@ void listen_sock_close(struct listen_sock *ls)
     if (ls->fd >= 0) {
         close(ls->fd);
         struct stat st;
-        if (fstatat(ls->dirfd, ls->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISSOCK(st.st_mode) && st.st_uid == geteuid())
+        if (fstatat(ls->dirfd, ls->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
+            st.st_uid == geteuid())
             unlinkat(ls->dirfd, ls->name, 0);
     }
     if (ls->dirfd >= 0)
@@ -315,8 +315,8 @@ int listen_sock_step(struct listen_sock *ls, int64_t now_ms, struct listen_conn 
         ls->stats.accepted++;
         if (ls->npending == LISTEN_PENDING_MAX)
             evict_oldest(ls);
-        ls->pending[ls->npending++] = (struct pending){
-            .fd = c, .deadline = now_ms + LISTEN_ADVERT_MS, .seq = ls->seq++};
+        ls->pending[ls->npending++] =
+            (struct pending){.fd = c, .deadline = now_ms + LISTEN_ADVERT_MS, .seq = ls->seq++};
     }
 
     size_t out = 0;

@@ -142,8 +142,8 @@ static void test_refuses_length(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decodes_real),      cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_refuses_each_field), cmocka_unit_test(test_refuses_pid_bounds),
+        cmocka_unit_test(test_decodes_real),        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_refuses_each_field),  cmocka_unit_test(test_refuses_pid_bounds),
         cmocka_unit_test(test_refuses_zero_cookie), cmocka_unit_test(test_refuses_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

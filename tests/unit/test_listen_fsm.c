@@ -47,8 +47,7 @@ static void expect_action(struct listen_fsm *f, int64_t now, enum listen_action 
     struct listen_step s;
     enum listen_action a = listen_fsm_next(f, now, &s);
     if (a != want)
-        fail_msg("expected action %d, got %d (cmd %s)", (int)want, (int)a,
-                 listen_cmd_name(s.cmd));
+        fail_msg("expected action %d, got %d (cmd %s)", (int)want, (int)a, listen_cmd_name(s.cmd));
 }
 
 /* ProcessInfo answered, selected, the environment says it pauses, delivered. */
@@ -187,8 +186,7 @@ static void test_resume_after_each_failure(void **state)
         expect_action(&f, 2, LISTEN_DONE);
         if (listen_fsm_end(&f) != LISTEN_END_FAILED || f.failed_cmd != want || !f.resumed)
             fail_msg("step %d: end %s, failed %s, resumed %d", step,
-                     listen_end_name(listen_fsm_end(&f)), listen_cmd_name(f.failed_cmd),
-                     f.resumed);
+                     listen_end_name(listen_fsm_end(&f)), listen_cmd_name(f.failed_cmd), f.resumed);
     }
 }
 

@@ -24,8 +24,7 @@
 static char dir[64];
 static char path[96];
 
-static const struct listen_sock_opts opts600 = {.mode = 0600, .uid = (uid_t)-1,
-                                                .gid = (gid_t)-1};
+static const struct listen_sock_opts opts600 = {.mode = 0600, .uid = (uid_t)-1, .gid = (gid_t)-1};
 
 static int setup(void **state)
 {
