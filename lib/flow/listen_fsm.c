@@ -126,6 +126,11 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
     if (f->phase == P_DONE || cmd == LISTEN_CMD_NONE)
         return;
     bool ok = r->err == 0 && r->hr == 0;
+    if (f->stopped && cmd != LISTEN_CMD_RESUME) {
+        if (!(f->paused && !f->resume_sent))
+            finish(f, cmd == LISTEN_CMD_ATTACH && ok ? LISTEN_END_ATTACHED : LISTEN_END_FAILED);
+        return;
+    }
 
     switch (cmd) {
     case LISTEN_CMD_PROCESS_INFO:
@@ -225,6 +230,23 @@ void listen_fsm_gone(struct listen_fsm *f)
         return;
     f->inflight = LISTEN_CMD_NONE;
     finish(f, LISTEN_END_GONE);
+}
+
+void listen_fsm_stop(struct listen_fsm *f, int64_t now)
+{
+    if (f->phase == P_DONE || f->stopped)
+        return;
+    f->stopped = true;
+    f->failed_cmd = f->inflight;
+    f->err = -EINTR;
+    if (f->paused && !f->resume_sent) {
+        f->end_after_resume = LISTEN_END_FAILED;
+        if (f->phase != P_RESUME)
+            f->phase = P_RESUME;
+        (void)now;
+    } else if (f->inflight == LISTEN_CMD_NONE) {
+        finish(f, LISTEN_END_FAILED);
+    }
 }
 
 enum listen_end listen_fsm_end(const struct listen_fsm *f)

@@ -96,7 +96,7 @@ struct listen_fsm {
     bool resume_sent;
     bool resumed; /* ResumeRuntime answered with success */
     bool deadline_hit;
-    bool resume_only; /* the path left: nothing but the owed resume is sent from now on */
+    bool stopped; /* listen_fsm_stop() */
     enum listen_end end;
     enum listen_end end_after_resume;
     enum listen_cmd failed_cmd;
@@ -119,6 +119,11 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
 void listen_fsm_selected(struct listen_fsm *f, bool match);
 void listen_fsm_delivered(struct listen_fsm *f, int err);
 void listen_fsm_gone(struct listen_fsm *f);
+
+/* We are stopping (SIGTERM): a runtime that may be paused gets its resume next (after the
+ * command in flight, if any) and the instance ends as failed with -EINTR; one that runs ends at
+ * once, as soon as nothing is in flight. */
+void listen_fsm_stop(struct listen_fsm *f, int64_t now);
 
 /* How it ended (LISTEN_END_NONE while it runs). */
 enum listen_end listen_fsm_end(const struct listen_fsm *f);

@@ -383,6 +383,45 @@ static void test_gone(void **state)
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_GONE);
 }
 
+static void test_stop(void **state)
+{
+    struct listen_fsm f;
+    struct listen_fsm_cfg cfg = base_cfg;
+    (void)state;
+
+    /* Paused, StartupProfiler in flight: its reply, then the resume, nothing else. */
+    cfg.env_count = 1;
+    listen_fsm_init(&f, &cfg, 0);
+    to_paused_delivered(&f);
+    expect_send(&f, 0, LISTEN_CMD_SETENV, 0);
+    listen_fsm_stop(&f, 1);
+    expect_action(&f, 1, LISTEN_WAIT);
+    reply(&f, 1, 0, 0);
+    expect_send(&f, 1, LISTEN_CMD_RESUME, 0);
+    reply(&f, 1, 0, 0);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
+    assert_int_equal(f.err, -EINTR);
+    assert_true(f.resumed);
+
+    /* Before anything is known: resumed too (it may be paused). */
+    listen_fsm_init(&f, &base_cfg, 0);
+    listen_fsm_stop(&f, 0);
+    expect_send(&f, 0, LISTEN_CMD_RESUME, 0);
+    reply(&f, 0, 0, 0);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
+
+    /* A runtime that does not pause ends at once. */
+    listen_fsm_init(&f, &base_cfg, 0);
+    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
+    reply(&f, 0, 0, 0);
+    listen_fsm_selected(&f, true);
+    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
+    reply_env(&f, 0);
+    listen_fsm_stop(&f, 0);
+    expect_action(&f, 0, LISTEN_DONE);
+    assert_false(f.resume_sent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_resume_failure_reported),
         cmocka_unit_test(test_nosuspend_attach),
         cmocka_unit_test(test_gone),
+        cmocka_unit_test(test_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
