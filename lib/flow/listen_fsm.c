@@ -202,6 +202,11 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
     }
 }
 
+void listen_fsm_unsent(struct listen_fsm *f)
+{
+    f->inflight = LISTEN_CMD_NONE;
+}
+
 void listen_fsm_selected(struct listen_fsm *f, bool match)
 {
     if (f->phase != P_SELECT)

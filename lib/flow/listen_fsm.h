@@ -112,6 +112,10 @@ void listen_fsm_init(struct listen_fsm *f, const struct listen_fsm_cfg *cfg, int
  * same answer, except that LISTEN_SEND is handed out once: the command is then in flight. */
 enum listen_action listen_fsm_next(struct listen_fsm *f, int64_t now, struct listen_step *ret);
 
+/* The command just handed out with LISTEN_SEND could not go yet (the runtime has no connection
+ * to us at the moment): it is handed out again by the next listen_fsm_next(). */
+void listen_fsm_unsent(struct listen_fsm *f);
+
 /* Feeding the machine: the reply to the command in flight; the selectors' verdict; the
  * delivery's result (0 or a negative error); the runtime gone (its connection closed while
  * nothing was in flight, or no connection came within --timeout). */
