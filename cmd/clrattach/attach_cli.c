@@ -34,6 +34,12 @@ enum {
     OPT_ENV,
     OPT_SHOW_ENV,
     OPT_RESUME_DEADLINE,
+    OPT_LISTEN,
+    OPT_DELIVER_DIR,
+    OPT_APP_DIR,
+    OPT_SOCKET_MODE,
+    OPT_SOCKET_OWNER,
+    OPT_MATCH_ENTRY,
     OPT_MATCH_COMM = 1101,
     OPT_MATCH_CMDLINE,
     OPT_UID,
@@ -65,6 +71,13 @@ static const struct option attach_options[] = {
     {"env", required_argument, NULL, OPT_ENV},
     {"show-env", no_argument, NULL, OPT_SHOW_ENV},
     {"resume-deadline", required_argument, NULL, OPT_RESUME_DEADLINE},
+    /* the runtime connects to us (DOTNET_DiagnosticPorts): listen_cli.c */
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"deliver-dir", required_argument, NULL, OPT_DELIVER_DIR},
+    {"app-dir", required_argument, NULL, OPT_APP_DIR},
+    {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+    {"socket-owner", required_argument, NULL, OPT_SOCKET_OWNER},
+    {"match-entry", required_argument, NULL, OPT_MATCH_ENTRY},
     /* reporting */
     {"events", required_argument, NULL, 'E'},
     {"dry-run-events", no_argument, NULL, 'D'},
@@ -180,6 +193,12 @@ static int attach_option(int c, const char *arg, struct attach_cli *a)
         a->env_args[a->env_args_count++] = arg;
         break;
     case OPT_SHOW_ENV: a->show_env = true; break;
+    case OPT_LISTEN: a->listen = arg; break;
+    case OPT_DELIVER_DIR: a->deliver_dir = arg; break;
+    case OPT_APP_DIR: a->app_dir = arg; break;
+    case OPT_SOCKET_MODE: a->socket_mode_s = arg; break;
+    case OPT_SOCKET_OWNER: a->socket_owner_s = arg; break;
+    case OPT_MATCH_ENTRY: a->match_entry = arg; break;
     case OPT_RESUME_DEADLINE:
         /* The app waits this long at most, paused, for what clrattach does before resuming it. */
         if (parse_uint(arg, 600, &a->resume_deadline_s) < 0 || a->resume_deadline_s == 0)
@@ -235,7 +254,11 @@ static int check_target_dir(const struct attach_cli *a)
 static int check_options(struct attach_cli *a)
 {
     const char *cmd = a->cmd;
-    if ((!a->watch && !a->pid_s) || !a->profiler || !a->clsid_s)
+    if (!a->listen &&
+        (a->deliver_dir || a->app_dir || a->socket_mode_s || a->socket_owner_s || a->match_entry))
+        return usage_error(cmd, "--deliver-dir, --app-dir, --socket-mode, --socket-owner and "
+                                "--match-entry go with --listen");
+    if ((!a->watch && !a->pid_s && !a->listen) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
                                          : "--pid, --profiler and --clsid are required");
     if (a->watch && strcmp(a->profiler, "-") == 0)
@@ -267,13 +290,18 @@ static int check_options(struct attach_cli *a)
 int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
 {
     int c, r;
+    /* --listen changes which options make sense (listen_cli.c checks them): known first. */
+    bool listening = false;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        listening |= strncmp(argv[i], "--listen", 8) == 0;
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
         /* One table serves both commands, so that a shared option cannot drift between them;
-         * what belongs to only one is refused by name for the other. */
+         * what belongs to only one is refused by name for the other. A listening watch runs
+         * the startup flow of attach, so it takes attach's startup options. */
         bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
         bool attach_only =
             c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV || c == OPT_RESUME_DEADLINE;
-        if ((watch_only && !a->watch) || (a->watch && attach_only))
+        if ((watch_only && !a->watch) || (a->watch && attach_only && (c == 'p' || !listening)))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
         if ((r = attach_option(c, optarg, a)) != CLI_GO_ON)
             return r;
