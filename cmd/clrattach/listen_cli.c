@@ -39,6 +39,12 @@ static void on_result(const struct attach_result *res, void *userdata)
     c->code = attach_cli_emit_result(c->a, res, res->outcome != ATTACH_INTERRUPTED);
 }
 
+static void on_warning(const struct cla_error *w, void *userdata)
+{
+    (void)userdata;
+    print_error("warning", w);
+}
+
 static void on_listening(void *userdata)
 {
     struct listen_ctx *c = userdata;
@@ -166,6 +172,7 @@ int listen_cli_run(struct attach_cli *a)
     lo.stop = &stop;
     lo.on_result = on_result;
     lo.on_listening = on_listening;
+    lo.on_warning = on_warning;
     lo.userdata = &ctx;
     struct cla_error e = {0};
     r = listen_run(&lo, &e);

@@ -76,6 +76,7 @@ struct loop {
     size_t ndone;
     bool served; /* --once: one instance was reported */
     uint64_t refused_conns;
+    bool name_lost; /* the socket's name was found removed or replaced */
 };
 
 static struct inst *find(struct loop *l, const struct ipc_guid *c)
@@ -670,11 +671,17 @@ int listen_run(const struct listen_opts *o, struct cla_error *e)
                 if (l->inst[i])
                     listen_fsm_stop(&l->inst[i]->fsm, now);
         }
-        /* The app shares the directory: a socket it removed or replaced leaves us deaf. */
+        /* The app shares the directory: a socket it removed or replaced leaves us deaf to
+         * runtimes that start from now on (their connect goes where the name points). We never
+         * follow or remove what is there now, and stay up for the runtimes already connected:
+         * said once, and again if it recurs after the name came back. */
         if (now >= next_check) {
+            struct cla_error w = {0};
             next_check = now + 1000;
-            if ((r = listen_sock_check(l->ls, e)) < 0)
-                break;
+            bool bad = listen_sock_check(l->ls, &w) < 0;
+            if (bad && !l->name_lost && o->on_warning)
+                o->on_warning(&w, o->userdata);
+            l->name_lost = bad;
         }
         struct listen_conn conns[8];
         int n = l->served || stop_at ? 0 : listen_sock_step(l->ls, now, conns, 8, e);

@@ -55,6 +55,9 @@ struct listen_opts {
     /* Called once per runtime instance served (not for one the selectors left alone), with
      * its result. */
     void (*on_result)(const struct attach_result *res, void *userdata);
+    /* Called when something is wrong but the loop goes on: the socket's name was removed or
+     * replaced by the app (once each time it is found so). May be NULL. */
+    void (*on_warning)(const struct cla_error *w, void *userdata);
     /* Called once, when the socket is listening (a ready file). May be NULL. */
     void (*on_listening)(void *userdata);
     void *userdata;
