@@ -176,7 +176,8 @@ int listen_cli_run(struct attach_cli *a)
     lo.userdata = &ctx;
     struct cla_error e = {0};
     r = listen_run(&lo, &e);
-    int code = ctx.code;
+    /* attach: its one result's code; watch: 0 once stopped, as `watch` ends. */
+    int code = a->watch ? 0 : ctx.code;
     if (r < 0 && r != -EINTR)
         code = fatal(a->cmd,
                      r == -EEXIST || r == -EINVAL || r == -ENAMETOOLONG ? ATTACH_USAGE

@@ -75,6 +75,7 @@ struct loop {
     struct ipc_guid done[DONE_COOKIES];
     size_t ndone;
     bool served; /* --once: one instance was reported */
+    bool chosen; /* --once: one instance was selected; the others are resumed and left */
     uint64_t refused_conns;
     bool name_lost; /* the socket's name was found removed or replaced */
 };
@@ -425,7 +426,9 @@ static int deliver(struct loop *l, struct inst *in, struct cla_error *e)
     if (r < 0)
         return r;
     memcpy(res->variant, b->variant, sizeof(res->variant));
-    uid_t uid = geteuid() == 0 ? in->peer_uid : geteuid();
+    /* Ours, read-only for everyone: the app (another uid, most often) reads and maps it and
+     * can neither rewrite nor remove it; a sidecar running as the app's uid makes it the app's. */
+    uid_t uid = geteuid();
     char nonce[DELIVER_NONCE_LEN + 1];
     if ((r = deliver_new_nonce(nonce)) < 0)
         return err_setsys(e, r, "getrandom");
@@ -595,11 +598,14 @@ static void step(struct loop *l, struct inst *in, int64_t now, int64_t *wake)
             if (in->busy_fd >= 0)
                 return;
             continue;
-        case LISTEN_SELECT:
+        case LISTEN_SELECT: {
             if (in->have_pi)
                 fill_runtime(&in->res, &in->pi);
-            listen_fsm_selected(&in->fsm, selected(l->o, in));
+            bool match = selected(l->o, in) && !(l->o->once && l->chosen);
+            l->chosen |= match;
+            listen_fsm_selected(&in->fsm, match);
             continue;
+        }
         case LISTEN_DELIVER: {
             int r = deliver(l, in, &e);
             if (r < 0)

@@ -22,6 +22,12 @@ enum phase {
  * started. 10 ms doubling to 200 ms: the runtime's own reconnect polling starts at 10 ms. */
 #define RETRY_MIN_MS 10
 #define RETRY_MAX_MS 200
+/* How long StartupProfiler's "not paused" (E_INVALIDARG) is taken for "not paused yet": the
+ * runtime reaches its pause point milliseconds after its server thread connects. Past it, the
+ * runtime runs already although its port says "suspend": it was resumed before, by a
+ * clrattach that served it and has since restarted (the runtime reconnects to the new one), or
+ * through another port. */
+#define PAUSE_POINT_WAIT_MS 1000
 
 static int64_t backoff(const struct listen_fsm *f)
 {
@@ -35,6 +41,7 @@ void listen_fsm_init(struct listen_fsm *f, const struct listen_fsm_cfg *cfg, int
 {
     *f = (struct listen_fsm){.cfg = *cfg, .phase = P_INFO, .started = now};
     f->resume_by = now + cfg->resume_deadline_ms;
+    f->first_startup = -1;
     /* "suspend" is the default tag of a diagnostic port: until the runtime says otherwise it
      * may be paused, waiting for us, and owed a resume. */
     f->paused = true;
@@ -166,7 +173,19 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
             after_env(f);
         return;
     case LISTEN_CMD_STARTUP:
-        if (r->err == 0 && r->hr == LISTEN_HR_INVALIDARG && now + backoff(f) < f->resume_by) {
+        if (f->first_startup < 0)
+            f->first_startup = now;
+        if (r->err == 0 && r->hr == LISTEN_HR_INVALIDARG &&
+            now >= f->first_startup + PAUSE_POINT_WAIT_MS) {
+            /* Running, we take it; but the resume goes out all the same (a no-op for a runtime
+             * that runs, and the guarantee if we are wrong). Then a profiler that loads on
+             * attach gets AttachProfiler (a runtime served before answers that one is loaded
+             * already); another ends here. */
+            f->was_running = true;
+            f->end_after_resume = LISTEN_END_STARTUP_ONLY;
+            f->phase = P_RESUME;
+        } else if (r->err == 0 && r->hr == LISTEN_HR_INVALIDARG &&
+                   now + backoff(f) < f->resume_by) {
             f->retry_at = now + backoff(f);
             f->retries++;
         } else if (!ok) {
@@ -190,6 +209,12 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
     case LISTEN_CMD_RESUME:
         f->resume_sent = true;
         f->resumed = ok;
+        if (f->was_running && !f->stopped && f->end_after_resume == LISTEN_END_STARTUP_ONLY &&
+            f->cfg.attach_allowed) {
+            f->paused = false;
+            after_env(f);
+            return;
+        }
         if (!ok && f->end_after_resume != LISTEN_END_FAILED) {
             f->failed_cmd = cmd;
             f->err = r->err;

@@ -20,6 +20,8 @@
  *      that will not say is taken to pause: "suspend" is the default tag)
  *   paused:   delivery -> SetEnvironmentVariable for each --env -> StartupProfiler -> Resume
  *   running:  delivery -> AttachProfiler, when the profiler loads on attach (nosuspend port)
+ *   said it pauses but runs already (StartupProfiler refused with E_INVALIDARG past the moment
+ *   the runtime pauses; served by an earlier clrattach): AttachProfiler when it loads on attach
  *
  * The guarantee: from the first advertisement on, a runtime that may be paused is owed a
  * ResumeRuntime; every way out of the paused path (a refusal, a failed delivery, a transport
@@ -96,7 +98,9 @@ struct listen_fsm {
     bool resume_sent;
     bool resumed; /* ResumeRuntime answered with success */
     bool deadline_hit;
-    bool stopped; /* listen_fsm_stop() */
+    bool stopped;          /* listen_fsm_stop() */
+    bool was_running;      /* said it pauses, but ran already (StartupProfiler refused) */
+    int64_t first_startup; /* when StartupProfiler was first answered */
     enum listen_end end;
     enum listen_end end_after_resume;
     enum listen_cmd failed_cmd;

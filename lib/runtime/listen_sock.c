@@ -27,6 +27,8 @@ struct pending {
 struct listen_sock {
     int fd;
     int dirfd;
+    dev_t dev; /* the socket inode bound at NAME: what "still ours" means later */
+    ino_t ino;
     char name[NAME_MAX + 1];
     struct pending pending[LISTEN_PENDING_MAX];
     size_t npending;
@@ -57,10 +59,17 @@ static void describe(const struct stat *st, char *out, size_t size)
              (unsigned)st->st_uid);
 }
 
+/* Could a socket owned by `uid` be one we left behind? Ours (our euid), or one we gave away with
+ * --socket-owner. */
+static bool owner_ours(uid_t uid, uid_t given)
+{
+    return uid == geteuid() || (given != (uid_t)-1 && uid == given);
+}
+
 /* Is the socket at NAME (already seen as a socket owned by us) served by anyone? A connect()
  * through an O_PATH fd of that very inode: refused means nobody listens (stale). Returns 0 for
  * stale, -EEXIST for live (or unknown), -errno. */
-static int probe_stale(int dirfd, const char *name, struct cla_error *e)
+static int probe_stale(int dirfd, const char *name, uid_t given, struct cla_error *e)
 {
     _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0)
@@ -68,7 +77,7 @@ static int probe_stale(int dirfd, const char *name, struct cla_error *e)
     struct stat st;
     if (fstat(pfd, &st) < 0)
         return err_setsys(e, -errno, "listen: fstat '%s'", name);
-    if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+    if (!S_ISSOCK(st.st_mode) || !owner_ours(st.st_uid, given))
         return err_set(e, -EEXIST, "listen: '%s' changed while it was looked at", name);
     struct sockaddr_un sa;
     int r = fd_sockaddr(pfd, NULL, &sa, e);
@@ -87,7 +96,7 @@ static int probe_stale(int dirfd, const char *name, struct cla_error *e)
 }
 
 /* Clears NAME for bind(): nothing there, or a stale socket of ours removed. */
-static int clear_name(int dirfd, const char *name, struct cla_error *e)
+static int clear_name(int dirfd, const char *name, uid_t given, struct cla_error *e)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
@@ -97,7 +106,7 @@ static int clear_name(int dirfd, const char *name, struct cla_error *e)
     }
     char what[96];
     describe(&st, what, sizeof(what));
-    if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+    if (!S_ISSOCK(st.st_mode) || !owner_ours(st.st_uid, given)) {
         err_set(e, -EEXIST,
                 "listen: '%s' exists and is %s, not a stale socket of ours (uid %u): left alone",
                 name, what, (unsigned)geteuid());
@@ -105,7 +114,7 @@ static int clear_name(int dirfd, const char *name, struct cla_error *e)
                     "replaces only a socket it left behind");
         return -EEXIST;
     }
-    int r = probe_stale(dirfd, name, e);
+    int r = probe_stale(dirfd, name, given, e);
     if (r < 0) {
         err_hint(e, "another clrattach may be listening there: give each its own name");
         return r;
@@ -154,7 +163,7 @@ int listen_sock_open(const char *path, const struct listen_sock_opts *opts,
     r = fd_sockaddr(ls->dirfd, name, &sa, e);
     if (r < 0)
         goto fail;
-    r = clear_name(ls->dirfd, name, e);
+    r = clear_name(ls->dirfd, name, opts->uid, e);
     if (r < 0)
         goto fail;
     ls->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -176,16 +185,20 @@ int listen_sock_open(const char *path, const struct listen_sock_opts *opts,
                         "shares the directory; start clrattach before the app");
         goto fail;
     }
-    if (opts->uid != (uid_t)-1 || opts->gid != (gid_t)-1) {
-        /* Through an O_PATH fd of the name, checked to be a socket of ours: never a link the
-         * app put there since bind(). */
+    /* The inode just created, pinned by an O_PATH fd of the name and checked to be a socket of
+     * ours: its identity is what later checks compare with, and a chown goes through it, never
+     * through a link the app put there since bind(). */
+    {
         _cleanup_close_ int pfd = openat(ls->dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
         if (pfd < 0 || fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
             r = err_set(e, -ESTALE, "listen: '%s' is no longer the socket just bound", path);
             goto fail;
         }
-        if (fchownat(pfd, "", opts->uid, opts->gid, AT_EMPTY_PATH) < 0) {
+        ls->dev = st.st_dev;
+        ls->ino = st.st_ino;
+        if ((opts->uid != (uid_t)-1 || opts->gid != (gid_t)-1) &&
+            fchownat(pfd, "", opts->uid, opts->gid, AT_EMPTY_PATH) < 0) {
             r = err_setsys(e, -errno, "listen: chown '%s' to %d:%d", path, (int)opts->uid,
                            (int)opts->gid);
             err_hint(e, "changing the owner needs CAP_CHOWN; run clrattach as the app's uid, "
@@ -219,8 +232,9 @@ void listen_sock_close(struct listen_sock *ls)
     if (ls->fd >= 0) {
         close(ls->fd);
         struct stat st;
-        if (fstatat(ls->dirfd, ls->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode) &&
-            st.st_uid == geteuid())
+        /* Only while the name holds the very inode bound: a name the app replaced stays. */
+        if (ls->ino && fstatat(ls->dirfd, ls->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_dev == ls->dev && st.st_ino == ls->ino)
             unlinkat(ls->dirfd, ls->name, 0);
     }
     if (ls->dirfd >= 0)
@@ -367,10 +381,13 @@ int listen_sock_check(const struct listen_sock *ls, struct cla_error *e)
     struct stat st;
     if (fstatat(ls->dirfd, ls->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         return err_setsys(e, -ESTALE, "listen: the socket '%s' is gone", ls->name);
-    if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+    if (st.st_dev != ls->dev || st.st_ino != ls->ino) {
         char what[96];
         describe(&st, what, sizeof(what));
-        return err_set(e, -ESTALE, "listen: '%s' was replaced by %s", ls->name, what);
+        err_set(e, -ESTALE, "listen: '%s' was replaced by %s", ls->name, what);
+        err_hint(e, "runtimes that start from now on cannot reach clrattach; nothing there is "
+                    "followed or removed: restart clrattach once the name is free");
+        return -ESTALE;
     }
     return 0;
 }

@@ -73,7 +73,7 @@ int listen_sock_open(const char *path, const struct listen_sock_opts *opts,
                      struct listen_sock **ret, struct cla_error *e);
 
 /* Closes the listening socket and every connection still waiting, and removes the name if it
- * is still a socket owned by our euid (a name the app replaced is left alone). NULL is fine. */
+ * still holds the socket inode bound (a name the app replaced is left alone). NULL is fine. */
 void listen_sock_close(struct listen_sock *ls);
 
 /* The fds to poll (POLLIN): the listening socket, then each waiting connection. Returns how
@@ -90,9 +90,9 @@ int64_t listen_sock_next_deadline(const struct listen_sock *ls);
 int listen_sock_step(struct listen_sock *ls, int64_t now_ms, struct listen_conn *ret, size_t max,
                      struct cla_error *e);
 
-/* Is the name still our socket? 0, or -ESTALE with e saying what is there now (the app, which
- * shares the directory, removed it or put something else in its place: runtimes starting from
- * now on cannot reach us). */
+/* Does the name still hold the socket inode bound? 0, or -ESTALE with e saying what is there now
+ * (the app, which shares the directory, removed it or put something else in its place: runtimes
+ * starting from now on cannot reach us). */
 int listen_sock_check(const struct listen_sock *ls, struct cla_error *e);
 
 const struct listen_stats *listen_sock_stats(const struct listen_sock *ls);

@@ -60,6 +60,14 @@ wait_exit() {
     return 1
 }
 
+# end_apps: the apps started so far end, so that none reconnects to the next test's listener
+# (a runtime keeps reconnecting to its port for as long as it lives).
+end_apps() {
+    local p
+    for p in "${TARGET_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    sleep 0.2
+}
+
 # runs_on NAME: the app printed "ready": it was resumed and its Main ran.
 runs_on() {
     if grep -q '^ready' "$TARGET_LOG"; then ok "$1-app-runs-on"; else fail "$1-app-runs-on" "$(cat "$TARGET_LOG")"; fi
@@ -90,19 +98,21 @@ PY
     fi
     # The profiler is mapped from the shared directory, as the app sees it.
     if grep -qF "$DIR/" "/proc/$P/maps"; then ok "listen-startup-mapped"; else fail "listen-startup-mapped" "$DIR not in maps"; fi
-    # Owned by the app's uid, read-only, in the shared directory; the socket removed on exit.
+    # Ours (root's), read-only for all, in the shared directory: the app (uid 1000) maps it
+    # and can neither rewrite nor remove it. The socket is removed on exit.
     F=$(find "$SHARE" -name 'OpenTelemetry.AutoInstrumentation.Native.so' | head -1)
-    if [ -n "$F" ] && [ "$(stat -c %u "$F")" = 1000 ] && [ ! -e "$SOCK" ]; then
+    if [ -n "$F" ] && [ "$(stat -c %u:%a "$F")" = 0:555 ] && [ ! -e "$SOCK" ]; then
         ok "listen-delivery-owner-and-cleanup"
     else
         fail "listen-delivery-owner-and-cleanup" "file '$F' owner $(stat -c %u "$F" 2>/dev/null); socket left: $(ls -la "$SHARE")"
     fi
     runs_on listen-a
 fi
+end_apps
 
 # (b) Resumed when a step fails. A variable over the cap once {dir} is expanded: the real
 # runtime is resumed without the profiler.
-LONG=$(head -c 4080 /dev/zero | tr '\0' x)
+LONG=$(head -c 4060 /dev/zero | tr '\0' x)
 listen_bg b attach "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json \
     --env "VENDOR_SETTING_A=$LONG{dir}"
 if start_target listen-b "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock; then
@@ -114,6 +124,7 @@ if start_target listen-b "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock
     fi
     runs_on listen-b
 fi
+end_apps
 # The fake runtime refusing or stalling a step: ResumeRuntime still comes, within
 # --resume-deadline when the step never answers.
 for how in "--refuse setenv" "--refuse startup" "--stall startup"; do
@@ -151,6 +162,7 @@ fi
 runs_on listen-c2
 kill -TERM "$WPID"
 if wait_exit "$WPID" 5 && [ "$WRC" -eq 0 ]; then ok "listen-watch-sigterm"; else fail "listen-watch-sigterm" "exit $WRC"; fi
+end_apps
 
 # (d) A runtime that does not pause: the sample profiler (it supports attach) is attached.
 listen_bg d attach "${LISTEN[@]}" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
@@ -165,6 +177,7 @@ if start_target listen-d "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock
         fail "listen-nosuspend-attached" "exit $WRC $(cat "$LOUT" "$LERR")"
     fi
 fi
+end_apps
 
 # (e) Hostile peers against one watcher.
 listen_bg e watch "${LISTEN[@]}" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json

@@ -223,7 +223,8 @@ static void test_startup_before_pause_point_retried(void **state)
     reply(&f, s.wake, 0, 0);
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_LOADED);
 
-    /* Refused until the resume deadline: the resume goes out in time. */
+    /* Refused past the moment a runtime pauses: it runs already (served by an earlier
+     * clrattach). Resumed all the same, then AttachProfiler for a profiler that attaches. */
     listen_fsm_init(&f, &base_cfg, 0);
     to_paused_delivered(&f);
     int64_t now = 0;
@@ -242,8 +243,45 @@ static void test_startup_before_pause_point_retried(void **state)
         sent++;
         reply(&f, now, 0, LISTEN_HR_INVALIDARG);
     }
-    assert_true(now <= base_cfg.resume_deadline_ms);
+    assert_true(now >= 1000 && now < base_cfg.resume_deadline_ms);
     assert_true(sent > 3 && sent < 100);
+    reply(&f, now, 0, 0);
+    expect_send(&f, now, LISTEN_CMD_ATTACH, 0);
+    reply(&f, now, 0, 0x80131367u); /* already active: this runtime has it */
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
+    assert_int_equal(f.failed_cmd, LISTEN_CMD_ATTACH);
+    assert_true(f.was_running && f.resumed);
+
+    /* A profiler that does nothing on attach ends after the resume. */
+    struct listen_fsm_cfg cfg = base_cfg;
+    cfg.attach_allowed = false;
+    listen_fsm_init(&f, &cfg, 0);
+    to_paused_delivered(&f);
+    expect_send(&f, 0, LISTEN_CMD_STARTUP, 0);
+    reply(&f, 0, 0, LISTEN_HR_INVALIDARG);
+    expect_send(&f, 1000, LISTEN_CMD_STARTUP, 0);
+    reply(&f, 1000, 0, LISTEN_HR_INVALIDARG);
+    expect_send(&f, 1000, LISTEN_CMD_RESUME, 0);
+    reply(&f, 1000, 0, 0);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_ONLY);
+
+    /* With a resume deadline shorter than that moment, the deadline wins: resumed in time. */
+    cfg = base_cfg;
+    cfg.resume_deadline_ms = 300;
+    listen_fsm_init(&f, &cfg, 0);
+    to_paused_delivered(&f);
+    now = 0;
+    for (;;) {
+        enum listen_action a = listen_fsm_next(&f, now, &s);
+        if (a == LISTEN_WAIT) {
+            now = s.wake;
+            continue;
+        }
+        if (s.cmd == LISTEN_CMD_RESUME)
+            break;
+        reply(&f, now, 0, LISTEN_HR_INVALIDARG);
+    }
+    assert_true(now <= 300);
     reply(&f, now, 0, 0);
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
     assert_int_equal(f.failed_cmd, LISTEN_CMD_STARTUP);

@@ -267,6 +267,36 @@ static void test_hostile_peers_bounded(void **state)
     listen_sock_close(ls);
 }
 
+/* --socket-owner: the socket is given away, and still ours to remove on close; a dead one of
+ * that owner is replaced on the next start (a clrattach killed before its cleanup). */
+static void test_socket_owner(void **state)
+{
+    struct listen_sock *ls = NULL;
+    struct cla_error e = {0};
+    struct stat st;
+    const struct listen_sock_opts given = {.mode = 0600, .uid = 4242, .gid = 4243};
+    (void)state;
+
+    if (geteuid() != 0)
+        skip();
+    assert_int_equal(listen_sock_open(path, &given, &ls, &e), 0);
+    assert_int_equal(lstat(path, &st), 0);
+    assert_int_equal(st.st_uid, 4242);
+    assert_int_equal(st.st_gid, 4243);
+    assert_int_equal(listen_sock_check(ls, &e), 0);
+    listen_sock_close(ls);
+    assert_int_equal(lstat(path, &st), -1);
+
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    close(s);
+    assert_int_equal(chown(path, 4242, 4242), 0);
+    assert_int_equal(listen_sock_open(path, &given, &ls, &e), 0);
+    listen_sock_close(ls);
+}
+
 static void test_check_sees_replacement(void **state)
 {
     struct listen_sock *ls = NULL;
@@ -314,6 +344,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replaces_only_stale, setup, teardown),
         cmocka_unit_test_setup_teardown(test_advertised_connection_handed_over, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hostile_peers_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_socket_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_sees_replacement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path_forms, setup, teardown),
     };
