@@ -15,6 +15,7 @@ run() { "$@" 2>&1 | tee -a "$LOG"; }
 
 run python3 tests/deploy/check_manifests.py "$ROOT" "$ROOT/$BUILD/clrattach"
 run tests/deploy/test_plugin.sh
+run tests/deploy/test_listen_component.sh
 run python3 tests/deploy/check_dockerfile.py "$ROOT"
 if [ ! -x build/static/clrattach ]; then
     scripts/build-static.sh >"$LOG.static" 2>&1 || { tail -20 "$LOG.static"; echo "FAIL static-build" | tee -a "$LOG"; }
