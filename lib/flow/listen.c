@@ -673,9 +673,17 @@ int listen_run(const struct listen_opts *o, struct cla_error *e)
         int64_t now = util_now_ms();
         if (o->stop && o->stop->signal && !stop_at) {
             stop_at = now + STOP_GRACE_MS;
-            for (size_t i = 0; i < LISTEN_INSTANCES_MAX; i++)
-                if (l->inst[i])
-                    listen_fsm_stop(&l->inst[i]->fsm, now);
+            for (size_t i = 0; i < LISTEN_INSTANCES_MAX; i++) {
+                struct inst *in = l->inst[i];
+                if (!in)
+                    continue;
+                listen_fsm_stop(&in->fsm, now);
+                /* A command in flight gets a second at most: the owed resume must go out
+                 * within the grace, on the connection after it. */
+                if (in->busy_fd >= 0 && in->busy_cmd != LISTEN_CMD_RESUME &&
+                    in->busy_deadline > now + 1000)
+                    in->busy_deadline = now + 1000;
+            }
         }
         /* The app shares the directory: a socket it removed or replaced leaves us deaf to
          * runtimes that start from now on (their connect goes where the name points). We never

@@ -145,6 +145,23 @@ for how in "--refuse setenv" "--refuse startup" "--stall startup"; do
     kill -KILL "$FP" 2>/dev/null
 done
 
+# SIGTERM while StartupProfiler goes unanswered: the resume still goes out before clrattach
+# leaves.
+listen_bg term attach "${LISTEN[@]}" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+python3 "$FAKE" connect-good "$SOCK" --stall startup >/dev/null 2>"$WORK/fake.term.log" &
+FP=$!
+TARGET_PIDS+=("$FP")
+for _ in $(seq 100); do grep -q 'startup' "$WORK/fake.term.log" && break; sleep 0.05; done
+kill -TERM "$LPID"
+wait_exit "$LPID" 6
+if [ "$WRC" -eq 11 ] && grep -q '^resumed' "$WORK/fake.term.log" &&
+    [ "$(json_get "$LOUT" outcome)" = interrupted ]; then
+    ok "listen-sigterm-resumes"
+else
+    fail "listen-sigterm-resumes" "exit $WRC $(cat "$LOUT" "$LERR" "$WORK/fake.term.log")"
+fi
+kill -KILL "$FP" 2>/dev/null
+
 # (c) watch --listen: two instances of the app, one after the other: each served once.
 listen_bg c watch "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json --env VENDOR_SETTING_A=1
 WPID=$LPID
