@@ -483,18 +483,6 @@ static void undo(struct loop *l, struct inst *in)
     in->res.removed = deliver_undo(l->dirfd, in->ours, in->dev, in->ino, NULL) == 0;
 }
 
-static enum attach_outcome outcome_of_hresult(uint32_t hr)
-{
-    switch (hresult_lookup(hr)->cls) {
-    case HRESULT_CLASS_OK: return ATTACH_OK;
-    case HRESULT_CLASS_ALREADY: return ATTACH_ALREADY_ACTIVE;
-    case HRESULT_CLASS_NOT_READY: return ATTACH_NOT_READY;
-    case HRESULT_CLASS_PROTOCOL: return ATTACH_PROTOCOL;
-    case HRESULT_CLASS_LOAD:
-    default: return ATTACH_LOAD_FAILED;
-    }
-}
-
 /* The machine's end in the terms of an attach result (docs/exit-codes.md). */
 static void fill_outcome(struct loop *l, struct inst *in)
 {
@@ -559,7 +547,7 @@ static void fill_outcome(struct loop *l, struct inst *in)
         else
             err_prefix(e, "%s", listen_cmd_name(f->failed_cmd));
     } else {
-        res->outcome = outcome_of_hresult(f->hr);
+        res->outcome = attach_outcome_of_hresult(f->hr);
         if (res->outcome == ATTACH_OK)
             res->outcome = ATTACH_LOAD_FAILED;
         res->have_hresult = true;

@@ -50,15 +50,23 @@ static void expect_action(struct listen_fsm *f, int64_t now, enum listen_action 
         fail_msg("expected action %d, got %d (cmd %s)", (int)want, (int)a, listen_cmd_name(s.cmd));
 }
 
-/* ProcessInfo answered, selected, the environment says it pauses, delivered. */
-static void to_paused_delivered(struct listen_fsm *f)
+/* Started with `cfg`, ProcessInfo answered, selected, the environment answered `pauses`. */
+static void to_probed(struct listen_fsm *f, const struct listen_fsm_cfg *cfg, int pauses)
 {
+    listen_fsm_init(f, cfg, 0);
     expect_send(f, 0, LISTEN_CMD_PROCESS_INFO, 0);
     reply(f, 0, 0, 0);
     expect_action(f, 0, LISTEN_SELECT);
     listen_fsm_selected(f, true);
     expect_send(f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(f, 1);
+    reply_env(f, pauses);
+}
+
+/* ProcessInfo answered, selected, the environment says it pauses, delivered. */
+static void to_paused_delivered(struct listen_fsm *f)
+{
+    struct listen_fsm_cfg cfg = f->cfg;
+    to_probed(f, &cfg, 1);
     expect_action(f, 0, LISTEN_DELIVER);
     listen_fsm_delivered(f, 0);
 }
@@ -335,12 +343,7 @@ static void test_nosuspend_attach(void **state)
     struct listen_step s;
     (void)state;
 
-    listen_fsm_init(&f, &cfg, 0);
-    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
-    reply(&f, 0, 0, 0);
-    listen_fsm_selected(&f, true);
-    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(&f, 0);
+    to_probed(&f, &cfg, 0);
     expect_action(&f, 0, LISTEN_DELIVER);
     listen_fsm_delivered(&f, 0);
     expect_send(&f, 0, LISTEN_CMD_ATTACH, 0);
@@ -354,12 +357,7 @@ static void test_nosuspend_attach(void **state)
     assert_false(f.resume_sent);
 
     /* A refusal ends it without a resume either, and the deadline does not apply. */
-    listen_fsm_init(&f, &cfg, 0);
-    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
-    reply(&f, 0, 0, 0);
-    listen_fsm_selected(&f, true);
-    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(&f, 0);
+    to_probed(&f, &cfg, 0);
     listen_fsm_delivered(&f, 0);
     expect_send(&f, 99999, LISTEN_CMD_ATTACH, 0);
     reply(&f, 99999, 0, 0x8013136Au);
@@ -369,32 +367,17 @@ static void test_nosuspend_attach(void **state)
     /* A startup-only profiler is not sent to a running runtime; --env is not set in one
      * unless forced. */
     cfg.attach_allowed = false;
-    listen_fsm_init(&f, &cfg, 0);
-    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
-    reply(&f, 0, 0, 0);
-    listen_fsm_selected(&f, true);
-    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(&f, 0);
+    to_probed(&f, &cfg, 0);
     expect_action(&f, 0, LISTEN_DONE);
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_ONLY);
 
     cfg.attach_allowed = true;
     cfg.env_count = 1;
-    listen_fsm_init(&f, &cfg, 0);
-    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
-    reply(&f, 0, 0, 0);
-    listen_fsm_selected(&f, true);
-    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(&f, 0);
+    to_probed(&f, &cfg, 0);
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_ENV_RUNNING);
 
     cfg.env_running = true;
-    listen_fsm_init(&f, &cfg, 0);
-    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
-    reply(&f, 0, 0, 0);
-    listen_fsm_selected(&f, true);
-    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(&f, 0);
+    to_probed(&f, &cfg, 0);
     listen_fsm_delivered(&f, 0);
     expect_send(&f, 0, LISTEN_CMD_SETENV, 0);
     reply(&f, 0, 0, 0);
@@ -449,12 +432,7 @@ static void test_stop(void **state)
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
 
     /* A runtime that does not pause ends at once. */
-    listen_fsm_init(&f, &base_cfg, 0);
-    expect_send(&f, 0, LISTEN_CMD_PROCESS_INFO, 0);
-    reply(&f, 0, 0, 0);
-    listen_fsm_selected(&f, true);
-    expect_send(&f, 0, LISTEN_CMD_ENVIRONMENT, 0);
-    reply_env(&f, 0);
+    to_probed(&f, &base_cfg, 0);
     listen_fsm_stop(&f, 0);
     expect_action(&f, 0, LISTEN_DONE);
     assert_false(f.resume_sent);
