@@ -17,6 +17,8 @@
 #include "deliver/deliver_dir.h"
 #include "deliver/placeholders.h"
 #include "flow/listen_fsm.h"
+#include "profset/elfinfo.h"
+#include "profset/profdir.h"
 #include "profset/profset.h"
 #include "profset/rid.h"
 #include "profset/vendors.h"
@@ -406,6 +408,87 @@ static int app_view(const struct listen_opts *o, const char *ours, char *out, si
     return w < 0 || (size_t)w >= size ? -ENAMETOOLONG : 0;
 }
 
+/* Libraries every .NET app on Linux has loaded before a profiler comes: the runtime itself needs
+ * them (the C library and its loader, libm, libdl, libpthread, librt, libgcc_s, libstdc++). */
+static bool base_library(const char *name)
+{
+    static const char *const base[] = {
+        "libc.so", "libm.so",   "libdl.so",  "libpthread.so", "librt.so",      "ld-linux",
+        "ld-musl", "libc.musl", "libgcc_s.", "libstdc++.so",  "linux-vdso.so", "ld64.so"};
+    for (size_t i = 0; i < sizeof(base) / sizeof(base[0]); i++)
+        if (strncmp(name, base[i], strlen(base[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Is `name` a file of the profiler directory in one of `runpath`'s $ORIGIN directories, $ORIGIN
+ * being `dir` (the needing file's directory in the profiler directory, "" for its top)? */
+static bool in_origin(const struct profdir *pd, const char *dir, const char *runpath,
+                      const char *name)
+{
+    char entry[ELF_RUNPATH_MAX + 1];
+    for (const char *p = runpath; *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(entry, sizeof(entry), "%.*s", (int)n, p);
+        p += n + (p[n] == ':');
+        const char *rest = NULL;
+        if (strncmp(entry, "$ORIGIN", 7) == 0)
+            rest = entry + 7;
+        else if (strncmp(entry, "${ORIGIN}", 9) == 0)
+            rest = entry + 9;
+        if (!rest || (*rest && *rest != '/'))
+            continue;
+        char want[PROFDIR_PATH_MAX + ELF_RUNPATH_MAX + ELF_NEEDED_BYTES + 3];
+        snprintf(want, sizeof(want), "%s%s%s/%s", dir, *dir ? "/" : "", rest[0] ? rest + 1 : "",
+                 name);
+        /* "a//b" and a trailing "/." as the loader reads them; ".." is not followed (a
+         * profiler directory keeps its libraries below itself). */
+        char norm[sizeof(want)];
+        size_t o = 0;
+        for (const char *c = want; *c; c++)
+            if (!(*c == '/' && (o == 0 || norm[o - 1] == '/')))
+                norm[o++] = *c;
+        norm[o] = '\0';
+        for (size_t i = 0; i < pd->n; i++)
+            if (!pd->files[i].is_dir && strcmp(pd->files[i].path, norm) == 0)
+                return true;
+    }
+    return false;
+}
+
+/* The dependency check of what can be known without the app's root: every DT_NEEDED of what is
+ * delivered is a library every .NET app has, or a file delivered with it (RUNPATH $ORIGIN).
+ * Anything else may or may not be in the app's image: named in the result, never a refusal. */
+static void known_dependencies(const struct profset_build *b, char *note, size_t size)
+{
+    size_t nfiles = b->dir ? b->dir->n : 1;
+    for (size_t f = 0; f < nfiles; f++) {
+        const struct elf_info *ei = b->dir ? b->dir->files[f].elf : &b->elf;
+        if (!ei)
+            continue;
+        const char *who = b->dir ? b->dir->files[f].path : b->name;
+        char dir[PROFDIR_PATH_MAX + 1] = "";
+        const char *slash = strrchr(who, '/');
+        if (b->dir && slash)
+            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - who), who);
+        const char *name = ei->needed;
+        for (unsigned i = 0; i < ei->n_needed; i++, name += strlen(name) + 1) {
+            if (base_library(name) || (b->dir && in_origin(b->dir, dir, ei->runpath, name)))
+                continue;
+            /* A note cut short still says what it is. */
+            int n = snprintf(note, size,
+                             "not checked: %.48s (needed by %.64s): not delivered with the "
+                             "profiler nor a runtime library; the app's files are not visible",
+                             name, who);
+            (void)n;
+            return;
+        }
+    }
+    snprintf(note, size,
+             "checked against the delivered files and the runtime's own libraries only: the app's "
+             "filesystem is not visible from a listening clrattach");
+}
+
 /* The build for the runtime's identifier (ProcessInfo3, or --rid), delivered into the shared
  * directory with every guarantee delivery has (deliver.h): exclusive creation, verification
  * through the fd that wrote it, no link followed, nothing overwritten. */
@@ -466,10 +549,8 @@ static int deliver(struct loop *l, struct inst *in, struct cla_error *e)
     render_text(in->app_path, strlen(in->app_path), res->delivered_path,
                 sizeof(res->delivered_path));
     /* Without the app's root, its loader's directories cannot be searched: what the profiler
-     * needs beside the libc must come with it (a profiler directory, RUNPATH $ORIGIN). */
-    snprintf(res->dependency_note, sizeof(res->dependency_note),
-             "not checked: a listening clrattach does not see the app's filesystem; only the "
-             "delivered files are known");
+     * needs beside the runtime's own libraries must come with it (RUNPATH $ORIGIN). */
+    known_dependencies(b, res->dependency_note, sizeof(res->dependency_note));
     snprintf(res->placement, sizeof(res->placement), "--deliver-dir %s, the app sees %s",
              o->deliver_dir, o->app_dir ? o->app_dir : o->deliver_dir);
     return 0;

@@ -96,6 +96,13 @@ PY
     else
         fail "listen-startup-env-loaded" "exit $WRC $(cat "$LOUT" "$LERR") report: $REP"
     fi
+    # The dependency check of what can be known: libvendorhelper.so through RUNPATH $ORIGIN in
+    # the delivered directory, libc as the runtime's own.
+    if grep -q '"dependency_check":"checked against the delivered files' "$LOUT"; then
+        ok "listen-dependency-check-known"
+    else
+        fail "listen-dependency-check-known" "$(cat "$LOUT")"
+    fi
     # The profiler is mapped from the shared directory, as the app sees it.
     if grep -qF "$DIR/" "/proc/$P/maps"; then ok "listen-startup-mapped"; else fail "listen-startup-mapped" "$DIR not in maps"; fi
     # Ours (root's), read-only for all, in the shared directory: the app (uid 1000) maps it
