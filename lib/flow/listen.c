@@ -521,6 +521,7 @@ static int deliver(struct loop *l, struct inst *in, struct cla_error *e)
         if ((r = deliver_dir(l->dirfd, &dopts, &dr, e)) < 0)
             return r;
         snprintf(in->ours, sizeof(in->ours), "%s", dr.path);
+        memcpy(res->sha256, b->dir->digest, sizeof(res->sha256));
         in->reused = dr.reused, in->dev = dr.dev, in->ino = dr.ino;
         if (app_view(o, dr.entry, in->app_path, sizeof(in->app_path)) < 0 ||
             app_view(o, dr.path, in->app_dir, sizeof(in->app_dir)) < 0)
@@ -551,8 +552,6 @@ static int deliver(struct loop *l, struct inst *in, struct cla_error *e)
     /* Without the app's root, its loader's directories cannot be searched: what the profiler
      * needs beside the runtime's own libraries must come with it (RUNPATH $ORIGIN). */
     known_dependencies(b, res->dependency_note, sizeof(res->dependency_note));
-    snprintf(res->placement, sizeof(res->placement), "--deliver-dir %s, the app sees %s",
-             o->deliver_dir, o->app_dir ? o->app_dir : o->deliver_dir);
     return 0;
 }
 
