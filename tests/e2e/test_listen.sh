@@ -5,9 +5,10 @@
 # shares nothing with clrattach but that directory (bind-mounted at /mnt in its namespace):
 #   (a) attach --listen: a startup load with --env, proven by the vendor-shaped test profiler's
 #       own report of the settings it read; the app is resumed and runs;
-#   (b) the app is resumed when a step fails: a variable over the cap once {dir} is expanded
-#       (real runtime); the fake runtime refusing SetEnvironmentVariable, refusing
-#       StartupProfiler, never answering StartupProfiler;
+#   (b) the app is resumed when a step fails: a variable over the cap once {dir} is expanded, a
+#       delivery into a read-only directory (real runtime); the fake runtime refusing
+#       SetEnvironmentVariable, refusing StartupProfiler, never answering StartupProfiler, and
+#       SIGTERM while StartupProfiler goes unanswered;
 #   (c) watch --listen: an app restarted (a new runtime instance, a new cookie) is served again,
 #       one result per instance;
 #   (d) a runtime whose port is "nosuspend" gets a plain attach (the sample profiler);
@@ -131,6 +132,24 @@ if start_target listen-b "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock
     fi
     runs_on listen-b
 fi
+end_apps
+# A delivery that fails (the deliver directory is read-only): resumed without the profiler.
+RO="$WORK/ro"
+mkdir -p "$RO"
+mount --bind "$RO" "$RO" && mount -o remount,bind,ro "$RO"
+listen_bg bro attach --listen "$SOCK" --deliver-dir "$RO" --app-dir /mnt --socket-owner 1000:1000 \
+    --events off --profiler "$VI" --clsid "$VI_CLSID" -o json
+if start_target listen-bro "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock; then
+    wait_exit "$LPID" 30
+    if [ "$WRC" -eq 6 ] && [ "$(json_get "$LOUT" outcome)" = delivery_failed ] &&
+        [ "$(json_get "$LOUT" resumed)" = True ]; then
+        ok "listen-delivery-failed-resumed"
+    else
+        fail "listen-delivery-failed-resumed" "exit $WRC $(cat "$LOUT" "$LERR")"
+    fi
+    runs_on listen-bro
+fi
+umount "$RO"
 end_apps
 # The fake runtime refusing or stalling a step: ResumeRuntime still comes, within
 # --resume-deadline when the step never answers.
