@@ -132,7 +132,7 @@ static void take_conn(struct loop *l, struct listen_conn *c, int64_t now)
         in->idle_fd = c->fd;
         return;
     }
-    if (was_done(l, &c->adv.cookie) || l->served) {
+    if (l->served) {
         close(c->fd);
         return;
     }
@@ -165,6 +165,13 @@ static void take_conn(struct loop *l, struct listen_conn *c, int64_t now)
     in->res.uid = c->peer_uid;
     in->res.gid = c->peer_gid;
     snprintf(in->res.socket_name, sizeof(in->res.socket_name), "%s", l->o->path);
+    /* A runtime served before whose record was let go (it stayed away past --timeout): its
+     * connection is parked, never served again, and never closed, which would have it
+     * reconnect at once, over and over. */
+    if (was_done(l, &c->adv.cookie)) {
+        in->reported = true;
+        listen_fsm_gone(&in->fsm);
+    }
     l->inst[slot] = in;
 }
 
@@ -793,6 +800,11 @@ int listen_run(const struct listen_opts *o, struct cla_error *e)
                 wake = in->busy_deadline;
             if (listen_fsm_end(&in->fsm) == LISTEN_END_NONE)
                 busy_left = true;
+            /* A finished instance without a connection, quiet for --timeout: its runtime has
+             * exited, or comes back as a parked record (take_conn). The slot is freed. */
+            else if (in->reported && in->idle_fd < 0 && in->busy_fd < 0 &&
+                     now - in->quiet_since >= o->timeout_ms)
+                inst_free(l, i);
         }
         if ((l->served || stop_at) && !busy_left)
             break;
@@ -840,6 +852,7 @@ int listen_run(const struct listen_opts *o, struct cla_error *e)
                  * so this is its end (it exited) or a peer that is not a runtime. */
                 close(in->idle_fd);
                 in->idle_fd = -1;
+                in->quiet_since = now;
                 if (listen_fsm_end(&in->fsm) == LISTEN_END_NONE && in->busy_fd < 0)
                     listen_fsm_gone(&in->fsm);
                 else if (in->reported) {
