@@ -189,8 +189,11 @@ fi
 kill -KILL "$FP" 2>/dev/null
 
 # (c) watch --listen: two instances of the app, one after the other: each served once.
-listen_bg c watch "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json --env VENDOR_SETTING_A=1
+listen_bg c watch "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json --env VENDOR_SETTING_A=1 \
+    --ready-file "$WORK/ready"
 WPID=$LPID
+for _ in $(seq 40); do [ -s "$WORK/ready" ] && break; sleep 0.05; done
+if [ "$(cat "$WORK/ready" 2>/dev/null)" = ready ]; then ok "listen-watch-ready-file"; else fail "listen-watch-ready-file" "$(cat "$LERR")"; fi
 start_target listen-c1 "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock --seconds 2 &&
     P1=$TARGET_PID
 for _ in $(seq 100); do kill -0 "${P1:-0}" 2>/dev/null || break; sleep 0.1; done
@@ -246,14 +249,21 @@ if grep -q '^flood 1000' "$WORK/flood.out" && kill -0 "$WPID" && [ "$MAXFD" -lt 
 else
     fail "listen-hostile-bounded" "$(cat "$WORK/flood.out") fds $MAXFD $(tail -3 "$LERR")"
 fi
-# A good runtime among them is served.
+# A good runtime among them is served, at once, while another one stalls on StartupProfiler:
+# replies are read without blocking, so a stalled runtime delays only itself.
+python3 "$FAKE" connect-good "$SOCK" --stall startup >/dev/null 2>"$WORK/fake.stall.log" &
+TARGET_PIDS+=($!)
+for _ in $(seq 100); do grep -q 'startup' "$WORK/fake.stall.log" && break; sleep 0.05; done
+T0=$(date +%s%N)
 python3 "$FAKE" connect-good "$SOCK" >/dev/null 2>"$WORK/fake.good.log" &
 TARGET_PIDS+=($!)
-for _ in $(seq 100); do grep -q '^resumed' "$WORK/fake.good.log" && break; sleep 0.1; done
-if grep -q '^resumed' "$WORK/fake.good.log" && grep -q '"outcome":"loaded_at_startup"' "$LOUT"; then
+for _ in $(seq 100); do grep -q '^resumed' "$WORK/fake.good.log" && break; sleep 0.05; done
+MS=$((($(date +%s%N) - T0) / 1000000))
+if grep -q '^resumed' "$WORK/fake.good.log" && grep -q '"outcome":"loaded_at_startup"' "$LOUT" &&
+    [ "$MS" -lt 3000 ] && ! grep -q '^resumed' "$WORK/fake.stall.log"; then
     ok "listen-hostile-good-still-served"
 else
-    fail "listen-hostile-good-still-served" "$(cat "$WORK/fake.good.log") $(tail -5 "$LERR")"
+    fail "listen-hostile-good-still-served" "${MS}ms $(cat "$WORK/fake.good.log") $(tail -5 "$LERR")"
 fi
 # The name replaced by a link: warned about, never followed or removed; the watcher stays up.
 mv "$SOCK" "$SOCK.moved"
