@@ -188,6 +188,22 @@ else
 fi
 kill -KILL "$FP" 2>/dev/null
 
+# What cannot be known is said, not refused: the vendor library alone, without the helper its
+# RUNPATH $ORIGIN/lib names, is delivered and loaded, and the result names the library it could
+# not check.
+cp "$VI/OpenTelemetry.AutoInstrumentation.Native.so" "$WORK/lone.so"
+listen_bg lone attach "${LISTEN[@]}" --profiler "$WORK/lone.so" --clsid "$VI_CLSID" -o json
+python3 "$FAKE" connect-good "$SOCK" >/dev/null 2>"$WORK/fake.lone.log" &
+FP=$!
+TARGET_PIDS+=("$FP")
+wait_exit "$LPID" 10
+if [ "$WRC" -eq 0 ] && grep -q '"dependency_check":"not checked: libvendorhelper.so (needed by lone.so)' "$LOUT"; then
+    ok "listen-dependency-unknown-said"
+else
+    fail "listen-dependency-unknown-said" "exit $WRC $(cat "$LOUT" "$LERR")"
+fi
+kill -KILL "$FP" 2>/dev/null
+
 # (c) watch --listen: two instances of the app, one after the other: each served once.
 listen_bg c watch "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json --env VENDOR_SETTING_A=1 \
     --ready-file "$WORK/ready"
