@@ -115,10 +115,15 @@ $(NO_OPENAT2): tests/tools/no_openat2.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< -lseccomp
 
-# The C# target app used by the end-to-end tests (no NuGet package needed).
-target: $(BUILD)/target/ClrTarget.dll
+# The C# target app used by the end-to-end tests (no NuGet package needed), and the startup
+# hooks the startup-hook tests load into it (one with a StartupHook type, one without).
+target: $(BUILD)/target/ClrTarget.dll $(BUILD)/hook/StartupHookTest.dll $(BUILD)/nohook/NoStartupHook.dll
 $(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.csproj)
 	dotnet build tests/target/ClrTarget.csproj -c Release -o $(BUILD)/target --nologo -v q
+$(BUILD)/hook/StartupHookTest.dll: $(wildcard tests/hook/*.cs tests/hook/*.csproj)
+	dotnet build tests/hook/StartupHookTest.csproj -c Release -o $(BUILD)/hook --nologo -v q
+$(BUILD)/nohook/NoStartupHook.dll: $(wildcard tests/nohook/*.cs tests/nohook/*.csproj)
+	dotnet build tests/nohook/NoStartupHook.csproj -c Release -o $(BUILD)/nohook --nologo -v q
 
 # linux/arm64, cross-compiled here (docs/deploy.md): $(ARM64_BUILD) holds the dynamic clrattach,
 # the glibc and musl sample profilers and the unit tests, built by this Makefile run again with

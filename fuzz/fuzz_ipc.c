@@ -34,6 +34,31 @@ static void fuzz_guid(const uint8_t *data, size_t size)
     }
 }
 
+/* The input as a startup hook's path: whatever the encoder accepts is one well-formed frame of
+ * the Process set whose string count matches its length, and never more than a frame holds. */
+static void fuzz_startup_hook_frame(const uint8_t *data, size_t size)
+{
+    char *path = fuzz_strdup(data, size < 512 ? size : 512);
+    size_t room = ipc_startup_hook_frame_room(path);
+    uint8_t *buf = malloc(room);
+    struct cla_error e = {0};
+    int n = buf ? ipc_encode_apply_startup_hook(path, buf, room, &e) : -1;
+    if (n >= 0) {
+        struct ipc_header h;
+        FUZZ_CHECK(path[0] == '/');
+        FUZZ_CHECK((size_t)n <= room && n <= IPC_MAX_MESSAGE);
+        FUZZ_CHECK(ipc_decode_header(buf, (size_t)n, &h, &e) == 0 && h.size == n);
+        FUZZ_CHECK(h.command_set == IPC_SET_PROCESS &&
+                   h.command_id == IPC_PROCESS_APPLY_STARTUP_HOOK);
+        uint32_t units = (uint32_t)buf[20] | (uint32_t)buf[21] << 8 | (uint32_t)buf[22] << 16 |
+                         (uint32_t)buf[23] << 24;
+        FUZZ_CHECK((size_t)n == IPC_HEADER_SIZE + 4 + 2 * (size_t)units);
+        FUZZ_CHECK(buf[n - 1] == 0 && buf[n - 2] == 0);
+    }
+    free(buf);
+    free(path);
+}
+
 /* A decoded ProcessInfo string: NUL-terminated by construction, valid UTF-8 (ipc.c refuses
  * unpaired surrogates), and clean once rendered the way attach and ps show it. */
 static void check_str(const char *s)
@@ -79,8 +104,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hdr.reserved = 0;
     }
 
+    /* The reply to every command clrattach sends but ProcessInfo (AttachProfiler,
+     * StartupProfiler, ResumeRuntime, SetEnvironmentVariable, EnablePerfMap, DisablePerfMap,
+     * ApplyStartupHook) is this one bare HRESULT. */
     uint32_t hr = 0;
     ipc_decode_status(&hdr, payload, plen, &hr, &e);
+
+    fuzz_startup_hook_frame(data, size);
 
     for (int v = 1; v <= 3; v++) {
         struct ipc_process_info info;

@@ -42,6 +42,11 @@ SEEDS = {
     "status_ok": frame(0xFF, 0x00, struct.pack("<I", 0)),
     "status_error_already_attached": frame(0xFF, 0xFF, struct.pack("<I", 0x8013136A)),
     "status_error_unknown_command": frame(0xFF, 0xFF, struct.pack("<I", 0x80131385)),
+    # The replies to EnablePerfMap, DisablePerfMap and ApplyStartupHook are the same bare HRESULT:
+    # a managed exception in a startup hook comes back as its HRESULT (TypeLoadException here),
+    # a runtime without perf maps (NativeAOT, Mono) answers NOTSUPPORTED.
+    "status_error_startup_hook_typeload": frame(0xFF, 0xFF, struct.pack("<I", 0x80131522)),
+    "status_error_perfmap_notsupported": frame(0xFF, 0xFF, struct.pack("<I", 0x80131515)),
     "processinfo1": frame(0xFF, 0x00, info(1)),
     "processinfo2": frame(0xFF, 0x00, info(2)),
     "processinfo3": frame(0xFF, 0x00, info(3)),

@@ -11,6 +11,9 @@ pkgs=(
     gperf cmake dpkg-dev
     util-linux iproute2 procps psmisc file binutils
     valgrind strace cppcheck clang-format
+    # tests/e2e/test_perfmap.sh: a real perf record and perf report of a .NET app whose perf map
+    # clrattach enabled
+    linux-perf
     docker.io crun debootstrap
     # tests/apiserver: kube-apiserver built from Debian's `kubernetes` source package with its
     # Go (rsync is that package's build dependency), and etcd to store what it serves;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,15 +17,7 @@
 /* Long-only options take codes above any character getopt returns for a short one; watch's
  * own start at 1101, so that attach_cli_parse() tells them apart by range. */
 enum {
-    OPT_API_URL = 1001,
-    OPT_TOKEN_FILE,
-    OPT_CA_FILE,
-    OPT_NAMESPACE,
-    OPT_POD,
-    OPT_POD_UID,
-    OPT_CONTAINER,
-    OPT_TERMINATION_LOG,
-    OPT_RID,
+    OPT_RID = OPT_REPORT_END,
     OPT_ENTRY,
     OPT_FORCE_RID,
     OPT_SKIP_DEPENDENCY_CHECK,
@@ -47,6 +40,7 @@ enum {
     OPT_INTERVAL,
     OPT_MATCH_CGROUP,
     OPT_OTHER_CONTAINERS,
+    OPT_PERFMAP,
 };
 
 static const struct option attach_options[] = {
@@ -67,7 +61,7 @@ static const struct option attach_options[] = {
     {"keep", no_argument, NULL, OPT_KEEP},
     {"force", no_argument, NULL, OPT_FORCE},
     {"settle", required_argument, NULL, OPT_SETTLE},
-    /* the profiler's environment, and a paused runtime (attach only) */
+    /* the profiler's environment, and a paused runtime */
     {"env", required_argument, NULL, OPT_ENV},
     {"show-env", no_argument, NULL, OPT_SHOW_ENV},
     {"resume-deadline", required_argument, NULL, OPT_RESUME_DEADLINE},
@@ -78,17 +72,7 @@ static const struct option attach_options[] = {
     {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
     {"socket-owner", required_argument, NULL, OPT_SOCKET_OWNER},
     {"match-entry", required_argument, NULL, OPT_MATCH_ENTRY},
-    /* reporting */
-    {"events", required_argument, NULL, 'E'},
-    {"dry-run-events", no_argument, NULL, 'D'},
-    {"api-url", required_argument, NULL, OPT_API_URL},
-    {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-    {"ca-file", required_argument, NULL, OPT_CA_FILE},
-    {"namespace", required_argument, NULL, OPT_NAMESPACE},
-    {"pod", required_argument, NULL, OPT_POD},
-    {"pod-uid", required_argument, NULL, OPT_POD_UID},
-    {"container", required_argument, NULL, OPT_CONTAINER},
-    {"termination-log", required_argument, NULL, OPT_TERMINATION_LOG},
+    ATTACH_CLI_REPORT_OPTIONS,
     /* watch only */
     {"match-comm", required_argument, NULL, OPT_MATCH_COMM},
     {"match-cmdline", required_argument, NULL, OPT_MATCH_CMDLINE},
@@ -97,16 +81,12 @@ static const struct option attach_options[] = {
     {"interval", required_argument, NULL, OPT_INTERVAL},
     {"match-cgroup", required_argument, NULL, OPT_MATCH_CGROUP},
     {"other-containers", no_argument, NULL, OPT_OTHER_CONTAINERS},
-    /* every command's */
-    {"output", required_argument, NULL, 'o'},
-    {"seccomp", required_argument, NULL, 'S'},
-    {"proc", required_argument, NULL, 'P'},
-    {"help", no_argument, NULL, 'h'},
+    {"perfmap", no_argument, NULL, OPT_PERFMAP},
+    ATTACH_CLI_COMMON_OPTIONS,
     {0},
 };
 
-/* The reporting options: --events, --dry-run-events and where to report. */
-static int report_option(int c, const char *arg, struct attach_cli *a)
+int attach_cli_report_option(int c, const char *arg, struct attach_cli *a)
 {
     struct event_reporter *rep = &a->rep;
     switch (c) {
@@ -144,13 +124,14 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
     case OPT_READY_FILE: a->ready_file = arg; break;
     case OPT_MATCH_CGROUP: a->match_cgroup = arg; break;
     case OPT_OTHER_CONTAINERS: a->other_containers = true; break;
+    case OPT_PERFMAP: a->perfmap = true; break;
     case OPT_INTERVAL:
         /* Below 10 ms the watcher would do little but list /proc; above a minute a new
          * process would wait that long for its profiler. */
         if (parse_uint(arg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
             return usage_error(a->cmd, "--interval takes 10..60000 ms, not '%s'", arg);
         break;
-    default: return report_option(c, arg, a);
+    default: return attach_cli_report_option(c, arg, a);
     }
     return CLI_GO_ON;
 }
@@ -224,7 +205,7 @@ static const char *dot_component(const char *p)
 
 /* The path is sent to the runtime as UTF-16 and printed: refused now, not after the profiler
  * is in the target. It is held to the rules of a target's TMPDIR (docs/security.md). */
-static int check_target_dir(const struct attach_cli *a)
+int attach_cli_check_target_dir(const struct attach_cli *a)
 {
     const char *dir = a->target_dir;
     if (!dir)
@@ -258,6 +239,16 @@ static int check_options(struct attach_cli *a)
         (a->deliver_dir || a->app_dir || a->socket_mode_s || a->socket_owner_s || a->match_entry))
         return usage_error(cmd, "--deliver-dir, --app-dir, --socket-mode, --socket-owner and "
                                 "--match-entry go with --listen");
+    /* watch --perfmap sends EnablePerfMap, not a profiler. */
+    if (a->perfmap && (a->profiler || a->clsid_s))
+        return usage_error(cmd, "--perfmap sends no profiler: drop --profiler and --clsid");
+    /* A paused runtime must get its profiler and its resume; a perf map alone would leave the
+     * variables and the pause to nobody. */
+    if (a->perfmap && (a->startup || a->env_args_count || a->show_env))
+        return usage_error(cmd, "--perfmap does not go with --startup, --env or --show-env: "
+                                "run a second watcher for the perf maps");
+    if (a->perfmap)
+        return attach_cli_check_target_dir(a);
     if ((!a->watch && !a->pid_s && !a->listen) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
                                          : "--pid, --profiler and --clsid are required");
@@ -272,7 +263,20 @@ static int check_options(struct attach_cli *a)
                            "--clsid '%s' is not a GUID like "
                            "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
                            a->clsid_s);
-    int r = check_target_dir(a);
+    /* A watcher sets variables only in a runtime paused at startup: without --startup it would
+     * never send them. */
+    if (a->watch && !a->startup && (a->env_args_count || a->show_env))
+        return usage_error(cmd,
+                           "%s goes with --startup for 'watch': only a runtime paused at "
+                           "startup is sent variables",
+                           a->env_args_count ? "--env" : "--show-env");
+    /* A watcher cannot know ahead which runtimes are paused: client data would reach only the
+     * running ones (StartupProfiler has no room for it). */
+    if (a->watch && a->startup && a->data_s)
+        return usage_error(cmd, "--client-data does not go with 'watch --startup': a runtime "
+                                "paused at startup takes the profiler with StartupProfiler, "
+                                "which has no room for it; configure the profiler with --env");
+    int r = attach_cli_check_target_dir(a);
     if (r != CLI_GO_ON)
         return r;
     /* The kernel cuts comm to 15 bytes: a longer name could never match, and the watcher
@@ -290,18 +294,12 @@ static int check_options(struct attach_cli *a)
 int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
 {
     int c, r;
-    /* --listen changes which options make sense (listen_cli.c checks them): known first. */
-    bool listening = false;
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        listening |= strncmp(argv[i], "--listen", 8) == 0;
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
         /* One table serves both commands, so that a shared option cannot drift between them;
-         * what belongs to only one is refused by name for the other. A listening watch runs
-         * the startup flow of attach, so it takes attach's startup options. */
-        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTHER_CONTAINERS;
-        bool attach_only =
-            c == 'p' || c == 'U' || c == OPT_ENV || c == OPT_SHOW_ENV || c == OPT_RESUME_DEADLINE;
-        if ((watch_only && !a->watch) || (a->watch && attach_only && (c == 'p' || !listening)))
+         * what belongs to only one is refused by name for the other. */
+        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_PERFMAP;
+        bool attach_only = c == 'p';
+        if ((watch_only && !a->watch) || (a->watch && attach_only))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);
         if ((r = attach_option(c, optarg, a)) != CLI_GO_ON)
             return r;
@@ -444,6 +442,7 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .attach_timeout_ms = (uint32_t)a->attach_timeout_ms,
         .timeout_ms = (int64_t)a->timeout_s * 1000,
         .startup = a->startup,
+        .startup_or_attach = a->watch && a->startup,
         .env = (const char *const *)a->env,
         .env_count = a->env_count,
         .show_env = a->show_env,
@@ -452,6 +451,73 @@ struct attach_opts attach_cli_opts(struct attach_cli *a)
         .userdata = &a->co,
     };
     return ao;
+}
+
+struct attach_stop attach_cli_stop;
+
+/* While a command has written into the target, a stop only records the signal: the command
+ * removes what it wrote, then ends. Otherwise nothing of ours is in the target and the signal
+ * ends us at once, as its default action would (sigaction and tgkill to ourselves are
+ * async-signal-safe and allowed by every seccomp stage). */
+static void on_stop_signal(int sig)
+{
+    if (attach_cli_stop.defer) {
+        attach_cli_stop.signal = sig;
+        return;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void attach_cli_catch_stop_signals(void)
+{
+    /* SA_RESTART: the library's reads and writes go on where they were; the command looks at
+     * the flag between its steps. */
+    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+int attach_cli_pid(struct attach_cli *a, pid_t *ret)
+{
+    /* The range is pid_t's; 0 names no process (to kill(2) and its kin it means our own process
+     * group). */
+    uint64_t pid;
+    if (!a->pid_s || parse_uint(a->pid_s, INT32_MAX, &pid) < 0 || pid == 0)
+        return usage_error(a->cmd, "--pid takes a process id, not '%s'", a->pid_s ? a->pid_s : "");
+    *ret = (pid_t)pid;
+    return CLI_GO_ON;
+}
+
+int attach_cli_begin(struct attach_cli *a, enum sandbox_stage stage, pid_t *ret_pid)
+{
+    int r = attach_cli_pid(a, ret_pid);
+    if (r == CLI_GO_ON && (r = attach_cli_setup(a, stage)) != CLI_GO_ON)
+        attach_cli_release(a);
+    return r;
+}
+
+int attach_cli_pin(struct attach_cli *a, pid_t pid, struct target *t, struct target **ret_pinned,
+                   struct attach_result *ret)
+{
+    struct attach_opts ao = attach_cli_opts(a);
+    /* One pin for everything about this process: the command and, in an ephemeral container,
+     * the service account its Event is sent with. */
+    *ret_pinned = attach_pin(&ao, pid, t, ret) == 0 ? t : NULL;
+    if (a->rep.from_target) {
+        struct cla_error e = {0};
+        if (event_report_use_target(&a->rep, *ret_pinned, &ret->error, &e) < 0) {
+            /* Required reporting with no account to report with stops us before the command,
+             * with the target untouched, as a missing configuration does in
+             * attach_cli_setup. */
+            if (a->rep.mode == EVENT_MODE_REQUIRED)
+                return fatal("usage error", ATTACH_USAGE, &e);
+            print_error("warning", &e);
+        }
+    }
+    return CLI_GO_ON;
 }
 
 /* Leaves nothing set that a second release would free or close again. */

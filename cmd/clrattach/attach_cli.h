@@ -13,6 +13,43 @@
 #include "cli.h"
 #include "report/event_report.h"
 #include "runtime/ipc.h"
+#include "target/target.h"
+
+/* The long options of reporting, shared by every command that reports a result (attach, watch,
+ * perfmap, startup-hook): their codes, then their rows for a getopt_long table. A command's own
+ * long-only codes start at OPT_REPORT_END. */
+enum {
+    OPT_API_URL = 1001,
+    OPT_TOKEN_FILE,
+    OPT_CA_FILE,
+    OPT_NAMESPACE,
+    OPT_POD,
+    OPT_POD_UID,
+    OPT_CONTAINER,
+    OPT_TERMINATION_LOG,
+    OPT_REPORT_END,
+};
+
+#define ATTACH_CLI_REPORT_OPTIONS                                                                  \
+    {"events", required_argument, NULL, 'E'}, {"dry-run-events", no_argument, NULL, 'D'},          \
+        {"api-url", required_argument, NULL, OPT_API_URL},                                         \
+        {"token-file", required_argument, NULL, OPT_TOKEN_FILE},                                   \
+        {"ca-file", required_argument, NULL, OPT_CA_FILE},                                         \
+        {"namespace", required_argument, NULL, OPT_NAMESPACE},                                     \
+        {"pod", required_argument, NULL, OPT_POD},                                                 \
+        {"pod-uid", required_argument, NULL, OPT_POD_UID},                                         \
+        {"container", required_argument, NULL, OPT_CONTAINER},                                     \
+    {                                                                                              \
+        "termination-log", required_argument, NULL, OPT_TERMINATION_LOG                            \
+    }
+
+/* -o, --seccomp, --proc (parse_common) and --help. */
+#define ATTACH_CLI_COMMON_OPTIONS                                                                  \
+    {"output", required_argument, NULL, 'o'}, {"seccomp", required_argument, NULL, 'S'},           \
+        {"proc", required_argument, NULL, 'P'},                                                    \
+    {                                                                                              \
+        "help", no_argument, NULL, 'h'                                                             \
+    }
 
 struct attach_cli {
     const char *cmd;
@@ -32,6 +69,7 @@ struct attach_cli {
     /* watch only */
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
     bool other_containers;
+    bool perfmap; /* --perfmap: EnablePerfMap in every match instead of a profiler */
     uint64_t interval_ms;
     /* derived */
     struct ipc_guid clsid;
@@ -49,11 +87,32 @@ struct attach_cli {
         .resume_deadline_s = 10, .rep = EVENT_REPORTER_INIT, .procfd = -1                          \
     }
 
+/* Takes one reporting option (ATTACH_CLI_REPORT_OPTIONS) or a common one (parse_common). CLI_GO_ON
+ * or the exit code of a usage error. */
+int attach_cli_report_option(int c, const char *arg, struct attach_cli *a);
+
 /* Parses and checks the options. CLI_GO_ON or the exit code. */
 int attach_cli_parse(int argc, char **argv, struct attach_cli *a);
 /* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
  * then the seccomp filter at `stage`. CLI_GO_ON or the exit code. */
 int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage);
+/* The stop shared with attach_run() and startup_hook_run() (struct attach_stop), and the
+ * SIGTERM, SIGINT, SIGHUP handler that sets it. */
+extern struct attach_stop attach_cli_stop;
+void attach_cli_catch_stop_signals(void);
+/* --target-dir, held to the rules of a target's TMPDIR: CLI_GO_ON or a usage error. */
+int attach_cli_check_target_dir(const struct attach_cli *a);
+/* --pid, checked: CLI_GO_ON with *ret, or the exit code of a usage error. */
+int attach_cli_pid(struct attach_cli *a, pid_t *ret);
+/* --pid checked, then attach_cli_setup at `stage`: CLI_GO_ON with *ret_pid, or the exit code
+ * (what was set up released). */
+int attach_cli_begin(struct attach_cli *a, enum sandbox_stage stage, pid_t *ret_pid);
+/* Pins `pid` for one command (attach_pin) and, for an ephemeral container's reporting
+ * (rep.from_target), takes the pinned target's service account. CLI_GO_ON with *ret_pinned = t
+ * when pinned (the caller closes it), or NULL with *ret the failure's result; else the exit code
+ * (required reporting that cannot be done). */
+int attach_cli_pin(struct attach_cli *a, pid_t pid, struct target *t, struct target **ret_pinned,
+                   struct attach_result *ret);
 /* The lib/ options of one attach. */
 struct attach_opts attach_cli_opts(struct attach_cli *a);
 /* Reports a result's Event (unless !send_event), then prints it and writes the termination

@@ -34,6 +34,8 @@ struct cli_command {
 int cmd_ps(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_perfmap(int argc, char **argv);
+int cmd_startup_hook(int argc, char **argv);
 int cmd_seccomp_profile(int argc, char **argv);
 
 /* output.c */

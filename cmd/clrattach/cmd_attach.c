@@ -93,58 +93,17 @@ static const char usage_attach[] =
     "app died after the answer, 13 a library the profiler needs is missing, 2 usage error, 1\n"
     "internal error.\n";
 
-/* The stop shared with attach_run(): see struct attach_stop. */
-static struct attach_stop stop;
-
-/* While the attach has written into the target, a stop only records the signal: the attach
- * removes what it wrote, then ends. Otherwise nothing of ours is in the target and the signal
- * ends us at once, as its default action would (sigaction and tgkill to ourselves are
- * async-signal-safe and allowed by every seccomp stage). */
-static void on_stop_signal(int sig)
-{
-    if (stop.defer) {
-        stop.signal = sig;
-        return;
-    }
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void catch_stop_signals(void)
-{
-    /* SA_RESTART: the library's reads and writes go on where they were; the attach looks at the
-     * flag between its steps. */
-    struct sigaction sa = {.sa_handler = on_stop_signal, .sa_flags = SA_RESTART};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
-/* Pins the process, finishes reporting with its service account when we have none of our own,
- * and attaches. *ret is the result in every case. */
+/* Pins the process and attaches. *ret is the result in every case. */
 static int pin_and_attach(struct attach_cli *a, pid_t pid, struct attach_result *ret)
 {
     struct attach_opts ao = attach_cli_opts(a);
-    ao.stop = &stop;
+    ao.stop = &attach_cli_stop;
     struct target t;
-    /* One pin for everything about this process: the attach and, in an ephemeral container,
-     * the service account its Event is sent with. Closed on every way out. */
-    _cleanup_(target_closep) struct target *pinned = attach_pin(&ao, pid, &t, ret) == 0 ? &t : NULL;
-    if (a->rep.from_target) {
-        struct cla_error e = {0};
-        if (event_report_use_target(&a->rep, pinned, &ret->error, &e) < 0) {
-            /* Required reporting with no account to report with stops us before the attach,
-             * with the target untouched, as a missing configuration does in
-             * attach_cli_setup. */
-            if (a->rep.mode == EVENT_MODE_REQUIRED)
-                return fatal("usage error", ATTACH_USAGE, &e);
-            print_error("warning", &e);
-        }
-    }
-    if (pinned)
+    _cleanup_(target_closep) struct target *pinned = NULL;
+    int r = attach_cli_pin(a, pid, &t, &pinned, ret);
+    if (r == CLI_GO_ON && pinned)
         attach_run(&ao, pinned, ret);
-    return CLI_GO_ON;
+    return r;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -155,15 +114,13 @@ int cmd_attach(int argc, char **argv)
         return r;
     if (a.listen)
         return listen_cli_run(&a);
-    /* Checked here, not in the shared parser: watch has no --pid. The range is pid_t's; 0
-     * names no process (to kill(2) and its kin it means our own process group). */
-    uint64_t pid;
-    if (parse_uint(a.pid_s, INT32_MAX, &pid) < 0 || pid == 0)
-        return usage_error("attach", "--pid takes a process id, not '%s'", a.pid_s);
+    pid_t pid;
+    if ((r = attach_cli_pid(&a, &pid)) != CLI_GO_ON)
+        return r;
     struct attach_result res;
-    catch_stop_signals();
+    attach_cli_catch_stop_signals();
     if ((r = attach_cli_setup(&a, SANDBOX_STAGE_ATTACH)) == CLI_GO_ON)
-        r = pin_and_attach(&a, (pid_t)pid, &res);
+        r = pin_and_attach(&a, pid, &res);
     if (r != CLI_GO_ON) {
         attach_cli_release(&a);
         return r;

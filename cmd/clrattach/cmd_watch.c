@@ -6,10 +6,12 @@
 
 #include "cli.h"
 #include "attach_cli.h"
+#include "flow/perfmap.h"
 #include "flow/watch.h"
 
 static const char usage_watch[] =
     "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"
+    "       clrattach watch --perfmap [selectors] [options]\n"
     "\n"
     "Sidecar mode: attach the profiler to every matching .NET process as soon as its\n"
     "diagnostic socket appears, exactly once per runtime instance (pid + start time), and keep\n"
@@ -26,6 +28,18 @@ static const char usage_watch[] =
     "  --other-containers     only processes in another mount namespace than clrattach's\n"
     "                         (skips every process of the helper's own container)\n"
     "\n"
+    "Startup (pods whose app starts with DOTNET_DefaultDiagnosticPortSuspend=1):\n"
+    "  --startup              a runtime paused at startup gets the profiler as a startup\n"
+    "                         profiler (--env, StartupProfiler, ResumeRuntime): loaded_at_startup\n"
+    "                         or startup_load_failed, once per instance; one already running\n"
+    "                         gets a plain attach, or, for a profiler known to do nothing on\n"
+    "                         attach, is skipped (inert_on_attach). A paused app is resumed on\n"
+    "                         every way out, also when the watcher is stopped mid-way\n"
+    "  --env NAME=VALUE|@FILE, --show-env, --resume-deadline SECONDS: as for 'attach\n"
+    "                         --startup'; the variables go to paused runtimes only\n"
+    "\n"
+    "  --perfmap              instead of a profiler, make each matching runtime (.NET 8+)\n"
+    "                         write its perf map, once per instance (docs/perfmap.md)\n"
     "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
     "  --listen PATH          no scan: listen on a Unix socket and serve every runtime that\n"
     "                         connects (DOTNET_DiagnosticPorts), each instance once, a restarted\n"
@@ -61,13 +75,14 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
     say(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s", (int)r->pid, (int)r->nspid,
         r->command_line, attach_outcome_name(r->outcome), retry ? ", will retry" : "");
     /* The summary counts each instance once, at its final outcome: a result that will be
-     * retried is not a failure yet, and a profiler already active is the runtime's own state
-     * (one profiler per process), not a failure of this watcher. */
-    if (r->outcome == ATTACH_OK)
+     * retried is not a failure yet, a profiler already active is the runtime's own state
+     * (one profiler per process), a profiler skipped as inert on attach is the profiler's:
+     * none is a failure of this watcher. An enabled perf map counts as done. */
+    if (attach_outcome_ok(r->outcome))
         w->attached++;
     else if (r->outcome == ATTACH_INTERRUPTED)
         w->interrupted++;
-    else if (!retry && r->outcome != ATTACH_ALREADY_ACTIVE)
+    else if (!retry && r->outcome != ATTACH_ALREADY_ACTIVE && r->outcome != ATTACH_INERT)
         w->failed++;
     /* An attach abandoned at a stop is printed, not sent as an Event: the stop must not wait
      * on the API server, and the next watcher reports what really happens to that process. */
@@ -151,6 +166,16 @@ static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
         .ret_tracked = &tracked,
         .ret_known = &known,
     };
+    /* --perfmap: each child sends EnablePerfMap instead of attaching. */
+    struct perfmap_opts po = {.proc_dirfd = a->procfd,
+                              .proc_path = a->co.proc,
+                              .enable = true,
+                              .type = IPC_PERFMAP_PERFMAP,
+                              .timeout_ms = wo.attach.timeout_ms,
+                              .on_stage = wo.attach.on_stage,
+                              .userdata = wo.attach.userdata};
+    if (a->perfmap)
+        wo.attach.perfmap = &po;
     struct cla_error e = {0};
     fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
             (unsigned long long)a->interval_ms);

@@ -20,6 +20,10 @@ static const char usage_main[] =
     "  ps                list the .NET processes reachable from here\n"
     "  attach            deliver a profiler into a process and attach it\n"
     "  watch             sidecar mode: attach to every matching process, once per instance\n"
+    "  perfmap           make a running app write (or stop) the perf map perf and eBPF\n"
+    "                    profilers read (.NET 8+)\n"
+    "  startup-hook      deliver a managed assembly and run its StartupHook in a running app\n"
+    "                    (.NET 8+)\n"
     "  seccomp-profile   print the seccomp profile clrattach runs under (OCI/Kubernetes JSON)\n"
     "\n"
     "Common options (after the command):\n"
@@ -34,6 +38,8 @@ static const struct cli_command commands[] = {
     {"ps", cmd_ps},
     {"attach", cmd_attach},
     {"watch", cmd_watch},
+    {"perfmap", cmd_perfmap},
+    {"startup-hook", cmd_startup_hook},
     {"seccomp-profile", cmd_seccomp_profile},
 };
 

@@ -118,8 +118,49 @@ static void print_startup_lines(FILE *f, const struct attach_result *r)
             f == stderr ? "clrattach: " : "  ");
 }
 
+/* A runtime-written file of a perfmap result: in the app's view, and from here. */
+static void print_perfmap_file(const char *label, const struct attach_result *r, const char *path,
+                               bool with_size)
+{
+    if (!path[0])
+        return;
+    if (with_size && r->perfmap_size >= 0)
+        say(stdout, "  %-9s %s (in the target's view; %lld bytes now)", label, path,
+            (long long)r->perfmap_size);
+    else
+        say(stdout, "  %-9s %s (in the target's view)", label, path);
+    say(stdout, "  from here: %s%s", r->node_root, path);
+}
+
+/* A perfmap or startup-hook success. */
+static void print_other_text(const struct attach_result *r)
+{
+    say(stdout, "%s: pid %d (namespace pid %d, uid %u)",
+        r->outcome == ATTACH_PERFMAP_ENABLED    ? "perf map enabled"
+        : r->outcome == ATTACH_PERFMAP_DISABLED ? "perf map disabled"
+                                                : "startup hook applied",
+        (int)r->pid, (int)r->nspid, (unsigned)r->uid);
+    if (r->runtime_rid[0])
+        say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
+    if (r->kind == ATTACH_KIND_STARTUP_HOOK) {
+        say(stdout, "  assembly: %s (in the target's view%s)", r->delivered_path,
+            r->reused ? ", reused" : "");
+        if (r->delivered_dir[0])
+            say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
+        say(stdout, "  sha256:   %s", r->sha256);
+    } else {
+        print_perfmap_file("perf map:", r, r->perfmap_path, r->kind == ATTACH_KIND_PERFMAP_ENABLE);
+        print_perfmap_file("jitdump:", r, r->jitdump_path, false);
+    }
+    say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+}
+
 static void print_attach_text(const struct attach_result *r)
 {
+    if (attach_outcome_ok(r->outcome) && r->kind != ATTACH_KIND_PROFILER) {
+        print_other_text(r);
+        return;
+    }
     if (attach_outcome_loaded(r->outcome)) {
         if (r->outcome == ATTACH_STARTUP_LOADED)
             say(stdout, "loaded at startup: pid %d (namespace pid %d, uid %u)", (int)r->pid,
@@ -134,7 +175,17 @@ static void print_attach_text(const struct attach_result *r)
         if (r->delivered_dir[0])
             say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
         say(stdout, "  sha256:   %s", r->sha256);
-        say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+        say(stdout,
+            "  took:     %lld ms: the runtime answered in %lld ms, then the app was watched %lld "
+            "ms",
+            (long long)r->duration_ms, (long long)r->answer_ms, (long long)r->settle_wait_ms);
+        if (r->outcome == ATTACH_OK)
+            say(stdout, "  mapped:   %s",
+                r->mapped ? "yes, after the settle time"
+                          : "no: not in the app's maps after the settle "
+                            "time; the runtime unloaded it (a profiler "
+                            "that asks to detach is unloaded once its "
+                            "threads leave it)");
         if (r->dependency_note[0])
             say(stdout, "  deps:     %s", r->dependency_note);
         print_startup_lines(stdout, r);
@@ -188,7 +239,7 @@ void print_attach_result(const struct attach_result *r, const char *js, bool jso
             printf("%s\n", js);
         /* stdout stays one JSON document per result for a program; the person reading the
          * log still gets the message and its next step on stderr. */
-        if (!attach_outcome_loaded(r->outcome))
+        if (!attach_outcome_ok(r->outcome))
             print_error(attach_outcome_name(r->outcome), &r->error);
     } else {
         print_attach_text(r);

@@ -19,8 +19,12 @@ int deliver_final_name(const char *basename, const char *sha256_hex, char *out, 
 {
     char stem[65];
     size_t n = 0, len = strlen(basename);
-    if (len >= 3 && strcmp(basename + len - 3, ".so") == 0)
-        len -= 3;
+    /* A managed assembly (a startup hook) keeps its ".dll": the runtime loads it by path
+     * whatever it is called, but a person reading the app's directory should not take it for a
+     * native library. */
+    const char *ext = len >= 4 && strcmp(basename + len - 4, ".dll") == 0 ? ".dll" : ".so";
+    if (len >= strlen(ext) && strcmp(basename + len - strlen(ext), ext) == 0)
+        len -= strlen(ext);
     for (size_t i = 0; i < len && n < sizeof(stem) - 1; i++) {
         char c = basename[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -30,7 +34,7 @@ int deliver_final_name(const char *basename, const char *sha256_hex, char *out, 
     if (n == 0)
         stem[n++] = 'p';
     stem[n] = '\0';
-    int w = snprintf(out, size, "%s-%.16s.so", stem, sha256_hex);
+    int w = snprintf(out, size, "%s-%.16s%s", stem, sha256_hex, ext);
     if (w < 0 || (size_t)w >= size)
         return -ENAMETOOLONG;
     return 0;
@@ -690,12 +694,15 @@ static int same_file(int dirfd, const char *name, void *arg)
 static int fall_back(int dirfd, const struct deliver_opts *o, const char *sha256, char *name,
                      size_t size, struct temp *t, struct cla_error *e)
 {
-    char stem[128];
-    snprintf(stem, sizeof(stem), "%.*s", (int)strlen(name) - 3, name); /* without ".so" */
-    if (deliver_find_fallback(dirfd, stem, ".so", S_IFREG, o->uid, same_file, (void *)o, name,
+    /* deliver_final_name() ends the name in its extension, ".so" or ".dll". */
+    char stem[128], ext[8];
+    const char *dot = strrchr(name, '.');
+    snprintf(ext, sizeof(ext), "%s", dot);
+    snprintf(stem, sizeof(stem), "%.*s", (int)(dot - name), name);
+    if (deliver_find_fallback(dirfd, stem, ext, S_IFREG, o->uid, same_file, (void *)o, name,
                               size) == 1)
         return 1;
-    int r = deliver_fallback_name(stem, ".so", name, size);
+    int r = deliver_fallback_name(stem, ext, name, size);
     if (r < 0)
         return err_setsys(e, r, "fallback name in '%s'", o->dir);
     uid_t uid;

@@ -82,7 +82,8 @@ bool deliver_nonce_valid(const char *nonce);
 int deliver_sweep(int rootfd, const char *dir, uid_t uid, const char *nonce, struct cla_error *e);
 
 /* Builds "<stem>-<first 16 hex of the hash>.so" from a basename, keeping [A-Za-z0-9._-] and at
- * most 64 bytes of the stem. Pure. Returns 0 or -ENAMETOOLONG. */
+ * most 64 bytes of the stem; a basename ending in ".dll" (a managed assembly) keeps that
+ * extension instead. Pure. Returns 0 or -ENAMETOOLONG. */
 int deliver_final_name(const char *basename, const char *sha256_hex, char *out, size_t size);
 
 /* Delivers into `dir` below `rootfd`. Returns 0 and fills *ret; -EEXIST when a different file,

@@ -186,7 +186,7 @@ static int probe_existing(int dirfd, const char *name, const struct deliver_dir_
 }
 
 /* The delivered directory's name: "<entry stem>-<first 16 hex of the digest>", [A-Za-z0-9._-]
- * only: the same sanitised stem as a single file's name, without its ".so". Returns 0 or
+ * only: the same sanitised stem as a single file's name, without its extension. Returns 0 or
  * -ENAMETOOLONG. */
 static int dir_name(const struct profdir *pd, char *out, size_t size)
 {
@@ -195,8 +195,8 @@ static int dir_name(const struct profdir *pd, char *out, size_t size)
     int r = deliver_final_name(slash ? slash + 1 : entry, pd->digest, out, size);
     if (r < 0)
         return r;
-    /* deliver_final_name() always ends its result in ".so". */
-    out[strlen(out) - 3] = '\0';
+    /* deliver_final_name() ends its result in an extension, ".so" or ".dll". */
+    *strrchr(out, '.') = '\0';
     return 0;
 }
 

@@ -14,6 +14,8 @@
 #include "deliver/place.h"
 #include "deliver/placeholders.h"
 #include "flow/attach_explain.h"
+#include "flow/attach_internal.h"
+#include "flow/startup.h"
 #include "profset/depcheck.h"
 #include "profset/elffile.h"
 #include "profset/profset.h"
@@ -55,6 +57,10 @@ static const struct {
     [ATTACH_STARTUP_LOADED] = {"loaded_at_startup", 0},
     /* The runtime could not load what it was given, as with load_failed: the same code. */
     [ATTACH_STARTUP_FAILED] = {"startup_load_failed", 7},
+    [ATTACH_PERFMAP_ENABLED] = {"perfmap_enabled", 0},
+    [ATTACH_PERFMAP_DISABLED] = {"perfmap_disabled", 0},
+    [ATTACH_HOOK_APPLIED] = {"startup_hook_applied", 0},
+    [ATTACH_RUNTIME_TOO_OLD] = {"runtime_too_old", 15},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 
@@ -75,6 +81,12 @@ const char *attach_outcome_name(enum attach_outcome o)
 bool attach_outcome_loaded(enum attach_outcome o)
 {
     return o == ATTACH_OK || o == ATTACH_STARTUP_LOADED;
+}
+
+bool attach_outcome_ok(enum attach_outcome o)
+{
+    return attach_outcome_loaded(o) || o == ATTACH_PERFMAP_ENABLED ||
+           o == ATTACH_PERFMAP_DISABLED || o == ATTACH_HOOK_APPLIED;
 }
 
 int attach_outcome_exit_code(enum attach_outcome o)
@@ -103,7 +115,7 @@ static const char *shown(const char *raw, char *buf, size_t size)
     return buf;
 }
 
-static int fail(struct attach_result *res, enum attach_outcome o, int code)
+int attach_fail(struct attach_result *res, enum attach_outcome o, int code)
 {
     res->outcome = o;
     if (res->error.code == 0)
@@ -154,13 +166,10 @@ enum attach_outcome attach_outcome_of_hresult(uint32_t hr)
     }
 }
 
-/* Removes what this run delivered (nothing reused), unless --keep: the runtime refused it, so
- * nothing maps it. Done before the reply stage of the seccomp filter, which forbids unlink. */
-static void undo_delivery(const struct attach_opts *o, struct target *t, const struct placed *p,
-                          struct attach_result *res)
+void attach_undo_delivery(struct attempt *a)
 {
-    if (!o->keep)
-        res->removed = place_undo(t, p);
+    if (!a->o->keep)
+        a->res->removed = place_undo(a->t, &a->p);
 }
 
 /* The maps for depcheck, which asks only when the loader's directories lack a name: the
@@ -171,10 +180,12 @@ static const char *maps_for_depcheck(void *t, size_t *ret_len)
 }
 
 /* Can the target's loader find every library the profiler needs? (depcheck.h) */
-static int check_dependencies(const struct attach_opts *o, struct target *t,
-                              const struct profset_build *build, const struct rid *rid,
-                              const struct placed *p, struct attach_result *res)
+static int check_dependencies(struct attempt *a)
 {
+    const struct attach_opts *o = a->o;
+    struct target *t = a->t;
+    const struct placed *p = &a->p;
+    struct attach_result *res = a->res;
     if (o->skip_dependency_check)
         return 0;
     const char *llp = NULL;
@@ -183,21 +194,21 @@ static int check_dependencies(const struct attach_opts *o, struct target *t,
         llp = NULL;
     struct depcheck_input in = {
         .rootfd = t->rootfd,
-        .libc = rid->libc,
-        .arch = rid->arch,
+        .libc = a->rid.libc,
+        .arch = a->rid.arch,
         .ld_library_path = llp,
         .ld_library_path_len = llp_len,
         .maps = maps_for_depcheck,
         .maps_arg = t,
         .procfd = t->procfd,
-        .build = build,
+        .build = a->build,
         .delivered = p->is_dir ? p->top : p->path,
     };
     int r = depcheck_run(&in, res->dependency_note, sizeof(res->dependency_note), &res->error);
     if (r >= 0)
         return 0;
-    undo_delivery(o, t, p, res);
-    return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
+    attach_undo_delivery(a);
+    return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
 }
 
 /* The client data with its placeholders filled in, in a block of its own size. Returns its
@@ -320,203 +331,23 @@ static void find_holder(const struct attach_opts *o, struct target *t, const str
 
 #define HR_NOT_YET_AVAILABLE ATTACH_HR_NOT_YET_AVAILABLE
 
-/* How long the ResumeRuntime owed to a paused runtime may take, at most (--timeout if less). */
-#define RESUME_WAIT_MS 5000
-/* --startup: how long the profiler is looked for in the maps after the resume, at least: the
- * runtime loads it as it starts up, a moment after it answered ResumeRuntime. */
-#define STARTUP_MAP_WAIT_MIN_MS 1000
-#define STARTUP_MAP_POLL_MS     50
-
-/* What the steps of one attach share. Everything here is released when run() returns, before
- * attach_run() gives our own credentials back. */
-struct attempt {
-    const struct attach_opts *o;
-    struct attach_result *res;
-    struct target *t;
-    int sockfd;
-    struct ipc_peer peer; /* who must listen on sockfd: the pinned process */
-    struct diag_socket s;
-    struct rid rid;
-    const struct profset_build *build;
-    char nonce[DELIVER_NONCE_LEN + 1]; /* names this run's temporaries */
-    struct place_opts po;
-    struct placed p;
-    uint8_t *req; /* the AttachProfiler frame */
-    size_t req_len;
-    uint32_t hr;
-    int64_t sent_at;
-    int64_t start_ms;  /* when run() began: the result's resumed_after_ms counts from here */
-    int64_t resume_by; /* res->resume_owed: ResumeRuntime goes out by then (--resume-deadline) */
-    bool resume_sent;
-    bool env_done;    /* every --env variable answered with success */
-    bool env_refused; /* a variable could not be sent: the outcome is set already */
-};
-
-static void attempt_free(struct attempt *a)
-{
-    target_maps_drop(a->t);
-    free(a->req);
-    if (a->sockfd >= 0)
-        close(a->sockfd);
-}
-
-/* From here the runtime may be paused at startup waiting for us: ResumeRuntime is owed on every
- * way out, by --resume-deadline, and a stop signal must wait for it (attach_stop). */
-static void owe_resume(struct attempt *a)
-{
-    if (a->res->resume_owed)
-        return;
-    a->res->resume_owed = true;
-    a->resume_by = util_now_ms() + a->o->resume_deadline_ms;
-    if (a->o->stop)
-        a->o->stop->defer = 1;
-}
-
-/*
- * ResumeRuntime, owed to a runtime that may be paused at startup (owe_resume) and sent once, on
- * every way out of the attach: after StartupProfiler, on a refusal, a failed step, a stop, our
- * own deadline. A runtime that already runs takes it as a no-op (the server sets its resume
- * event again), so owing it on the word of the app's environment alone is safe. It goes out
- * before the reply stage of the seccomp filter, which forbids new AF_UNIX sockets. A SIGKILL
- * cannot be handled: then nothing is sent, and the app stays paused (docs/profiler.md).
- */
-static void resume_runtime(struct attempt *a)
-{
-    struct attach_result *res = a->res;
-    if (!res->resume_owed || a->resume_sent || a->sockfd < 0)
-        return;
-    a->resume_sent = true;
-    uint8_t req[IPC_HEADER_SIZE];
-    struct cla_error re = {0};
-    uint32_t hr = 0;
-    int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
-    int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
-    int r = n < 0 ? n
-                  : ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n,
-                                            util_now_ms() + wait, &hr, &re);
-    res->resumed = r == 0 && hr == 0;
-    res->resumed_after_ms = util_now_ms() - a->start_ms;
-}
-
-/* The deadline of an exchange before the resume: --timeout, and never past --resume-deadline. */
-static int64_t exchange_deadline(const struct attempt *a)
-{
-    int64_t d = util_now_ms() + a->o->timeout_ms;
-    return a->res->resume_owed && a->resume_by < d ? a->resume_by : d;
-}
-
 /* The reply stage of the seccomp filter: after this nothing more is written into the target, and
  * no new connection to it is made, so an owed ResumeRuntime goes out first. `r` is the attach's
  * result so far: a failure to tighten only becomes the outcome when the attach itself
  * succeeded. */
-static int tighten_replied(struct attempt *a, int r)
+int attach_tighten_replied(struct attempt *a, int r)
 {
     const struct attach_opts *o = a->o;
-    resume_runtime(a);
+    startup_resume(a);
     if (!o->on_stage)
         return 0;
     struct cla_error se = {0};
     int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
     if (sr < 0 && r >= 0) {
         a->res->error = se;
-        return fail(a->res, ATTACH_INTERNAL, sr);
+        return attach_fail(a->res, ATTACH_INTERNAL, sr);
     }
     return 0;
-}
-
-/* One "NAME=VALUE" of --env as the result shows it: the name, or with --show-env the whole. */
-static void show_env(struct attach_result *res, const char *name, const char *value, bool values)
-{
-    char raw[2 * ENV_VAR_BYTES_MAX + 2];
-    if (res->env_count >= ENV_VARS_MAX)
-        return;
-    snprintf(raw, sizeof(raw), "%s%s%s", name, values ? "=" : "", values ? value : "");
-    render_text(raw, strlen(raw), res->env[res->env_count], ENV_SHOWN_MAX);
-    res->env_count++;
-}
-
-/*
- * Sends each --env variable with SetEnvironmentVariable, each on its own connection, {dir} and
- * {entry} expanded to where the profiler went. Returns 0 with a->hr: 0 when every one was taken,
- * else the refusal of the first that was not (the rest are not sent). A variable too long once
- * expanded is the operator's: refused here (a->env_refused, outcome usage_error).
- */
-static int send_env(struct attempt *a)
-{
-    const struct attach_opts *o = a->o;
-    struct attach_result *res = a->res;
-    struct cla_error *e = &res->error;
-    a->hr = 0;
-    for (size_t i = 0; i < o->env_count && !a->env_done; i++) {
-        size_t nl;
-        int r = ipc_env_check(o->env[i], &nl, e);
-        char name[ENV_VAR_BYTES_MAX + 1], value[ENV_VAR_BYTES_MAX + 1];
-        const char *v = o->env[i] + nl + 1;
-        size_t vn = 0;
-        if (r == 0) {
-            memcpy(name, o->env[i], nl);
-            name[nl] = '\0';
-            /* The name and '=' leave this much room for the value. */
-            r = placeholders_expand((const uint8_t *)v, strlen(v), a->p.dir, a->p.path,
-                                    (uint8_t *)value, ENV_VAR_BYTES_MAX - nl - 1, &vn, e);
-        }
-        if (r < 0) {
-            if (r == -E2BIG)
-                err_set(e, r, "--env %s: over %d bytes once {dir} and {entry} are expanded",
-                        nl ? name : "?", ENV_VAR_BYTES_MAX);
-            err_hint(e, "shorten the variable; nothing more was sent, the runtime was resumed "
-                        "without the profiler");
-            a->env_refused = true;
-            undo_delivery(o, a->t, &a->p, res);
-            tighten_replied(a, r);
-            return fail(res, ATTACH_USAGE, r);
-        }
-        value[vn] = '\0';
-        show_env(res, name, value, o->show_env);
-        uint8_t req[IPC_HEADER_SIZE + 8 + 4 * (ENV_VAR_BYTES_MAX + 2)];
-        int n = ipc_encode_setenv(name, value, req, sizeof(req), e);
-        if (n < 0)
-            return n;
-        if ((r = ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
-                                         &a->hr, e)) < 0)
-            return r;
-        if (a->hr != 0) {
-            char hr[16];
-            hresult_format(a->hr, hr, sizeof(hr));
-            err_set(e, -EREMOTEIO, "the runtime refused SetEnvironmentVariable for %s: %s (%s)",
-                    name, hresult_lookup(a->hr)->name, hr);
-            return 0;
-        }
-        res->env_sent++;
-    }
-    a->env_done = true;
-    return 0;
-}
-
-/*
- * A runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler;
- * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
- * The --env variables go first: a refused one stops the load before the runtime holds the
- * profiler, which would otherwise start without its settings. The runtime serves one command per
- * connection, so each goes on its own (runtime PR #52175). ResumeRuntime follows
- * (resume_runtime). Returns 0 with a->hr, the first refusal or 0.
- */
-static int startup_load(struct attempt *a)
-{
-    const struct attach_opts *o = a->o;
-    struct cla_error *e = &a->res->error;
-    int r = send_env(a);
-    if (r < 0 || a->hr != 0)
-        return r;
-    size_t room = ipc_startup_frame_room(a->p.path);
-    _cleanup_free_ uint8_t *req = malloc(room);
-    if (!req)
-        return err_set(e, -ENOMEM, "out of memory");
-    int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
-    if (n < 0)
-        return n;
-    return ipc_conn_status_command(a->sockfd, &a->peer, req, (size_t)n, exchange_deadline(a),
-                                   &a->hr, e);
 }
 
 /* The file name the runtime will be given for a build's entry library. */
@@ -528,17 +359,34 @@ static const char *entry_name(const struct profset_build *b)
     return slash ? slash + 1 : path;
 }
 
+/* The refusal of a profiler known to stay inert on attach (profset/vendors.h), `why` saying how
+ * the app was found running. */
+static int refuse_inert(struct attach_result *res, const struct vendor_noop *v, const char *why)
+{
+    err_set(&res->error, -EOPNOTSUPP,
+            "%s (%s %s) does nothing when attached to a running app%s: %s (%s); nothing was sent",
+            v->vendor, v->entry, v->clsid, why, v->on_attach, v->source);
+    err_hint(&res->error,
+             "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 and run "
+             "attach --startup (or watch --startup), or set the vendor's variables in the app's "
+             "environment (%s); --force sends it anyway",
+             v->startup);
+    return attach_fail(res, ATTACH_INERT, -EOPNOTSUPP);
+}
+
 /* A profiler whose InitializeForAttach is known to do nothing would be reported as attached and
  * never run: refused before the target is touched, unless --force, which the result then marks
- * (expected_inert). Every build of a set is looked at: they share the vendor's name. */
+ * (expected_inert). Every build of a set is looked at: they share the vendor's name. *ret is the
+ * vendor's row, NULL for a profiler not in the table. */
 static int check_inert(const struct attach_opts *o, const struct profset *ps,
-                       struct attach_result *res)
+                       struct attach_result *res, const struct vendor_noop **ret)
 {
     char clsid[39];
     ipc_guid_format(&o->clsid, clsid);
     const struct vendor_noop *v = NULL;
     for (size_t i = 0; i < ps->n && !v; i++)
         v = vendors_find_noop(vendors_noop, vendors_noop_count, entry_name(&ps->builds[i]), clsid);
+    *ret = v;
     if (!v)
         return 0;
     /* --startup on a runtime paused at startup loads it through Initialize, which works; on one
@@ -547,20 +395,13 @@ static int check_inert(const struct attach_opts *o, const struct profset *ps,
         res->expected_inert = true;
         return 0;
     }
-    err_set(&res->error, -EOPNOTSUPP,
-            "%s (%s %s) does nothing when attached to a running app: %s (%s); nothing was sent",
-            v->vendor, v->entry, v->clsid, v->on_attach, v->source);
-    err_hint(&res->error,
-             "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 and run "
-             "attach --startup, or set the vendor's variables in the app's environment (%s); "
-             "--force sends it anyway",
-             v->startup);
-    return fail(res, ATTACH_INERT, -EOPNOTSUPP);
+    return refuse_inert(res, v, "");
 }
 
 /* The operator's inputs and our own files, all checked before anything touches the target, and
  * read before we act as the target's user (who may not be able to read them). */
-static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res)
+static int check_inputs(const struct attach_opts *o, struct profset *ps, struct attach_result *res,
+                        const struct vendor_noop **ret_inert)
 {
     struct cla_error *e = &res->error;
     int r;
@@ -571,7 +412,7 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
                 "client data, so it would be dropped silently");
         err_hint(e, "configure the profiler through the app's environment for a startup load, "
                     "or attach without --startup once the runtime has started");
-        return fail(res, ATTACH_USAGE, -EINVAL);
+        return attach_fail(res, ATTACH_USAGE, -EINVAL);
     }
     /* Variables set in a running app come after its profiler read its environment, if it ever
      * looks: only with --force (attach_cli checks this too, for the message). */
@@ -581,11 +422,11 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
                 "whose profiler read its environment as it started, if at all");
         err_hint(e, "load the profiler at startup (--startup on a runtime started with "
                     "DOTNET_DefaultDiagnosticPortSuspend=1), or --force to set them anyway");
-        return fail(res, ATTACH_USAGE, -EINVAL);
+        return attach_fail(res, ATTACH_USAGE, -EINVAL);
     }
     if (o->env_count > ENV_VARS_MAX) {
         err_set(e, -E2BIG, "%zu --env variables exceed the cap of %d", o->env_count, ENV_VARS_MAX);
-        return fail(res, ATTACH_USAGE, -E2BIG);
+        return attach_fail(res, ATTACH_USAGE, -E2BIG);
     }
     for (size_t i = 0; i < o->env_count; i++) {
         size_t nl, n;
@@ -593,26 +434,24 @@ static int check_inputs(const struct attach_opts *o, struct profset *ps, struct 
         if ((r = ipc_env_check(v, &nl, e)) < 0 ||
             (r = placeholders_expand((const uint8_t *)v + nl + 1, strlen(v + nl + 1), "/", "/",
                                      NULL, ENV_VAR_BYTES_MAX, &n, e)) == -EINVAL)
-            return fail(res, ATTACH_USAGE, r);
+            return attach_fail(res, ATTACH_USAGE, r);
     }
     /* A typo in a placeholder is the operator's. */
     if (o->client_data_len) {
         size_t n;
         if ((r = placeholders_expand(o->client_data, o->client_data_len, "/", "/", NULL,
                                      IPC_MAX_CLIENT_DATA, &n, e)) == -EINVAL)
-            return fail(res, ATTACH_USAGE, r);
+            return attach_fail(res, ATTACH_USAGE, r);
     }
     /* Checked to be shared objects. */
     if ((r = profset_load(o->profiler_path, o->entry, ps, e)) < 0)
-        return fail(res, ATTACH_USAGE, r);
-    return check_inert(o, ps, res);
+        return attach_fail(res, ATTACH_USAGE, r);
+    return check_inert(o, ps, res, ret_inert);
 }
 
 /* What the pinned target is, from the /proc files target_open() read. */
-static int inspect_target(struct attempt *a)
+static int inspect_target(struct target *t, struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct attach_result *res = a->res;
     int r;
     res->nspid = t->status.nspid;
     res->uid = t->status.uid[1];
@@ -623,10 +462,10 @@ static int inspect_target(struct attempt *a)
     /* The process selected is the one pinned: if it has exited, or its pid belongs to another
      * process now (start time), nothing more is read from it and nothing is sent. */
     if ((r = target_check_alive(t, &res->error)) < 0)
-        return fail(res, ATTACH_NOT_FOUND, r);
+        return attach_fail(res, ATTACH_NOT_FOUND, r);
     if (!t->environ) {
         attach_explain_environ(t, &res->error);
-        return fail(res, ATTACH_PERMISSION, -t->environ_errno);
+        return attach_fail(res, ATTACH_PERMISSION, -t->environ_errno);
     }
     note_profiler_env(t, res);
     return 0;
@@ -634,21 +473,20 @@ static int inspect_target(struct attempt *a)
 
 /* Every access to the target's files and socket is made as its user, with its groups and only
  * its own filesystem capabilities (creds.h); its root is opened as that user too. */
-static int act_as_user(struct attempt *a, struct creds_saved *cs)
+static int act_as_user(struct target *t, struct creds_saved *cs, struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct cla_error *e = &a->res->error;
+    struct cla_error *e = &res->error;
     struct creds_target ct;
     int r;
     creds_target_of(t->procfd, &t->status, &ct);
     if ((r = creds_check(&ct, e)) < 0)
-        return fail(a->res, ATTACH_PERMISSION, r);
+        return attach_fail(res, ATTACH_PERMISSION, r);
     if ((r = creds_become(&ct, cs, e)) < 0)
-        return fail(a->res, ATTACH_PERMISSION, r);
+        return attach_fail(res, ATTACH_PERMISSION, r);
     if ((r = target_open_root(t, e)) < 0) {
         if (r == -EACCES || r == -EPERM)
             err_hint(e, "reading /proc/%d/root needs the app's uid or CAP_SYS_PTRACE", (int)t->pid);
-        return fail(a->res, outcome_of_errno(r), r);
+        return attach_fail(res, outcome_of_errno(r), r);
     }
     return 0;
 }
@@ -656,46 +494,95 @@ static int act_as_user(struct attempt *a, struct creds_saved *cs)
 /* Finds the target's socket and asks who answers (ProcessInfo). This also proves the socket is
  * live before anything is written into the target: a stale socket (crashed process) refuses the
  * connection. A runtime too old for ProcessInfo (-EREMOTEIO) is no reason to stop. */
-static int ask_runtime(struct attempt *a)
+static int connect_runtime(struct target *t, int64_t timeout_ms, struct attach_conn *c,
+                           struct attach_result *res)
 {
-    struct target *t = a->t;
-    struct attach_result *res = a->res;
     struct cla_error *e = &res->error;
     enum attach_outcome o;
+    uint32_t hr;
     int r;
-    if ((r = diag_socket_find(t, NULL, &a->s, e)) < 0)
-        return fail(res, outcome_of_errno(r), r);
-    if ((r = attach_explain_socket(t, &a->s, &o, e)) < 0)
-        return fail(res, o, r);
-    shown(a->s.name, res->socket_name, sizeof(res->socket_name));
-    a->sockfd = diag_socket_open(t, &a->s, e);
-    if (a->sockfd < 0)
-        return fail(res, outcome_of_errno(a->sockfd), a->sockfd);
+    if ((r = diag_socket_find(t, NULL, &c->s, e)) < 0)
+        return attach_fail(res, outcome_of_errno(r), r);
+    if ((r = attach_explain_socket(t, &c->s, &o, e)) < 0)
+        return attach_fail(res, o, r);
+    shown(c->s.name, res->socket_name, sizeof(res->socket_name));
+    c->sockfd = diag_socket_open(t, &c->s, e);
+    if (c->sockfd < 0)
+        return attach_fail(res, outcome_of_errno(c->sockfd), c->sockfd);
 
-    a->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
+    c->peer = (struct ipc_peer){.pid = t->pid, .uid = res->uid};
     struct ipc_process_info pi = {0};
-    r = ipc_conn_process_info(a->sockfd, &a->peer, util_now_ms() + a->o->timeout_ms, &pi, &a->hr,
-                              e);
+    r = ipc_conn_process_info(c->sockfd, &c->peer, util_now_ms() + timeout_ms, &pi, &hr, e);
     if (r == -ECONNREFUSED) {
-        attach_explain_stale(t, a->s.name, e);
-        return fail(res, ATTACH_PROTOCOL, r);
+        attach_explain_stale(t, c->s.name, e);
+        return attach_fail(res, ATTACH_PROTOCOL, r);
     }
     if (r == -EACCES) {
-        attach_explain_socket_owner(a->sockfd, t, a->s.name, e);
-        return fail(res, ATTACH_PERMISSION, r);
+        attach_explain_socket_owner(c->sockfd, t, c->s.name, e);
+        return attach_fail(res, ATTACH_PERMISSION, r);
     }
     if (r < 0 && r != -EREMOTEIO)
-        return fail(res, ATTACH_PROTOCOL, r);
+        return attach_fail(res, ATTACH_PROTOCOL, r);
     if (r == 0) {
         fill_runtime(res, &pi);
         ipc_process_info_free(&pi);
     }
     err_clear(e);
+    return 0;
+}
+
+int attach_reach(struct target *t, int64_t timeout_ms, struct creds_saved *cs,
+                 struct attach_conn *c, struct attach_result *res)
+{
+    int r;
+    if ((r = inspect_target(t, res)) < 0)
+        return r;
+    if ((r = act_as_user(t, cs, res)) < 0)
+        return r;
+    return connect_runtime(t, timeout_ms, c, res);
+}
+
+int attach_runtime_major(const struct attach_result *res)
+{
+    if (!res->have_runtime || !res->runtime_version[0])
+        return -1;
+    char *end;
+    long major = strtol(res->runtime_version, &end, 10);
+    return end != res->runtime_version && *end == '.' && major > 0 && major < 1000 ? (int)major
+                                                                                   : -1;
+}
+
+int attach_require_runtime(struct attach_result *res, int min_major, const char *command,
+                           const char *hint)
+{
+    int major = attach_runtime_major(res);
+    if (major >= min_major)
+        return 0;
+    char ver[96];
+    snprintf(ver, sizeof(ver), major > 0 ? ".NET %s" : "a runtime older than .NET 7",
+             res->runtime_version);
+    err_set(&res->error, -EOPNOTSUPP, "%s needs .NET %d or later; pid %d runs %s: nothing was sent",
+            command, min_major, (int)res->pid, ver);
+    err_hint(&res->error, "%s", hint);
+    return attach_fail(res, ATTACH_RUNTIME_TOO_OLD, -EOPNOTSUPP);
+}
+
+/* After the runtime was reached: a runtime that may be paused is owed its resume, and --env
+ * for one that runs is refused before anything is delivered. */
+static int ask_runtime(struct attempt *a)
+{
+    struct target *t = a->t;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
     /* --startup on a runtime whose environment asks it to pause at startup: it may be waiting
      * for us now, and is resumed on every way out from here. */
     if (a->o->startup && attach_explain_suspend_configured(t)) {
-        owe_resume(a);
-    } else if (a->o->env_count && !a->o->force) {
+        startup_owe_resume(a);
+    } else if (a->o->startup_or_attach && a->inert && !a->o->force) {
+        /* watch --startup: an app whose environment does not pause it runs; the variables are
+         * for a paused one only (and are not sent here). */
+        return refuse_inert(res, a->inert, " (its environment does not pause it at startup)");
+    } else if (a->o->env_count && !a->o->force && !a->o->startup_or_attach) {
         err_set(e, -EALREADY,
                 "--env: pid %d's environment does not ask its runtime to pause at startup "
                 "(DOTNET_DefaultDiagnosticPortSuspend=1): it runs, and its profiler would never "
@@ -703,7 +590,7 @@ static int ask_runtime(struct attempt *a)
                 (int)t->pid);
         err_hint(e, "restart the app with DOTNET_DefaultDiagnosticPortSuspend=1 and attach "
                     "--startup --env, or --force to set them in the running app anyway");
-        return fail(res, ATTACH_NOT_READY, -EALREADY);
+        return attach_fail(res, ATTACH_NOT_READY, -EALREADY);
     }
     return 0;
 }
@@ -740,7 +627,7 @@ static int check_stop(struct attempt *a)
     err_hint(&res->error, "%s; the runtime was not asked to load the profiler%s",
              res->removed ? "what this run delivered was removed" : "nothing of this run is left",
              res->resume_owed ? ", and is resumed without it" : "");
-    return fail(res, ATTACH_INTERRUPTED, -EINTR);
+    return attach_fail(res, ATTACH_INTERRUPTED, -EINTR);
 }
 
 /* The build for the target's runtime identifier, placed in the first directory of its view that
@@ -753,19 +640,19 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
     enum target_rid_source source;
     int r;
     if ((r = target_rid_detect(a->t, &in, &a->rid, &source, &res->error)) < 0)
-        return fail(res, ATTACH_USAGE, r);
+        return attach_fail(res, ATTACH_USAGE, r);
     res->rid_source = attach_rid_sources[source];
     snprintf(res->target_rid, sizeof(res->target_rid), "%s", a->rid.portable);
     if ((r = profset_choose(ps, &a->rid, &a->build, &res->error)) < 0)
-        return fail(res, ATTACH_USAGE, r);
+        return attach_fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
     if (a->o->nonce && !deliver_nonce_valid(a->o->nonce))
-        return fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
+        return attach_fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
     if (a->o->nonce)
         memcpy(a->nonce, a->o->nonce, sizeof(a->nonce));
     else if ((r = deliver_new_nonce(a->nonce)) < 0)
-        return fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
+        return attach_fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
     a->po = (struct place_opts){
         .build = a->build, .user_dir = a->o->target_dir, .uid = res->uid, .nonce = a->nonce};
     /* From here a stop must wait until what this run writes is removed (attach_stop). */
@@ -775,7 +662,7 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
                             &res->error)) < 0) {
         if (stop_asked(a))
             (void)place_sweep(a->t, &a->po);
-        return fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
     }
     shown(a->p.path, res->delivered_path, sizeof(res->delivered_path));
     if (a->p.is_dir)
@@ -801,13 +688,13 @@ static int encode_request(struct attempt *a)
                    : -ENOMEM;
     }
     if (n < 0) {
-        undo_delivery(a->o, a->t, &a->p, res);
-        resume_runtime(a);
+        attach_undo_delivery(a);
+        startup_resume(a);
         if (n == -ENOMEM)
-            return fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
+            return attach_fail(res, ATTACH_INTERNAL, err_set(e, n, "out of memory"));
         err_hint(e, "client data and the profiler's path share one frame of %d bytes",
                  IPC_MAX_MESSAGE);
-        return fail(res, ATTACH_USAGE, n);
+        return attach_fail(res, ATTACH_USAGE, n);
     }
     a->req_len = (size_t)n;
     return 0;
@@ -825,10 +712,10 @@ static int send_request(struct attempt *a)
     if ((r = check_stop(a)) < 0)
         return r;
     if (o->on_stage && (r = o->on_stage(ATTACH_STAGE_DELIVERED, o->userdata, e)) < 0)
-        return fail(res, ATTACH_INTERNAL, r);
+        return attach_fail(res, ATTACH_INTERNAL, r);
     /* The pid must still be the process we inspected: never attach to its successor. */
     if ((r = target_check_alive(a->t, e)) < 0)
-        return fail(res, ATTACH_NOT_FOUND, r);
+        return attach_fail(res, ATTACH_NOT_FOUND, r);
     /* clrattach's own deadline for a runtime that may be paused: past it, nothing more is sent
      * but ResumeRuntime (run()). */
     if (res->resume_owed && util_now_ms() >= a->resume_by) {
@@ -837,30 +724,49 @@ static int send_request(struct attempt *a)
                 "runtime is resumed without the profiler",
                 (long long)o->resume_deadline_ms);
         err_hint(e, "raise --resume-deadline, or look at what made the delivery slow");
-        undo_delivery(o, a->t, &a->p, res);
-        return fail(res, ATTACH_PROTOCOL, -ETIMEDOUT);
+        attach_undo_delivery(a);
+        return attach_fail(res, ATTACH_PROTOCOL, -ETIMEDOUT);
     }
     a->sent_at = util_now_ms();
-    if (res->resume_owed) {
+    if (res->resume_owed && !startup_probe_first(a)) {
         r = startup_load(a);
     } else {
-        /* --force: the variables go before AttachProfiler, for a profiler that reads them. */
-        r = send_env(a);
+        /* --force: the variables go before AttachProfiler, for a profiler that reads them; a
+         * watcher sends them only to a paused runtime (startup_load, below). */
+        a->hr = 0;
+        r = o->startup_or_attach ? 0 : startup_send_env(a);
         if (r == 0 && a->hr == 0)
-            r = ipc_conn_status_command(a->sockfd, &a->peer, a->req, a->req_len,
+            r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, a->req, a->req_len,
                                         a->sent_at + o->timeout_ms, &a->hr, e);
         /* Paused although its environment did not say so (a suspend set another way). */
         if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
-            owe_resume(a);
+            startup_owe_resume(a);
             r = startup_load(a);
         }
     }
+    if (r == 0)
+        res->answer_ms = util_now_ms() - a->sent_at;
     if (a->env_refused)
         return r;
-    if (r == 0 && a->hr == 0 && res->resume_owed) {
+    /* watch --startup, an inert profiler: StartupProfiler refused, as the runtime runs. */
+    if (r == 0 && startup_found_running(a)) {
+        attach_undo_delivery(a);
+        attach_tighten_replied(a, 0);
+        res->have_hresult = true;
+        res->hresult = a->hr;
+        res->expected_inert = false;
+        return refuse_inert(res, a->inert,
+                            o->env_count ? " (it runs: StartupProfiler was refused with "
+                                           "E_INVALIDARG; the --env variables reached the "
+                                           "running app, where nothing reads them)"
+                                         : " (it runs: StartupProfiler was refused with "
+                                           "E_INVALIDARG)");
+    }
+    /* (With watch --startup, a runtime owed the resume may have taken AttachProfiler: it ran.) */
+    if (r == 0 && a->hr == 0 && a->startup_sent) {
         res->startup_load = true;
         res->expected_inert = false; /* Initialize runs, not InitializeForAttach */
-        resume_runtime(a);
+        startup_resume(a);
     }
     /* A connection that ends without an answer: the app may have died under the profiler (a
      * crash in InitializeForAttach, or a thread it started). Looked at briefly before it is
@@ -871,9 +777,9 @@ static int send_request(struct attempt *a)
         res->died = true;
         res->died_after_ms = util_now_ms() - a->sent_at;
         attach_explain_died(res->died_after_ms, e);
-        undo_delivery(o, a->t, &a->p, res);
-        tighten_replied(a, r);
-        return fail(res, ATTACH_TARGET_DIED, -ESRCH);
+        attach_undo_delivery(a);
+        attach_tighten_replied(a, r);
+        return attach_fail(res, ATTACH_TARGET_DIED, -ESRCH);
     }
     if (r < 0) {
         if (r == -ETIMEDOUT && res->resume_owed)
@@ -886,62 +792,9 @@ static int send_request(struct attempt *a)
                      "the runtime did not answer within %lld ms; the profiler's "
                      "InitializeForAttach may still be running (raise --timeout)",
                      (long long)o->timeout_ms);
-        tighten_replied(a, r);
-        return fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
+        attach_tighten_replied(a, r);
+        return attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
     }
-    return 0;
-}
-
-/*
- * StartupProfiler was taken and ResumeRuntime sent: the runtime's S_OK only says it stored the
- * profiler. Whether it loaded it shows when the library appears in the app's maps as the runtime
- * starts up: looked for through the pinned process for the settle time (at least
- * STARTUP_MAP_WAIT_MIN_MS), then the app is watched for the rest of it.
- */
-static int settle_startup(struct attempt *a)
-{
-    const struct attach_opts *o = a->o;
-    struct attach_result *res = a->res;
-    struct target *t = a->t;
-    struct cla_error *e = &res->error;
-    int r;
-    if (!res->resumed) {
-        undo_delivery(o, t, &a->p, res);
-        tighten_replied(a, -EPROTO);
-        err_set(e, -EPROTO,
-                "the runtime took the profiler (StartupProfiler) but did not answer "
-                "ResumeRuntime with success: the app may still be paused at startup");
-        err_hint(e, "run 'clrattach attach --startup' on it again, or restart the app");
-        return fail(res, ATTACH_PROTOCOL, -EPROTO);
-    }
-    int64_t wait = o->settle_ms > STARTUP_MAP_WAIT_MIN_MS ? o->settle_ms : STARTUP_MAP_WAIT_MIN_MS;
-    int64_t start = util_now_ms(), left;
-    const char *name = strrchr(a->p.path, '/') + 1;
-    while (!(res->mapped = target_maps_has(t, name) == 1) &&
-           (left = start + wait - util_now_ms()) > 0)
-        if (target_settle(t, left < STARTUP_MAP_POLL_MS ? left : STARTUP_MAP_POLL_MS,
-                          &res->died_after_ms) == 1) {
-            res->died = true;
-            break;
-        }
-    left = start + o->settle_ms - util_now_ms();
-    if (res->mapped && left > 0 && target_settle(t, left, &res->died_after_ms) == 1)
-        res->died = true;
-    if (res->died)
-        res->died_after_ms = util_now_ms() - a->sent_at;
-    if (!res->mapped)
-        undo_delivery(o, t, &a->p, res);
-    if ((r = tighten_replied(a, 0)) < 0)
-        return r;
-    if (res->died) {
-        attach_explain_answer(t, a->hr, true, res, e);
-        return fail(res, ATTACH_TARGET_DIED, -ESRCH);
-    }
-    if (!res->mapped) {
-        attach_explain_startup_unmapped(res->delivered_path, wait, e);
-        return fail(res, ATTACH_STARTUP_FAILED, -EREMOTEIO);
-    }
-    res->outcome = ATTACH_STARTUP_LOADED;
     return 0;
 }
 
@@ -956,36 +809,43 @@ static int settle_answer(struct attempt *a)
     res->have_hresult = true;
     res->hresult = a->hr;
     if (res->startup_load && a->hr == 0)
-        return settle_startup(a);
+        return startup_settle(a);
     res->outcome = attach_outcome_of_hresult(a->hr);
     /* A variable the runtime refused: the profiler was never handed over. */
-    if (!a->env_done && a->hr != 0) {
-        undo_delivery(o, t, &a->p, res);
-        if ((r = tighten_replied(a, 0)) < 0)
+    if (a->env_rejected) {
+        attach_undo_delivery(a);
+        if ((r = attach_tighten_replied(a, 0)) < 0)
             return r;
         err_hint(&res->error, "%s; nothing more was sent%s", hresult_lookup(a->hr)->next_step,
                  res->resume_owed ? ", and the runtime is resumed without the profiler" : "");
-        return fail(res, res->outcome, -EREMOTEIO);
+        return attach_fail(res, res->outcome, -EREMOTEIO);
     }
     /* The answer is not the whole truth: a profiler that failed can leave threads behind that
      * kill the app moments later. Watch the pinned process for the settle time. */
+    int64_t waited_from = util_now_ms();
     if (o->settle_ms > 0 && target_settle(t, o->settle_ms, &res->died_after_ms) == 1)
         res->died = true;
     if (res->outcome == ATTACH_OK && !res->died) {
-        /* Evidence from outside that the runtime really mapped our file (for --startup, after
-         * ResumeRuntime and the settle time: the load happens as the runtime resumes). */
+        /* Evidence from outside that the runtime really mapped our file, read after the settle
+         * time: a profiler that asked to detach in the meantime (RequestProfilerDetach) has
+         * been unloaded by then, if its threads have left it, and shows as not mapped. */
         res->mapped = target_maps_has(t, strrchr(a->p.path, '/') + 1) == 1;
     }
+    res->settle_wait_ms = util_now_ms() - waited_from;
     if (res->outcome == ATTACH_ALREADY_ACTIVE && !res->died)
         find_holder(o, t, &a->p, res);
-    if (res->outcome == ATTACH_LOAD_FAILED || res->died)
-        undo_delivery(o, t, &a->p, res);
-    if ((r = tighten_replied(a, 0)) < 0)
+    /* Every refusal, not only a failed load: a runtime not ready, a profiler already active, an
+     * answer the protocol did not expect. What this run delivered is not loaded as this run's
+     * profiler (--keep's promise), and a later run must find no leftover of it. */
+    if (res->outcome != ATTACH_OK || res->died)
+        attach_undo_delivery(a);
+    if ((r = attach_tighten_replied(a, 0)) < 0)
         return r;
     if (!res->died && res->outcome == ATTACH_OK)
         return 0;
     /* An answer other than success, or an app that died after answering. */
-    attach_explain_answer(t, a->hr, o->startup, res, &res->error);
+    attach_explain_answer(t, a->hr, o->startup_or_attach ? a->startup_sent : o->startup, res,
+                          &res->error);
     if (!res->died)
         return -EREMOTEIO;
     res->outcome = ATTACH_TARGET_DIED;
@@ -1003,17 +863,15 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
 {
     const struct attach_opts *o = a->o;
     int r;
-    if ((r = check_inputs(o, ps, a->res)) < 0)
+    if ((r = check_inputs(o, ps, a->res, &a->inert)) < 0)
         return r;
-    if ((r = inspect_target(a)) < 0)
-        return r;
-    if ((r = act_as_user(a, cs)) < 0)
+    if ((r = attach_reach(a->t, o->timeout_ms, cs, &a->c, a->res)) < 0)
         return r;
     if ((r = ask_runtime(a)) < 0)
         return r;
     if ((r = choose_and_deliver(a, ps)) < 0)
         return r;
-    r = check_dependencies(o, a->t, a->build, &a->rid, &a->p, a->res);
+    r = check_dependencies(a);
     target_maps_drop(a->t); /* its last reader */
     if (r < 0)
         return r;
@@ -1024,15 +882,23 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
     return settle_answer(a);
 }
 
+static void attempt_free(struct attempt *a)
+{
+    target_maps_drop(a->t);
+    free(a->req);
+    if (a->c.sockfd >= 0)
+        close(a->c.sockfd);
+}
+
 static int run(const struct attach_opts *o, struct attach_result *res, struct target *t,
                struct creds_saved *cs, struct profset *ps)
 {
     _cleanup_(attempt_free) struct attempt a = {
-        .o = o, .res = res, .t = t, .sockfd = -1, .start_ms = util_now_ms()};
+        .o = o, .res = res, .t = t, .c.sockfd = -1, .start_ms = util_now_ms()};
     int r = run_steps(&a, cs, ps);
     /* Every way out of a run that may have left a runtime paused: ResumeRuntime (a no-op when
      * it went out already, or is not owed). */
-    resume_runtime(&a);
+    startup_resume(&a);
     return r;
 }
 
@@ -1044,13 +910,13 @@ int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target
     int64_t start = util_now_ms();
     if (pid <= 0) {
         err_set(&ret->error, -EINVAL, "pid %d is not a process id", (int)pid);
-        return fail(ret, ATTACH_USAGE, -EINVAL);
+        return attach_fail(ret, ATTACH_USAGE, -EINVAL);
     }
     /* A TMPDIR clrattach refuses ends here as the target's fault (-EPROTO), before anything is
      * written into the target. */
     int r = target_open(o->proc_dirfd, pid, ret_target, &ret->error);
     if (r < 0) {
-        fail(ret, outcome_of_errno(r), r);
+        attach_fail(ret, outcome_of_errno(r), r);
         ret->duration_ms = util_now_ms() - start;
     }
     return r;

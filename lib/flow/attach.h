@@ -18,8 +18,12 @@
 #include "base/bounds.h"
 #include "base/err.h"
 #include "runtime/ipc.h"
+#include "runtime/ipc_conn.h"
+#include "target/diag_socket.h"
 
 struct target;
+struct creds_saved;
+struct perfmap_opts;
 
 enum attach_outcome {
     ATTACH_OK = 0,
@@ -38,10 +42,28 @@ enum attach_outcome {
     ATTACH_TARGET_DIED, /* the runtime answered, then the app died within the settle time */
     ATTACH_DEPENDENCY,  /* a library the profiler needs is not in the target's view: not sent */
     ATTACH_INERT,       /* a profiler known to do nothing on attach (profset/vendors.h): not sent */
-    ATTACH_STARTUP_LOADED, /* --startup: StartupProfiler, ResumeRuntime, then seen mapped */
-    ATTACH_STARTUP_FAILED, /* --startup: resumed, but the profiler never showed in the maps */
+    ATTACH_STARTUP_LOADED,   /* --startup: StartupProfiler, ResumeRuntime, then seen mapped */
+    ATTACH_STARTUP_FAILED,   /* --startup: resumed, but the profiler never showed in the maps */
+    ATTACH_PERFMAP_ENABLED,  /* perfmap enable: the runtime took EnablePerfMap */
+    ATTACH_PERFMAP_DISABLED, /* perfmap disable: the runtime took DisablePerfMap */
+    ATTACH_HOOK_APPLIED,     /* startup-hook: the runtime ran the hook's Initialize */
+    ATTACH_RUNTIME_TOO_OLD,  /* perfmap, startup-hook: a runtime before .NET 8, nothing sent */
 };
-#define ATTACH_OUTCOME_LAST ATTACH_STARTUP_FAILED
+#define ATTACH_OUTCOME_LAST ATTACH_RUNTIME_TOO_OLD
+
+/* What a result is about: a profiler (attach, watch), a perf map (perfmap enable|disable) or a
+ * startup hook (startup-hook). The outcomes are shared; the JSON's command, the Event's reasons
+ * and the fields shown follow the kind. */
+enum attach_kind {
+    ATTACH_KIND_PROFILER = 0,
+    ATTACH_KIND_PERFMAP_ENABLE,
+    ATTACH_KIND_PERFMAP_DISABLE,
+    ATTACH_KIND_STARTUP_HOOK,
+};
+
+/* The outcomes in which what was asked for happened: a profiler loaded (attach_outcome_loaded),
+ * a perf map enabled or disabled, a startup hook run. */
+bool attach_outcome_ok(enum attach_outcome o);
 
 /* The outcomes in which the profiler was loaded: attached, or loaded at startup. */
 bool attach_outcome_loaded(enum attach_outcome o);
@@ -72,7 +94,7 @@ enum attach_stage {
  * Once the request is out it runs to its end: the runtime may be loading the profiler, or,
  * paused at startup, waits for the ResumeRuntime that must follow StartupProfiler. With
  * --startup on a runtime whose environment asks it to pause, `defer` is set from ProcessInfo
- * on: every way out, a stop included, sends ResumeRuntime first (attach.c, resume_runtime).
+ * on: every way out, a stop included, sends ResumeRuntime first (startup.c, startup_resume).
  */
 struct attach_stop {
     volatile sig_atomic_t defer;
@@ -99,6 +121,10 @@ struct attach_opts {
     int64_t timeout_ms;         /* our deadline for each IPC exchange */
     bool startup;               /* a runtime suspended at startup gets StartupProfiler and
                                    ResumeRuntime instead of failing with 0x8013135B */
+    /* watch --startup: with `startup`, a runtime that already runs gets a plain attach (no
+     * --env), or, for a profiler known to stay inert on attach, is refused (ATTACH_INERT);
+     * which one it is, the runtime's own answers tell (startup.h) */
+    bool startup_or_attach;
     /* --env: "NAME=VALUE" each (ipc_env_check()ed), {dir}/{entry} expanded, sent with
      * SetEnvironmentVariable before StartupProfiler (or, with --force, before AttachProfiler) */
     const char *const *env;
@@ -113,6 +139,9 @@ struct attach_opts {
     /* DELIVER_NONCE_LEN lowercase hex (deliver_new_nonce()) naming this run's temporaries, so
      * that whoever ends the run may sweep them (deliver_sweep()); NULL: a fresh one. */
     const char *nonce;
+    /* watch --perfmap: the runtime is sent EnablePerfMap (perfmap_run) instead of a profiler;
+     * NULL for an attach. */
+    const struct perfmap_opts *perfmap;
 };
 
 /* already_active without a holder named: why the search for it could not tell. */
@@ -168,6 +197,11 @@ struct attach_result {
     bool have_hresult;
     uint32_t hresult;
     int64_t duration_ms;
+    /* Where that time went, once the request was sent (have_hresult): the runtime's answer (for
+     * --startup: the variables, StartupProfiler and ResumeRuntime), then the wait after it (the
+     * settle time, and for --startup the look for the library in the maps). */
+    int64_t answer_ms;
+    int64_t settle_wait_ms;
     char profiler_env[160]; /* a profiler already configured by the environment */
     /* --startup on a runtime that may be paused: ResumeRuntime was owed, whether it went out and
      * was answered with success (resumed), and when, from the attach's start. */
@@ -179,6 +213,16 @@ struct attach_result {
     uint32_t env_count;
     uint32_t env_sent;
     char env[ENV_VARS_MAX][ENV_SHOWN_MAX];
+    enum attach_kind kind;
+    /* perfmap: the type asked for (enum ipc_perfmap_type, 0 for disable), and where the runtime
+     * writes (or wrote) its files as the target sees them; `node_root` is that view from here
+     * ("/proc/<pid>/root": what perf and eBPF profilers on the node open). "" for a file the type
+     * does not write. */
+    uint32_t perfmap_type;
+    char perfmap_path[TARGET_PATH_MAX]; /* <dir>/perf-<nspid>.map */
+    char jitdump_path[TARGET_PATH_MAX]; /* <dir>/jit-<nspid>.dump */
+    char node_root[64];
+    int64_t perfmap_size;   /* bytes of the perf map right after the answer; -1 not seen */
     struct cla_error error; /* for every outcome but ATTACH_OK */
 };
 
@@ -201,5 +245,38 @@ int attach_pin(const struct attach_opts *o, pid_t pid, struct target *ret_target
  * and, on failure, ret->error with message and next step). Returns 0 for ATTACH_OK, or the
  * negative error code. */
 int attach_run(const struct attach_opts *o, struct target *t, struct attach_result *ret);
+
+/* A pinned target's runtime, reached (attach_reach). */
+struct attach_conn {
+    int sockfd;           /* the socket's O_PATH fd (diag_socket_open); -1 before */
+    struct ipc_peer peer; /* who must listen on it: the pinned process */
+    struct diag_socket s;
+};
+
+/*
+ * The first steps of every command that talks to a pinned target's runtime (attach, perfmap,
+ * startup-hook), in attach's order: what the target is (*res: nspid, uid, TMPDIR, ...), then
+ * acting as its user (creds_become: `cs` to give back with creds_restore, its root opened as
+ * that user), then its socket found and ProcessInfo asked (res->runtime_*; a runtime too old for
+ * ProcessInfo leaves have_runtime false). Returns 0 with c->sockfd for each later connection;
+ * else fills *res as attach_run does and returns the negative error. The caller closes
+ * c->sockfd (start it at -1) and restores `cs`, on every way out.
+ */
+int attach_reach(struct target *t, int64_t timeout_ms, struct creds_saved *cs,
+                 struct attach_conn *c, struct attach_result *res);
+
+/* Sets res->outcome to `o` and its error code (unless one is set already); returns `code` when
+ * negative, else -EPROTO: the way every flow ends a run that failed. */
+int attach_fail(struct attach_result *res, enum attach_outcome o, int code);
+
+/* A command the runtime has only from .NET `min_major` on, asked for by what ProcessInfo said
+ * (attach_runtime_major): 0 when it may be sent, else ATTACH_RUNTIME_TOO_OLD with a message
+ * naming `command` and the version, and `hint` as the next step. */
+int attach_require_runtime(struct attach_result *res, int min_major, const char *command,
+                           const char *hint);
+
+/* The runtime's major version from ProcessInfo's product version ("10.0.12+..." -> 10), -1 when
+ * it did not say (ProcessInfo v1, which runtimes before .NET 7 answer, or no ProcessInfo). */
+int attach_runtime_major(const struct attach_result *res);
 
 #endif

@@ -226,9 +226,18 @@ static const char *holder_gap_reason(enum attach_holder_gap gap, char *buf, size
 static void already_active_hint(const struct attach_result *res, const struct hresult_info *hi,
                                 struct cla_error *e)
 {
-    char holder[512] = "", why[128];
+    char holder[768] = "", why[128];
     const char *gap = res->holder[0] ? NULL : holder_gap_reason(res->holder_gap, why, sizeof(why));
-    if (res->holder[0] && res->profiler_env[0])
+    /* The holder is the very file sent now (an identical one attached before): one library,
+     * named once. */
+    bool same = res->holder[0] && strcmp(res->holder, res->delivered_path) == 0;
+    if (same)
+        snprintf(holder, sizeof(holder),
+                 "%s, the library sent now, is itself the profiler loaded: it was attached "
+                 "before%s%s%s",
+                 res->holder, res->profiler_env[0] ? " (and " : "", res->profiler_env,
+                 res->profiler_env[0] ? " is set in its environment)" : "");
+    else if (res->holder[0] && res->profiler_env[0])
         snprintf(holder, sizeof(holder), "%s is loaded (and %s is set in its environment)",
                  res->holder, res->profiler_env);
     else if (res->holder[0])
@@ -242,9 +251,10 @@ static void already_active_hint(const struct attach_result *res, const struct hr
                  "at startup",
                  res->profiler_env);
     err_hint(e, "%s%s%s%s", holder, holder[0] ? ". " : "",
-             res->mapped ? "The refused library stays mapped in the app (the runtime loaded it "
-                           "before refusing and does not unload it); nothing else changed. "
-                         : "",
+             res->mapped && !same
+                 ? "The refused library stays mapped in the app (the runtime loaded it "
+                   "before refusing and does not unload it); nothing else changed. "
+                 : "",
              hi->next_step);
 }
 

@@ -56,9 +56,10 @@ struct job {
     /* names the run's temporaries in the target (attach_opts.nonce): chosen before the fork,
      * so that a run the watcher had to kill can be swept after it (watch_job_sweep_start) */
     char nonce[DELIVER_NONCE_LEN + 1];
-    bool swept;        /* a sweeper was started for it (once is enough) */
-    pid_t sweeper;     /* the process sweeping, while the watcher waits for it */
-    int sweeper_pidfd; /* -1 when none (or pidfd_open is missing) */
+    bool swept;         /* a sweeper was started for it (once is enough) */
+    pid_t sweeper;      /* the process sweeping, while the watcher waits for it */
+    int sweeper_pidfd;  /* -1 when none (or pidfd_open is missing) */
+    int sweeper_status; /* its wait status once reaped, -1 before */
     size_t got;
     struct wire wire;
     /* the pin from the scan: pinned is &tg while the watcher holds it, NULL once closed
@@ -72,6 +73,12 @@ struct job {
     gid_t gid;
     char command_line[512];
 };
+
+/* A sweeper's exit status: 0 swept, with these bits for what else it found. */
+#define SWEEPER_NO_ROOT       1 /* the target's root could not be opened: nothing done */
+#define SWEEPER_RESUMED       2 /* ResumeRuntime answered with success (watch --startup) */
+#define SWEEPER_RESUME_FAILED 4 /* ResumeRuntime owed but not answered with success */
+#define SWEEPER_NO_CREDS      77
 
 struct watch_pool {
     struct job v[WATCH_POOL_MAX];

@@ -16,6 +16,8 @@
 #include "base/syscalls.h"
 #include "base/util.h"
 #include "deliver/place.h"
+#include "flow/perfmap.h"
+#include "flow/startup.h"
 #include "target/creds.h"
 #include "target/procindex.h"
 
@@ -101,6 +103,7 @@ int watch_pool_add(struct watch_pool *p, pid_t pid, uint64_t starttime, bool ret
         j->deadline_ms = deadline_ms;
         j->child = -1;
         j->pidfd = j->rfd = j->sweeper_pidfd = -1;
+        j->sweeper_status = -1;
         p->n++;
         return (int)i;
     }
@@ -149,6 +152,9 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->dependency_note);
     STR(r->sha256);
     STR(r->profiler_env);
+    STR(r->perfmap_path);
+    STR(r->jitdump_path);
+    STR(r->node_root);
     STR(r->error.msg);
     STR(r->error.hint);
     for (size_t i = 0; i < ENV_VARS_MAX; i++)
@@ -214,6 +220,9 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
     memcpy(&o, &r->outcome, sizeof(o));
     if (o < 0 || o > ATTACH_OUTCOME_LAST)
         r->outcome = ATTACH_INTERNAL;
+    memcpy(&o, &r->kind, sizeof(o));
+    if (o < 0 || o > ATTACH_KIND_STARTUP_HOOK)
+        r->kind = ATTACH_KIND_PROFILER;
     r->rid_source = w.rid_source >= 1 && w.rid_source <= ATTACH_RID_SOURCES
                         ? attach_rid_sources[w.rid_source - 1]
                         : NULL;
@@ -244,7 +253,10 @@ static int child_attach(const struct attach_opts *o, struct target *tg, int wfd)
     _cleanup_free_ struct wire *w = calloc(1, sizeof(*w));
     if (!res || !w)
         return 71;
-    attach_run(o, pin, res);
+    if (o->perfmap)
+        perfmap_run(o->perfmap, pin, res);
+    else
+        attach_run(o, pin, res);
     watch_result_encode(res, w);
     return util_write_all(wfd, w, sizeof(*w)) < 0 ? 74 : 0;
 }
@@ -327,7 +339,9 @@ bool watch_job_needs_sweep(const struct job *j)
     return j->end != JOB_RUNNING || WIFSIGNALED(j->status);
 }
 
-/* The sweeper's work, as the target's user; its exit status says only whether it could act. */
+/* The sweeper's work, as the target's user: the temporaries removed and, for watch --startup,
+ * the ResumeRuntime the killed child may have owed. Its exit status says what it could do
+ * (SWEEPER_*). */
 static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid, const char *nonce)
 {
     _cleanup_(target_closep) struct target *pin = tg;
@@ -335,12 +349,19 @@ static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid
     struct creds_saved cs = {0};
     creds_target_of(pin->procfd, &pin->status, &ct);
     if (creds_check(&ct, NULL) < 0 || creds_become(&ct, &cs, NULL) < 0)
-        return 77;
-    int r = 1;
+        return SWEEPER_NO_CREDS;
+    int r = SWEEPER_NO_ROOT;
     if (target_open_root(pin, NULL) == 0) {
         struct place_opts po = {.user_dir = o->attach.target_dir, .uid = uid, .nonce = nonce};
         (void)place_sweep(pin, &po);
         r = 0;
+        /* The child may have been killed between StartupProfiler and ResumeRuntime (or before
+         * either): the resume guarantee holds per child, so it is sent here, within the time
+         * the watcher gives a sweeper. */
+        if (o->attach.startup) {
+            int sr = startup_resume_pinned(pin, util_now_ms() + WATCH_SWEEP_WAIT_MS / 2);
+            r |= sr > 0 ? SWEEPER_RESUMED : sr < 0 ? SWEEPER_RESUME_FAILED : 0;
+        }
     }
     creds_restore(&cs);
     return r;
@@ -363,19 +384,24 @@ int watch_job_sweep_start(const struct watch_opts *o, struct watch_table *t,
         _exit(sweeper_work(o, &tg, uid, nonce));
     }
     j->sweeper = child;
+    j->sweeper_status = -1;
     j->sweeper_pidfd = sys_pidfd_open(child, 0);
     return 0;
 }
 
-/* Reaps `*pid` if it has ended; true once it has (or is not ours to wait for). */
-static bool reap_now(pid_t *pid)
+/* Reaps `*pid` if it has ended; true once it has (or is not ours to wait for). Its wait status
+ * goes to *ret_status when given and known. */
+static bool reap_now(pid_t *pid, int *ret_status)
 {
     if (*pid <= 0)
         return true;
     pid_t r;
+    int st = 0;
     do
-        r = waitpid(*pid, NULL, WNOHANG);
+        r = waitpid(*pid, &st, WNOHANG);
     while (r < 0 && errno == EINTR);
+    if (r == *pid && ret_status)
+        *ret_status = st;
     if (r == *pid || (r < 0 && errno == ECHILD))
         *pid = 0;
     return *pid == 0;
@@ -384,7 +410,7 @@ static bool reap_now(pid_t *pid)
 void watch_pool_reap_strays(struct watch_pool *pool)
 {
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
-        (void)reap_now(&pool->strays[i]);
+        (void)reap_now(&pool->strays[i], NULL);
 }
 
 void watch_pool_sweep_wait(struct watch_pool *pool, int64_t until_ms)
@@ -395,7 +421,7 @@ void watch_pool_sweep_wait(struct watch_pool *pool, int64_t until_ms)
         bool pending = false;
         for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
             struct job *j = &pool->v[i];
-            if (!j->used || reap_now(&j->sweeper))
+            if (!j->used || reap_now(&j->sweeper, &j->sweeper_status))
                 continue;
             pending = true;
             if (j->sweeper_pidfd >= 0)
@@ -416,7 +442,7 @@ void watch_pool_sweep_wait(struct watch_pool *pool, int64_t until_ms)
         if (j->sweeper > 0 && j->sweeper_pidfd >= 0)
             (void)sys_pidfd_send_signal(j->sweeper_pidfd, SIGKILL, NULL, 0);
         util_closep(&j->sweeper_pidfd);
-        if (reap_now(&j->sweeper))
+        if (reap_now(&j->sweeper, &j->sweeper_status))
             continue;
         for (size_t k = 0; k < WATCH_POOL_MAX; k++)
             if (pool->strays[k] <= 0) {
@@ -521,13 +547,30 @@ void watch_job_release(struct job *j)
     target_closep(&j->pinned);
 }
 
-void watch_job_result(const struct watch_opts *o, const struct job *j, struct attach_result *r)
+/* What the sweeper did about a resume the killed child may have owed (watch --startup). */
+static void note_sweeper_resume(const struct job *j, struct attach_result *r)
 {
-    int64_t now = util_now_ms();
-    if (watch_job_complete(j) && j->end != JOB_INTERRUPTED) {
-        result_from_wire(j, r);
+    if (j->sweeper_status < 0 || !WIFEXITED(j->sweeper_status))
         return;
-    }
+    int s = WEXITSTATUS(j->sweeper_status);
+    if (s == SWEEPER_NO_CREDS || !(s & (SWEEPER_RESUMED | SWEEPER_RESUME_FAILED)))
+        return;
+    r->resume_owed = true;
+    r->resumed = s & SWEEPER_RESUMED;
+    r->resumed_after_ms = r->duration_ms;
+    char hint[sizeof(r->error.hint)];
+    memcpy(hint, r->error.hint, sizeof(hint));
+    err_hint(&r->error, "%s%s%s", hint, hint[0] ? "; " : "",
+             r->resumed ? "the app, whose environment pauses it at startup, was sent "
+                          "ResumeRuntime after the attach was abandoned"
+                        : "the app's environment pauses it at startup, and ResumeRuntime sent "
+                          "after the attach was abandoned was not answered: it may still be "
+                          "paused");
+}
+
+static void result_without_wire(const struct watch_opts *o, const struct job *j, int64_t now,
+                                struct attach_result *r)
+{
     if (j->end == JOB_INTERRUPTED) {
         watch_job_result_of(j, ATTACH_INTERRUPTED, now, r);
         err_set(&r->error, -EINTR,
@@ -568,4 +611,15 @@ void watch_job_result(const struct watch_opts *o, const struct job *j, struct at
                 (int)j->pid, j->reaped ? "exit status" : "not reaped",
                 j->reaped && WIFEXITED(j->status) ? WEXITSTATUS(j->status) : -1);
     }
+}
+
+void watch_job_result(const struct watch_opts *o, const struct job *j, struct attach_result *r)
+{
+    int64_t now = util_now_ms();
+    if (watch_job_complete(j) && j->end != JOB_INTERRUPTED) {
+        result_from_wire(j, r);
+        return;
+    }
+    result_without_wire(o, j, now, r);
+    note_sweeper_resume(j, r);
 }

@@ -187,7 +187,7 @@ bool watch_outcome_final(enum attach_outcome o)
  * success, not a process that is gone (its pid is another's now), not our own stop. */
 static bool outcome_failed(enum attach_outcome o)
 {
-    return o != ATTACH_OK && o != ATTACH_ALREADY_ACTIVE && o != ATTACH_NOT_FOUND &&
+    return !attach_outcome_ok(o) && o != ATTACH_ALREADY_ACTIVE && o != ATTACH_NOT_FOUND &&
            o != ATTACH_INTERRUPTED;
 }
 

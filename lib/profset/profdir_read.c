@@ -175,6 +175,15 @@ int profdir_read(int dirfd, const char *shown, const char *entry, struct profdir
     return keep_or_free(&pd, r, ret);
 }
 
+int profdir_read_tree(int dirfd, const char *shown, struct profdir *ret, struct cla_error *e)
+{
+    struct profdir pd = {0};
+    int r = walk(dirfd, dirfd, shown, "", 0, &pd, e);
+    if (r >= 0)
+        r = profdir_seal(&pd, e);
+    return keep_or_free(&pd, r, ret);
+}
+
 /* Adds every entry of the stream to `pd`. */
 static int add_tar(const uint8_t *buf, size_t len, struct profdir *pd, struct cla_error *e)
 {

@@ -30,6 +30,11 @@
 int profdir_read(int dirfd, const char *shown, const char *entry, struct profdir *ret,
                  struct cla_error *e);
 
+/* Reads and seals the tree below `dirfd` as profdir_read() does, without choosing an entry: for
+ * a tree whose entry is not a profiler (a startup hook's assembly directory), chosen by the
+ * caller (pd->entry). Returns 0, or the errors of profdir_read(). */
+int profdir_read_tree(int dirfd, const char *shown, struct profdir *ret, struct cla_error *e);
+
 /* Loads a tar stream (a profiler directory on stdin) into *ret, sealed and its entry chosen as
  * profdir_read() does (a stream is always a directory: never 1). The stream stays the caller's
  * (file bytes are copied). A reading error's message begins with `shown`. Returns 0, -EPROTO/

@@ -173,7 +173,8 @@ static void series_key(const struct result_text_event *ev, const struct attach_r
                        const char *profiler, char key[K8S_SERIES_KEY_MAX])
 {
     snprintf(key, K8S_SERIES_KEY_MAX, "%s|%s|%08x|%s", ev->spec.reason,
-             attach_outcome_name(res->outcome), res->have_hresult ? res->hresult : 0u, profiler);
+             attach_outcome_name(res->outcome), res->have_hresult ? res->hresult : 0u,
+             profiler ? profiler : "-");
 }
 
 int event_report_send(struct event_reporter *rep, const struct attach_result *res,

@@ -46,6 +46,53 @@ static char *dump(json_t *o)
     return s;
 }
 
+static const char *command_of(enum attach_kind k)
+{
+    switch (k) {
+    case ATTACH_KIND_PERFMAP_ENABLE:
+    case ATTACH_KIND_PERFMAP_DISABLE: return "perfmap";
+    case ATTACH_KIND_STARTUP_HOOK: return "startup-hook";
+    case ATTACH_KIND_PROFILER: break;
+    }
+    return "attach";
+}
+
+static const char *perfmap_type_name(uint32_t type)
+{
+    switch (type) {
+    case IPC_PERFMAP_ALL: return "all";
+    case IPC_PERFMAP_JITDUMP: return "jitdump";
+    case IPC_PERFMAP_PERFMAP: return "perfmap";
+    default: return "";
+    }
+}
+
+/* {"target_path", "node_path"[, "size"]}: a runtime-written file as the app sees it and as
+ * clrattach's side does (what perf or an eBPF profiler on the node opens). */
+static json_t *perfmap_file(const struct attach_result *r, const char *path, bool with_size)
+{
+    char node[TARGET_PATH_MAX + 64];
+    snprintf(node, sizeof(node), "%s%s", r->node_root, path);
+    json_t *f = json_object();
+    set_str(f, "target_path", path);
+    set_str(f, "node_path", node);
+    if (with_size && r->perfmap_size >= 0)
+        json_object_set_new(f, "size", json_integer(r->perfmap_size));
+    return f;
+}
+
+/* The perf map's part of a perfmap result. */
+static void perfmap_fields(json_t *o, const struct attach_result *r)
+{
+    set_str(o, "action", r->kind == ATTACH_KIND_PERFMAP_ENABLE ? "enable" : "disable");
+    if (r->kind == ATTACH_KIND_PERFMAP_ENABLE)
+        set_str(o, "kind", perfmap_type_name(r->perfmap_type));
+    if (r->perfmap_path[0])
+        json_object_set_new(o, "perf_map", perfmap_file(r, r->perfmap_path, true));
+    if (r->jitdump_path[0])
+        json_object_set_new(o, "jitdump", perfmap_file(r, r->jitdump_path, false));
+}
+
 char *result_attach_json(const struct attach_result *r, const char *profiler,
                          const struct ipc_guid *clsid, int exit_code)
 {
@@ -54,7 +101,7 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         return NULL;
     char guid[39];
     ipc_guid_format(clsid, guid);
-    set_str(o, "command", "attach");
+    set_str(o, "command", command_of(r->kind));
     set_str(o, "outcome", attach_outcome_name(r->outcome));
     json_object_set_new(o, "exit_code", json_integer(exit_code));
     json_object_set_new(o, "pid", json_integer(r->pid));
@@ -77,7 +124,12 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         set_str(rt, "platform", r->os_arch);
         json_object_set_new(o, "runtime", rt);
     }
-    set_str(o, "profiler", profiler);
+    if (r->kind == ATTACH_KIND_PROFILER)
+        set_str(o, "profiler", profiler);
+    else if (r->kind == ATTACH_KIND_STARTUP_HOOK)
+        set_str(o, "assembly", profiler);
+    else
+        perfmap_fields(o, r);
     if (r->target_rid[0] || r->rid_source) {
         set_str(o, "target_rid", r->target_rid);
         /* "" rather than null: the key's type stays a string. */
@@ -85,7 +137,8 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     }
     if (r->variant[0])
         set_str(o, "variant", r->variant);
-    set_str(o, "clsid", guid);
+    if (r->kind == ATTACH_KIND_PROFILER)
+        set_str(o, "clsid", guid);
     if (r->delivered_path[0]) {
         set_str(o, "delivered_path", r->delivered_path);
         if (r->delivered_dir[0])
@@ -95,8 +148,9 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         if (r->removed)
             json_object_set_new(o, "removed", json_true());
     }
-    if (attach_outcome_loaded(r->outcome) || r->outcome == ATTACH_ALREADY_ACTIVE ||
-        r->outcome == ATTACH_STARTUP_FAILED)
+    if (r->kind == ATTACH_KIND_PROFILER &&
+        (attach_outcome_loaded(r->outcome) || r->outcome == ATTACH_ALREADY_ACTIVE ||
+         r->outcome == ATTACH_STARTUP_FAILED))
         json_object_set_new(o, "mapped", json_boolean(r->mapped));
     if (r->holder[0])
         set_str(o, "holder", r->holder);
@@ -136,12 +190,16 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     if (r->profiler_env[0])
         set_str(o, "profiler_env", r->profiler_env);
     /* A success has no error; every other outcome says why and, when known, what to do. */
-    if (!attach_outcome_loaded(r->outcome)) {
+    if (!attach_outcome_ok(r->outcome)) {
         set_str(o, "error", r->error.msg);
         if (r->error.hint[0])
             set_str(o, "next_step", r->error.hint);
     }
     json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
+    if (r->have_hresult) {
+        json_object_set_new(o, "answer_ms", json_integer(r->answer_ms));
+        json_object_set_new(o, "settle_wait_ms", json_integer(r->settle_wait_ms));
+    }
     return dump(o);
 }
 

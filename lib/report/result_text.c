@@ -9,6 +9,8 @@
 
 static const char *basename_of(const char *p)
 {
+    if (!p)
+        return "";
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
 }
@@ -52,6 +54,48 @@ static void env_names(const struct attach_result *r, char *buf, size_t size)
         snprintf(buf + len, size - len, " set in its environment");
 }
 
+/* The Event of a perfmap or startup-hook result: its own reasons and action. */
+static void other_event(const struct attach_result *r, const char *assembly, char *text,
+                        size_t size, struct result_text_event *ret)
+{
+    char part[2048], hr[16] = "";
+    bool perfmap = r->kind != ATTACH_KIND_STARTUP_HOOK;
+    const char *what = r->kind == ATTACH_KIND_PERFMAP_ENABLE    ? "Enabled the perf map"
+                       : r->kind == ATTACH_KIND_PERFMAP_DISABLE ? "Disabled the perf map"
+                                                                : "Ran the startup hook";
+    ret->spec.action = r->kind == ATTACH_KIND_PERFMAP_ENABLE    ? "EnablePerfMap"
+                       : r->kind == ATTACH_KIND_PERFMAP_DISABLE ? "DisablePerfMap"
+                                                                : "ApplyStartupHook";
+    if (attach_outcome_ok(r->outcome)) {
+        ret->spec.reason = r->outcome == ATTACH_PERFMAP_ENABLED    ? "PerfMapEnabled"
+                           : r->outcome == ATTACH_PERFMAP_DISABLED ? "PerfMapDisabled"
+                                                                   : "StartupHookApplied";
+        ret->spec.type = "Normal";
+        snprintf(part, sizeof(part),
+                 "%s%s%s of .NET pid %d (pid %d as seen from clrattach's PID namespace, uid "
+                 "%u%s%s) in %lld ms: %.1024s",
+                 what, perfmap ? "" : " ", perfmap ? "" : basename_of(assembly), (int)r->nspid,
+                 (int)r->pid, (unsigned)r->uid, r->runtime_version[0] ? ", .NET " : "",
+                 r->runtime_version, (long long)r->duration_ms,
+                 perfmap ? (r->perfmap_path[0] ? r->perfmap_path : r->jitdump_path)
+                         : r->delivered_path);
+        append_sentence(text, size, "", part);
+        return;
+    }
+    ret->spec.reason = perfmap ? "PerfMapFailed" : "StartupHookFailed";
+    ret->spec.type = "Warning";
+    const struct hresult_info *hi = r->have_hresult ? hresult_lookup(r->hresult) : NULL;
+    if (r->have_hresult)
+        hresult_format(r->hresult, hr, sizeof(hr));
+    snprintf(part, sizeof(part), "%s%s%s, pid %d: %s%s%s%s%s%s", ret->spec.action,
+             perfmap ? "" : " ", perfmap ? "" : basename_of(assembly),
+             (int)(r->nspid ? r->nspid : r->pid), attach_outcome_name(r->outcome), hi ? " (" : "",
+             hi ? hi->name : "", hi ? " " : "", hr, hi ? ")" : "");
+    append_sentence(text, size, "", part);
+    append_sentence(text, size, "", r->error.msg);
+    append_sentence(text, size, "Next step: ", r->error.hint);
+}
+
 void result_text_event(const struct attach_result *r, const char *profiler,
                        const struct ipc_guid *clsid, const struct timespec *when,
                        struct result_text_event *ret)
@@ -63,7 +107,9 @@ void result_text_event(const struct attach_result *r, const char *profiler,
     memset(ret, 0, sizeof(*ret));
     char env[512];
     env_names(r, env, sizeof(env));
-    if (r->outcome == ATTACH_STARTUP_LOADED) {
+    if (r->kind != ATTACH_KIND_PROFILER) {
+        other_event(r, profiler, text, sizeof(text), ret);
+    } else if (r->outcome == ATTACH_STARTUP_LOADED) {
         /* Not "attached": the runtime loaded it through Initialize as it started. */
         ret->spec.reason = "ProfilerLoadedAtStartup";
         ret->spec.type = "Normal";
@@ -116,7 +162,8 @@ void result_text_event(const struct attach_result *r, const char *profiler,
                             r->resumed ? "The runtime was resumed: the app runs on"
                                        : "ResumeRuntime failed: the app may still be paused");
     }
-    ret->spec.action = r->startup_load ? "StartupProfiler" : "AttachProfiler";
+    if (r->kind == ATTACH_KIND_PROFILER)
+        ret->spec.action = r->startup_load ? "StartupProfiler" : "AttachProfiler";
     /* The note quotes target text (paths, messages): whatever was not rendered where it was
      * read is rendered here (already-rendered text passes unchanged), and the cut is made on a
      * character boundary, marked. */
@@ -141,6 +188,6 @@ size_t result_text_termination(const struct attach_result *r, const char *json, 
     snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%d hresult=%s path=%.1024s error=%s",
              attach_outcome_name(r->outcome), exit_code, (int)r->pid, hr,
              r->delivered_path[0] ? r->delivered_path : "-",
-             attach_outcome_loaded(r->outcome) ? "-" : r->error.msg);
+             attach_outcome_ok(r->outcome) ? "-" : r->error.msg);
     return render_message(text, strlen(text), out, RESULT_TEXT_TERMINATION_MAX + 1);
 }

@@ -41,10 +41,12 @@ static const struct hresult_info table[] = {
      "as CORECLR_PROFILER_PATH; if it is the profiler, its CreateInstance/QueryInterface must "
      "accept IID_ICorProfilerCallback2 and later."},
     {0x80004005, "E_FAIL", HRESULT_CLASS_LOAD,
-     "Generic failure: the profiler path reached the runtime empty, or the profiler's factory or "
-     "InitializeForAttach returned E_FAIL.",
-     "Check the profiler's own log; restart the target with PAL_OUTPUTDEBUGSTRING=1 to see the "
-     "runtime's profiler messages on stderr."},
+     "Generic failure: a wrong `--clsid` for this library (ProcDump's, OpenTelemetry's and "
+     "Datadog's DllGetClassObject answer E_FAIL to a CLSID they lack), an empty path, or the "
+     "profiler's own E_FAIL.",
+     "Check `--clsid` against the profiler's documentation first; then the profiler's own log; "
+     "restart the target with PAL_OUTPUTDEBUGSTRING=1 to see the runtime's profiler messages on "
+     "stderr."},
     {0x8000FFFF, "E_UNEXPECTED", HRESULT_CLASS_LOAD,
      "A C++ exception escaped the profiler's CreateInstance, QueryInterface, AddRef/Release or "
      "InitializeForAttach.",

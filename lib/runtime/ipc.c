@@ -267,6 +267,41 @@ int ipc_encode_startup(const struct ipc_guid *clsid, const char *path, uint8_t *
     return finish_frame(&w, e);
 }
 
+int ipc_encode_enable_perfmap(uint32_t type, uint8_t *buf, size_t size, struct cla_error *e)
+{
+    if (type < IPC_PERFMAP_ALL || type > IPC_PERFMAP_PERFMAP)
+        return err_set(e, -EINVAL,
+                       "ipc: perf map type %u is not 1 (all), 2 (jitdump) or 3 "
+                       "(perfmap)",
+                       (unsigned)type);
+    struct writer w = {buf, size, 0, false};
+    put_header(&w, IPC_SET_PROCESS, IPC_PROCESS_ENABLE_PERFMAP);
+    put_u32(&w, type);
+    return finish_frame(&w, e);
+}
+
+int ipc_encode_disable_perfmap(uint8_t *buf, size_t size, struct cla_error *e)
+{
+    return ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_DISABLE_PERFMAP, buf, size, e);
+}
+
+size_t ipc_startup_hook_frame_room(const char *path)
+{
+    return frame_room(0, path, 0);
+}
+
+int ipc_encode_apply_startup_hook(const char *path, uint8_t *buf, size_t size, struct cla_error *e)
+{
+    if (!path || path[0] != '/')
+        return err_set(e, -EINVAL, "ipc: a startup hook's path must be absolute");
+    struct writer w = {buf, size, 0, false};
+    put_header(&w, IPC_SET_PROCESS, IPC_PROCESS_APPLY_STARTUP_HOOK);
+    int r = put_string(&w, path, e);
+    if (r < 0)
+        return r;
+    return finish_frame(&w, e);
+}
+
 int ipc_env_check(const char *nv, size_t *ret_name_len, struct cla_error *e)
 {
     const unsigned char *u = (const unsigned char *)nv;

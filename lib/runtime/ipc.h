@@ -30,6 +30,9 @@ enum {
     IPC_PROCESS_RESUME = 0x01,
     IPC_PROCESS_SETENV = 0x03,
     IPC_PROCESS_INFO2 = 0x04,
+    IPC_PROCESS_ENABLE_PERFMAP = 0x05,
+    IPC_PROCESS_DISABLE_PERFMAP = 0x06,
+    IPC_PROCESS_APPLY_STARTUP_HOOK = 0x07,
     IPC_PROCESS_INFO3 = 0x08,
     IPC_SERVER_OK = 0x00,
     IPC_SERVER_ERROR = 0xFF,
@@ -105,6 +108,40 @@ size_t ipc_setenv_frame_room(const char *name, const char *value);
  * valid UTF-8, the name non-empty. Returns the frame length, -EINVAL, -E2BIG or -ENOBUFS. */
 int ipc_encode_setenv(const char *name, const char *value, uint8_t *buf, size_t size,
                       struct cla_error *e);
+
+/* What EnablePerfMap asks the runtime to write (the runtime's PerfMapType: 0 is "disabled",
+ * which it takes as a no-op, so it is never sent). */
+enum ipc_perfmap_type {
+    IPC_PERFMAP_ALL = 1,     /* /tmp/perf-<pid>.map and /tmp/jit-<pid>.dump */
+    IPC_PERFMAP_JITDUMP = 2, /* the jitdump alone (it also carries ReadyToRun code) */
+    IPC_PERFMAP_PERFMAP = 3, /* the perf map alone (JIT-compiled code only) */
+};
+
+/*
+ * The perf map and startup hook commands of the Process set (.NET 8+). Layouts as the runtime
+ * parses them (dotnet/runtime src/native/eventpipe/ds-process-protocol.h: the
+ * DiagnosticsEnablePerfmapPayload holds one uint32_t perfMapType, the
+ * DiagnosticsApplyStartupHookPayload one UTF-16 string; ds-types.h: command ids 0x05, 0x06,
+ * 0x07). The reply to each is the bare HRESULT of every "void" command: decode it with
+ * ipc_decode_status().
+ */
+
+/* EnablePerfMap: the u32 type, nothing else. Returns the frame length (24), -EINVAL for a type
+ * outside enum ipc_perfmap_type, -ENOBUFS. */
+int ipc_encode_enable_perfmap(uint32_t type, uint8_t *buf, size_t size, struct cla_error *e);
+
+/* DisablePerfMap: no payload. Returns the frame length (20) or -ENOBUFS. */
+int ipc_encode_disable_perfmap(uint8_t *buf, size_t size, struct cla_error *e);
+
+/* The most bytes ipc_encode_apply_startup_hook can write for this path (capped at
+ * IPC_MAX_MESSAGE, where encoding reports a frame too large). */
+size_t ipc_startup_hook_frame_room(const char *path);
+
+/* ApplyStartupHook: the assembly's path as one UTF-16 string (count includes the NUL). The
+ * runtime loads it with AssemblyLoadContext.LoadFromAssemblyPath only when it is fully
+ * qualified: a relative one is taken as an assembly name, so `path` must be absolute and valid
+ * UTF-8. Returns the frame length, -EINVAL, -E2BIG or -ENOBUFS. */
+int ipc_encode_apply_startup_hook(const char *path, uint8_t *buf, size_t size, struct cla_error *e);
 
 /* Decodes and checks a 20-byte header: magic with its NUL, size >= 20. Returns 0 or -EPROTO. */
 int ipc_decode_header(const uint8_t *buf, size_t len, struct ipc_header *ret_hdr,

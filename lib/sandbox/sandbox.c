@@ -81,7 +81,8 @@ static int load_program(const struct sandbox_bpf *p, enum sandbox_stage stage, s
 }
 
 /* Stages only take rights away: ATTACH, DELIVERED and REPORT follow FULL in that order, PS
- * follows FULL only and nothing follows PS. */
+ * follows FULL only and nothing follows PS; QUERY follows FULL only and only REPORT follows it
+ * (loaded whole there: REPORT's rules are a subset of QUERY's). */
 static bool may_follow(enum sandbox_stage from, enum sandbox_stage to)
 {
     /* LISTEN stands apart like PS, and is only ever entered from the start. */
@@ -89,6 +90,10 @@ static bool may_follow(enum sandbox_stage from, enum sandbox_stage to)
         return from == to;
     if (from == SANDBOX_STAGE_PS || to == SANDBOX_STAGE_PS)
         return from == SANDBOX_STAGE_FULL || from == to;
+    if (to == SANDBOX_STAGE_QUERY)
+        return from == SANDBOX_STAGE_FULL || from == to;
+    if (from == SANDBOX_STAGE_QUERY)
+        return to == SANDBOX_STAGE_REPORT;
     return to >= from;
 }
 

@@ -24,9 +24,11 @@
 #define DELIVERY (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH | SANDBOX_IN_LISTEN) /* until placed */
 #define DISCOVERY (DELIVERY | SANDBOX_IN_PS)                  /* ... and ps, all along */
 #define ATTACH (DELIVERY | SANDBOX_IN_DELIVERED)              /* until the runtime answered */
-#define LOOKUP (ATTACH | SANDBOX_IN_PS)                       /* ... and ps, all along */
+#define QUERY SANDBOX_IN_QUERY                                /* perfmap: ask, create nothing */
+#define LOOKUP (ATTACH | SANDBOX_IN_PS | QUERY)               /* ... and ps, perfmap, all along */
+#define AS_USER (DISCOVERY | QUERY)                           /* acting as any target's user */
 #define AFTER_DELIVERY (SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT)
-#define READ_ONLY (AFTER_DELIVERY | SANDBOX_IN_PS)            /* nothing created */
+#define READ_ONLY (AFTER_DELIVERY | SANDBOX_IN_PS | QUERY)    /* nothing created */
 #define NETWORK (SANDBOX_IN_ALL & ~SANDBOX_IN_PS)             /* HTTPS: ps never reports */
 #define STARTUP SANDBOX_IN_STARTUP
 #define LISTENER SANDBOX_IN_LISTEN                            /* --listen: its socket */
@@ -155,7 +157,7 @@ static const struct sandbox_rule rules[] = {
     /* openat2 takes its flags in a struct (struct open_how) the filter cannot read, so it
      * cannot be limited to read-only opens. EPERM, not kill: rootfs.c treats EPERM as "openat2
      * denied by a seccomp profile" and walks the path with openat, which IS checked. */
-    FAIL("openat2", AFTER_DELIVERY, EPERM, "rootfs.c falls back to a checked openat walk"),
+    FAIL("openat2", AFTER_DELIVERY | QUERY, EPERM, "rootfs.c falls back to a checked openat walk"),
     ALLOW("read", ALL, "files, sockets"),
     ALLOW("pread64", ALL, "dynamic loader, hashing"),
     ALLOW("write", ALL, "profiler copy, stdout, termination log, sockets"),
@@ -193,13 +195,13 @@ static const struct sandbox_rule rules[] = {
     /* Acting as the target's user (creds.c). Once the file is placed, only two calls remain:
      * asking for the current id and switching back to ourselves. Switching to a third user is
      * what an exploit of a later parser would want, so it is gone. */
-    ALLOW("setfsuid", DISCOVERY, "act as the target's user"),
-    ALLOW("setfsgid", DISCOVERY, "act as the target's group"),
+    ALLOW("setfsuid", AS_USER, "act as the target's user"),
+    ALLOW("setfsgid", AS_USER, "act as the target's group"),
     ALLOW_MASKED("setfsuid", AFTER_DELIVERY, 0, 0xffffffffu, SB_ID_QUERY, "query"),
     ALLOW_MASKED("setfsgid", AFTER_DELIVERY, 0, 0xffffffffu, SB_ID_QUERY, "query"),
     ALLOW_DYN("setfsuid", AFTER_DELIVERY, 0, SANDBOX_DYN_EUID, "restore our own fsuid"),
     ALLOW_DYN("setfsgid", AFTER_DELIVERY, 0, SANDBOX_DYN_EGID, "restore our own fsgid"),
-    ALLOW("setgroups", DISCOVERY, "supplementary groups = the target's own"),
+    ALLOW("setgroups", AS_USER, "supplementary groups = the target's own"),
     ALLOW_EQ("setgroups", AFTER_DELIVERY, 0, 0, "clearing them on restore"),
     ALLOW("capget", ALL, "creds, sandbox_drop_caps"),
     ALLOW("capset", ALL, "sandbox_drop_caps; creds: effective set within permitted"),
@@ -284,6 +286,7 @@ unsigned sandbox_stage_bit(enum sandbox_stage stage)
     case SANDBOX_STAGE_DELIVERED: return SANDBOX_IN_DELIVERED;
     case SANDBOX_STAGE_REPORT: return SANDBOX_IN_REPORT;
     case SANDBOX_STAGE_PS: return SANDBOX_IN_PS;
+    case SANDBOX_STAGE_QUERY: return SANDBOX_IN_QUERY;
     case SANDBOX_STAGE_LISTEN: return SANDBOX_IN_LISTEN;
     case SANDBOX_STAGE_COUNT: break;
     }
@@ -298,6 +301,7 @@ const char *sandbox_stage_name(enum sandbox_stage stage)
     case SANDBOX_STAGE_DELIVERED: return "delivered";
     case SANDBOX_STAGE_REPORT: return "report";
     case SANDBOX_STAGE_PS: return "ps";
+    case SANDBOX_STAGE_QUERY: return "query";
     case SANDBOX_STAGE_LISTEN: return "listen";
     case SANDBOX_STAGE_COUNT: break;
     }

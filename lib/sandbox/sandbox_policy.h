@@ -32,6 +32,9 @@ enum sandbox_stage {
                               * termination log) needs; no new AF_UNIX socket, no pidfd */
     SANDBOX_STAGE_PS,        /* `ps`: reading /proc and asking runtimes as their user; nothing
                               * created, changed or removed, no network, no child */
+    SANDBOX_STAGE_QUERY,     /* `perfmap`: one target's runtime asked as its user, reported;
+                              * nothing created, changed or removed in any view, openat2 refused,
+                              * no child. Followed by REPORT only */
     SANDBOX_STAGE_LISTEN,    /* `attach --listen`, `watch --listen`: ATTACH's rights plus a
                               * listening socket (bind, listen, accept4, umask); entered from the
                               * start, nothing follows it */
@@ -49,10 +52,11 @@ enum sandbox_stage {
 #define SANDBOX_IN_STARTUP 0x8u
 #define SANDBOX_IN_ATTACH  0x10u /* FULL without watch's child processes */
 #define SANDBOX_IN_PS      0x20u
-#define SANDBOX_IN_LISTEN  0x40u /* ATTACH plus the listening socket */
+#define SANDBOX_IN_QUERY   0x40u
+#define SANDBOX_IN_LISTEN  0x80u /* ATTACH plus the listening socket */
 #define SANDBOX_IN_ALL                                                                             \
     (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH | SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT |              \
-     SANDBOX_IN_PS | SANDBOX_IN_LISTEN)
+     SANDBOX_IN_PS | SANDBOX_IN_QUERY | SANDBOX_IN_LISTEN)
 
 /* How an argument is compared. MASKED_EQ is (arg & mask) == datum. */
 enum sandbox_arg_op {

@@ -567,3 +567,44 @@ else
 fi
 K delete deployment -n billing billing --wait=false >/dev/null 2>&1
 K delete deployment -n ledger billing --wait=false >/dev/null 2>&1
+
+# ---- 10. startup-suspend: the app starts paused, the sidecar loads the profiler at startup -----
+# deploy/overlays/startup-suspend as shipped (the base with the component). The app's runtime
+# waits, paused, until the sidecar (an ordinary container here: kubelet 1.20 has no native
+# sidecars, so the two start in no defined order) sends StartupProfiler and ResumeRuntime; the app
+# then runs with the sample profiler loaded at startup, and the Event says so.
+startup_report_ok() {
+    K exec -n "$1" "$2" -c app -- cat "$3" 2>/dev/null | python3 -c '
+import json, sys
+sys.exit(0 if json.loads(sys.stdin.read()).get("load") == "startup" else 1)' 2>/dev/null
+}
+app_ran() { K logs -n "$1" "$2" -c app 2>/dev/null | grep -q '^ready '; }
+k=$(shipped startup-suspend "$ROOT/deploy/overlays/startup-suspend")
+if K apply -k "$k" >"$WORK/s10-apply.out" 2>&1 && wait_pod shop "$SEL"; then
+    SP=$POD
+    env=$(K get pod -n shop "$SP" -o 'jsonpath={.spec.containers[?(@.name=="app")].env[?(@.name=="DOTNET_DefaultDiagnosticPortSuspend")].value}')
+    args=$(K get pod -n shop "$SP" -o 'jsonpath={.spec.containers[?(@.name=="clrattach")].args}')
+    if [ "$env" = 1 ] && printf '%s' "$args" | grep -q -- '--startup'; then
+        ok "startup-suspend-applied ($SP: the app paused at startup, the sidecar as watch --startup)"
+    else
+        fail startup-suspend-applied "env '$env' args $args"
+    fi
+    if until_ok 60 startup_report_ok shop "$SP" "$REPORT"; then
+        ok "startup-suspend-loaded-at-startup (the sample profiler's report says load: startup)"
+    else
+        fail startup-suspend-loaded-at-startup "sidecar: $(logs_of shop "$SP" clrattach)"
+    fi
+    if until_ok 60 app_ran shop "$SP"; then
+        ok "startup-suspend-app-runs (resumed: its Main ran)"
+    else
+        fail startup-suspend-app-runs "app: $(logs_of shop "$SP" app) sidecar: $(logs_of shop "$SP" clrattach)"
+    fi
+    if wait_events shop "$SP" ProfilerLoadedAtStartup 1 app; then
+        ok "startup-suspend-event (ProfilerLoadedAtStartup)"
+    else
+        fail startup-suspend-event "sidecar: $(logs_of shop "$SP" clrattach)"
+    fi
+else
+    fail startup-suspend-applied "$(tr '\n' ' ' <"$WORK/s10-apply.out" | cut -c1-300) $(K get pods -n shop 2>&1 | tail -2 | tr '\n' ' ')"
+fi
+K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1

@@ -13,6 +13,7 @@ Usage: check_manifests.py REPO_ROOT CLRATTACH_BINARY   (prints ok/FAIL lines; ex
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -216,9 +217,13 @@ def sidecar_ok(spec, where, native, app_name="app"):
         assert tmpdir, where + ": read-only app root without a writable TMPDIR (no diagnostic socket)"
         # The sample profiler writes its report from inside the app and fails its attach when it
         # cannot (its default is /tmp): its out= must be on a writable mount of the app.
+        # With --startup there is no client data: the report's path is the app's CLRPROBE_OUT
+        # (the probe reads it with getenv(), which --env does not reach).
         if arg(s, "--profiler").startswith("/profilers/"):
             out = dict(kv.split("=", 1) for kv in (arg(s, "--client-data") or "").split(";")
                        if "=" in kv).get("out", "")
+            if "--startup" in s["args"]:
+                out = {e["name"]: e.get("value") for e in app.get("env", [])}.get("CLRPROBE_OUT") or ""
             assert any(out.startswith(m["mountPath"].rstrip("/") + "/")
                        for m in app.get("volumeMounts", []) if not m.get("readOnly")), \
                 "%s: the sample profiler's report (%r) is not on a writable mount of the app" % (where, out)
@@ -377,6 +382,39 @@ def t_component():
     assert again == objs
 
 
+def t_startup_suspend():
+    kdir = os.path.join(DEPLOY, "overlays", "startup-suspend")
+    (dep,) = deployments(render(kdir))
+    default_container_is_app(dep, "startup-suspend")
+    spec = dep["spec"]["template"]["spec"]
+    pod_spec_fields(spec, "startup-suspend")
+    restricted(spec, "startup-suspend")
+    sidecar_ok(spec, "startup-suspend", native=False)
+    app = next(c for c in spec["containers"] if c["name"] == "app")
+    env = {e["name"]: e.get("value") for e in app["env"]}
+    assert env["DOTNET_DefaultDiagnosticPortSuspend"] == "1", env
+    assert env["TMPDIR"], "the base's TMPDIR was lost"
+    side = next(c for c in spec["containers"] if c["name"] == "clrattach")
+    assert side["args"][:2] == ["watch", "--startup"], side["args"]
+    # clrattach refuses --client-data with watch --startup.
+    assert arg(side, "--client-data") is None, side["args"]
+    assert len(spec["containers"]) == 2, [c["name"] for c in spec["containers"]]
+    # kubectl's own kustomize renders it, to the same Deployment as the composition above.
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl (with kustomize) is not on PATH"
+    out = subprocess.run([kubectl, "kustomize", kdir], check=True, capture_output=True,
+                         text=True).stdout
+    (real,) = deployments([d for d in yaml.safe_load_all(out) if d])
+    rspec = real["spec"]["template"]["spec"]
+    got = {c["name"]: c for c in rspec["containers"]}
+    want = {c["name"]: c for c in spec["containers"]}
+    assert got["clrattach"]["args"] == want["clrattach"]["args"], got["clrattach"]["args"]
+    # env merges by name; kustomize puts a patch's new entries first.
+    by_name = lambda c: sorted(c["env"], key=lambda e: e["name"])
+    assert by_name(got["app"]) == by_name(want["app"]), got["app"]["env"]
+    assert sorted(c["name"] for c in rspec["containers"]) == ["app", "clrattach"]
+
+
 def t_custom():
     c = json.load(open(os.path.join(DEPLOY, "kubectl-debug", "custom.json")))
     # kubectl refuses these in a custom profile; ephemeral containers refuse the others.
@@ -429,6 +467,7 @@ check("native-sidecar-overlay", t_native)
 check("seccomp-localhost-overlay", t_localhost)
 check("seccomp-profile-file-matches-binary", t_profile_file)
 check("inject-sidecar-component", t_component)
+check("startup-suspend-component", t_startup_suspend)
 check("kubectl-debug-custom-spec", t_custom)
 check("checker-catches-violations", t_restricted_negative)
 sys.exit(0 if all(results) else 1)

@@ -56,6 +56,18 @@ if start_target same-pidns; then
     else
         fail "already-active" "exit $RC, $(cat "$OUT") $(cat "$ERR")"
     fi
+    # The holder is the very file sent again: named once, as one library, not as two.
+    if python3 - "$OUT" <<'PY'; then
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+hint, path = d["next_step"], d["delivered_path"]
+assert d["holder"] == path and hint.count(path) == 1, hint
+assert "the library sent now" in hint and "refused library stays mapped" not in hint, hint
+PY
+        ok "already-active-same-file-named-once"
+    else
+        fail "already-active-same-file-named-once" "$(cat "$OUT")"
+    fi
     # Human output names the cause and the next step.
     clr attach --pid "$P1" --profiler "$PROBE" --clsid "$PROBE_CLSID"
     if [ $RC -eq 3 ] && grep -q "already_active" "$ERR" && grep -q "next step" "$ERR"; then
@@ -157,6 +169,22 @@ if start_target long-path --pidns --tmpdir "$longdir"; then
         ok "long-path-connects (${#outside}-byte path from outside)"
     else
         fail "long-path-connects" "outside path ${#outside} bytes, inside $((${#longdir} + 1 + ${#sock}))"
+    fi
+fi
+
+# 5b. Evidence after the settle time: a profiler that asks to detach 1 s after its attach
+# (RequestProfilerDetach(5000)) is unloaded within a 9 s settle, and the result says so (mapped
+# false, read after the wait) instead of the mapped it would have shown at the answer; took is
+# split into the runtime's answer and the wait.
+if start_target detach --pidns; then
+    P7=$TARGET_PID
+    clr attach --pid "$P7" --profiler "$PROBE" --clsid "$PROBE_CLSID" --settle 9000 \
+        --client-data 'out=/tmp/detach.json;detach_after=1'
+    if [ $RC -eq 0 ] && grep -q "^  mapped:   no: .*unloaded it" "$OUT" &&
+        grep -Eq "^  took: +[0-9]+ ms: the runtime answered in [0-9]+ ms, then the app was watched (9[0-9]{3}|[1-9][0-9]{4}) ms" "$OUT"; then
+        ok "detached-within-settle-not-mapped"
+    else
+        fail "detached-within-settle-not-mapped" "exit $RC $(cat "$OUT" "$ERR")"
     fi
 fi
 

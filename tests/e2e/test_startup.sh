@@ -16,12 +16,27 @@ if start_target suspended --pidns --uid 1000 --suspended; then
         fail "suspended-needs-startup-flag" "exit $RC: $(cat "$OUT") $(cat "$ERR")"
     fi
     grep -q '^ready' "$TARGET_LOG" && fail "still-suspended" "the app ran without a resume" || ok "still-suspended"
+    # The refusal removed what it delivered (--keep's promise holds for "not ready" too) ...
+    if [ "$(json_get "$OUT" removed)" = True ] && ! compgen -G "/proc/$P/root/tmp/clrattach*" >/dev/null; then
+        ok "not-ready-removes-delivery"
+    else
+        fail "not-ready-removes-delivery" "$(cat "$OUT") $(ls -a "/proc/$P/root/tmp")"
+    fi
+    # ... unless --keep; and the startup load after it reuses what --keep left, and says so.
+    clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json --keep
+    KEPT=$(json_get "$OUT" delivered_path)
+    if [ $RC -eq 8 ] && [ -n "$KEPT" ] && [ -e "/proc/$P/root$KEPT" ]; then
+        ok "not-ready-keep-keeps"
+    else
+        fail "not-ready-keep-keeps" "exit $RC $(cat "$OUT")"
+    fi
 
     # A startup load is what it says, never "attached": seen mapped after the resume.
     clr attach --pid "$P" --profiler "$PROBE" --clsid "$PROBE_CLSID" --startup -o json
     if [ $RC -eq 0 ] && [ "$(json_get "$OUT" load)" = startup ] &&
         [ "$(json_get "$OUT" outcome)" = loaded_at_startup ] && [ "$(json_get "$OUT" mapped)" = True ] &&
-        [ "$(json_get "$OUT" resumed)" = True ]; then
+        [ "$(json_get "$OUT" resumed)" = True ] && [ "$(json_get "$OUT" reused)" = True ] &&
+        [ "$(json_get "$OUT" delivered_path)" = "$KEPT" ]; then
         ok "startup-load"
     else
         fail "startup-load" "exit $RC: $(cat "$OUT") $(cat "$ERR")"

@@ -7,6 +7,9 @@
 // for N seconds (default 300) produces a steady stream of the events the sample profiler
 // counts: allocations and GCs, thrown+caught exceptions, short-lived threads, new JIT work and
 // dynamic assembly loads. Exits 0. Bad arguments exit 2.
+// With CLRTARGET_SPIN_MS=N, each tick also burns N ms of CPU in SpinForPerfMapProbe, a method
+// with a name found nowhere else: a sampling profiler (perf) of the app names it once the perf
+// map does (tests/e2e/test_perfmap.sh).
 using System;
 using System.Diagnostics;
 using System.IO;
@@ -58,6 +61,11 @@ internal static class Program
             }
         }
 
+        int spinMs = 0;
+        if (int.TryParse(Environment.GetEnvironmentVariable("CLRTARGET_SPIN_MS"), out int sp) &&
+            sp > 0)
+            spinMs = sp;
+
         // The tests read this line through a pipe: flush so it is not stuck in a buffer.
         Console.Out.WriteLine($"ready {Environment.ProcessId}");
         Console.Out.Flush();
@@ -70,6 +78,8 @@ internal static class Program
         {
             Allocate();
             ThrowAndCatch();
+            if (spinMs > 0)
+                SpinForPerfMapProbe(spinMs);
             long now = clock.ElapsedMilliseconds;
             if (now >= nextGc)
             {
@@ -96,6 +106,19 @@ internal static class Program
             Thread.Sleep(TickMs);
         }
         return 0;
+    }
+
+    // Not inlined: its own frame, and its own line in the perf map, is the point.
+    [System.Runtime.CompilerServices.MethodImpl(
+        System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private static void SpinForPerfMapProbe(int ms)
+    {
+        var sw = Stopwatch.StartNew();
+        long x = 0;
+        while (sw.ElapsedMilliseconds < ms)
+            for (int i = 0; i < 10000; i++)
+                x = x * 31 + i;
+        Interlocked.Add(ref s_counter, x & 1);
     }
 
     private static void Allocate()

@@ -29,6 +29,8 @@ Modes:
                          0x8013135B, SetEnvironmentVariable 0x80070057, ResumeRuntime S_OK
   paused-refuse-startup  the same, but SetEnvironmentVariable S_OK and StartupProfiler E_FAIL
   paused-stall-startup   the same, but StartupProfiler is never answered
+  net6                   a .NET 6 runtime: ProcessInfo only (ProcessInfo2 and 3, and every
+                         .NET 8 command, answer UNKNOWN_COMMAND)
   exit-when-listed       a listening socket, and an inotify watch on its TMPDIR: exits as soon
                          as someone opens that directory (a watcher's discovery looking at it),
                          leaving its pid free for another process between selection and attach
@@ -200,7 +202,9 @@ def serve(conn, mode, nspid, log, extra=""):
     peer = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
     log.write("request %02x/%02x %d peer %d\n" % (cset, cid, len(payload), peer))
     log.flush()
-    if cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
+    if mode == "net6" and cset == SET_PROCESS and cid in (PROCESS_INFO2, PROCESS_INFO3):
+        conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", 0x80131385)))
+    elif cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
         conn.sendall(frame(SET_SERVER, SERVER_OK,
                            process_info_payload(version, nspid, mode == "ansi", extra)))
@@ -448,7 +452,7 @@ def main():
             except (BlockingIOError, InterruptedError):
                 break
             held.append(c)
-    elif mode in ("garbage", "truncated", "huge", "silent", "silent-reexec", "good", "ansi",
+    elif mode in ("garbage", "truncated", "huge", "silent", "silent-reexec", "good", "ansi", "net6",
                   "paused-refuse-env", "paused-refuse-startup", "paused-stall-startup",
                   "good-processinfo-bad-attach", "exit-on-attach", "exit-when-listed"):
         if mode == "silent-reexec" and os.path.lexists(path):

@@ -102,6 +102,11 @@ static void test_final_name(void **state)
     assert_int_equal(deliver_final_name(".so", hex, out, sizeof(out)), 0);
     assert_string_equal(out, "p-0123456789abcdef.so");
     assert_int_equal(deliver_final_name("x", hex, out, 10), -ENAMETOOLONG);
+    /* A managed assembly keeps its extension. */
+    assert_int_equal(deliver_final_name("Hook.dll", hex, out, sizeof(out)), 0);
+    assert_string_equal(out, "Hook-0123456789abcdef.dll");
+    assert_int_equal(deliver_final_name("libx.dll.so", hex, out, sizeof(out)), 0);
+    assert_string_equal(out, "libx.dll-0123456789abcdef.so");
 }
 
 static void test_deliver_and_reuse(void **state)

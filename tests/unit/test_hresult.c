@@ -197,6 +197,9 @@ static void test_key_texts_name_the_remedy(void **state)
     assert_non_null(strstr(hresult_lookup(0x800700CE)->cause, "too long"));
     assert_non_null(strstr(hresult_lookup(0x8007007F)->cause, "DllGetClassObject"));
     assert_non_null(strstr(hresult_lookup(0x80131515)->cause, "Mono"));
+    /* Many profilers' DllGetClassObject answer an unknown CLSID with E_FAIL. */
+    assert_non_null(strstr(hresult_lookup(0x80004005)->cause, "wrong `--clsid`"));
+    assert_non_null(strstr(hresult_lookup(0x80004005)->next_step, "`--clsid`"));
 }
 
 /* Is `code` in the list that `list` gives (hresult_table or hresult_win32_named)? */

@@ -189,6 +189,47 @@ static void test_encode_setenv_exact(void **state)
     assert_int_equal(ipc_encode_setenv("AB", "x", buf, 30, &e), -ENOBUFS);
 }
 
+/* The Process set's perf map and startup hook frames, byte for byte as ds-process-protocol.h
+ * parses them. */
+static void test_encode_perfmap_and_startup_hook(void **state)
+{
+    (void)state;
+    uint8_t buf[128];
+    struct cla_error e = {0};
+    static const uint8_t enable[] = {
+        'D', 'O', 'T', 'N', 'E', 'T', '_', 'I', 'P', 'C', '_', 'V',
+        '1', 0,   24,  0,   4,   5,   0,   0,   3,   0,   0,   0, /* PerfMapType 3: perfmap */
+    };
+    assert_int_equal(ipc_encode_enable_perfmap(IPC_PERFMAP_PERFMAP, buf, sizeof(buf), &e),
+                     (int)sizeof(enable));
+    assert_memory_equal(buf, enable, sizeof(enable));
+    assert_int_equal(ipc_encode_enable_perfmap(IPC_PERFMAP_ALL, buf, sizeof(buf), &e), 24);
+    assert_int_equal(buf[20], 1);
+    assert_int_equal(ipc_encode_enable_perfmap(0, buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_enable_perfmap(4, buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_enable_perfmap(IPC_PERFMAP_ALL, buf, 23, &e), -ENOBUFS);
+
+    assert_int_equal(ipc_encode_disable_perfmap(buf, sizeof(buf), &e), 20);
+    assert_int_equal(buf[14], 20);
+    assert_int_equal(buf[16], 4);
+    assert_int_equal(buf[17], 6);
+
+    static const uint8_t hook[] = {
+        'D', 'O', 'T', 'N', 'E', 'T', '_', 'I', 'P', 'C', '_', 'V', '1', 0,   36, 0, 4, 7, 0,
+        0,   6,   0,   0,   0,   '/', 0,   'h', 0,   '.', 0,   'd', 0,   'l', 0,  0, 0, /* "/h.dl"
+                                                                                         */
+    };
+    int n = ipc_encode_apply_startup_hook("/h.dl", buf, sizeof(buf), &e);
+    assert_int_equal(n, (int)sizeof(hook));
+    assert_memory_equal(buf, hook, sizeof(hook));
+    assert_true(ipc_startup_hook_frame_room("/h.dl") >= sizeof(hook));
+    /* A relative path would be taken as an assembly name by the runtime. */
+    assert_int_equal(ipc_encode_apply_startup_hook("h.dll", buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_apply_startup_hook("", buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_apply_startup_hook("/\xff.dll", buf, sizeof(buf), &e), -EINVAL);
+    assert_int_equal(ipc_encode_apply_startup_hook("/h.dl", buf, 35, &e), -ENOBUFS);
+}
+
 static void test_env_check(void **state)
 {
     (void)state;
@@ -406,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_frame_room),
         cmocka_unit_test(test_encode_simple_and_startup),
         cmocka_unit_test(test_encode_setenv_exact),
+        cmocka_unit_test(test_encode_perfmap_and_startup_hook),
         cmocka_unit_test(test_env_check),
         cmocka_unit_test(test_decode_header),
         cmocka_unit_test(test_decode_status),

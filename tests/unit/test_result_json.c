@@ -123,6 +123,8 @@ static void test_attach_ok(void **state)
     r.have_hresult = true;
     r.hresult = 0;
     r.duration_ms = 35;
+    r.answer_ms = 4;
+    r.settle_wait_ms = 30;
     /* The error of an earlier step that was recovered from is not shown for a success. */
     snprintf(r.error.msg, sizeof(r.error.msg), "stale");
 
@@ -151,6 +153,9 @@ static void test_attach_ok(void **state)
     assert_null(json_object_get(o, "error"));
     assert_null(json_object_get(o, "next_step"));
     assert_int_equal(num(o, "duration_ms"), 35);
+    /* took, split: the runtime's answer, then the settle wait */
+    assert_int_equal(num(o, "answer_ms"), 4);
+    assert_int_equal(num(o, "settle_wait_ms"), 30);
     json_decref(o);
 }
 
@@ -193,6 +198,9 @@ static void test_attach_failure(void **state)
     assert_string_equal(str(o, "outcome"), "target_not_found");
     assert_null(json_object_get(o, "next_step"));
     assert_null(json_object_get(o, "mapped"));
+    /* Nothing was sent: no split of the time into an answer and a wait. */
+    assert_null(json_object_get(o, "answer_ms"));
+    assert_null(json_object_get(o, "settle_wait_ms"));
     assert_null(json_object_get(o, "hresult"));
     json_decref(o);
 }

@@ -402,10 +402,71 @@ static void test_forced_inert_says_so(void **state)
     assert_null(strstr(ev.note, "inert"));
 }
 
+/* perfmap and startup-hook: their own reasons and actions, the JSON's command and fields. */
+static void test_perfmap_and_hook_words(void **state)
+{
+    (void)state;
+    struct attach_result r = {.outcome = ATTACH_PERFMAP_ENABLED,
+                              .kind = ATTACH_KIND_PERFMAP_ENABLE,
+                              .perfmap_type = IPC_PERFMAP_PERFMAP,
+                              .perfmap_size = 617,
+                              .pid = 4242,
+                              .nspid = 1,
+                              .uid = 1000,
+                              .starttime = 9};
+    snprintf(r.perfmap_path, sizeof(r.perfmap_path), "/tmp/perf-1.map");
+    snprintf(r.node_root, sizeof(r.node_root), "/proc/4242/root");
+    struct ipc_guid g = {{0}};
+    struct result_text_event ev;
+    result_text_event(&r, NULL, &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "PerfMapEnabled");
+    assert_string_equal(ev.spec.type, "Normal");
+    assert_string_equal(ev.spec.action, "EnablePerfMap");
+    assert_non_null(strstr(ev.note, "Enabled the perf map of .NET pid 1"));
+    assert_non_null(strstr(ev.note, "/tmp/perf-1.map"));
+    char *js = result_attach_json(&r, NULL, &g, 0);
+    assert_non_null(js);
+    assert_non_null(strstr(js, "\"command\":\"perfmap\""));
+    assert_non_null(strstr(js, "\"outcome\":\"perfmap_enabled\""));
+    assert_non_null(strstr(js, "\"kind\":\"perfmap\""));
+    assert_non_null(strstr(js, "\"node_path\":\"/proc/4242/root/tmp/perf-1.map\""));
+    assert_non_null(strstr(js, "\"size\":617"));
+    assert_null(strstr(js, "clsid"));
+    assert_null(strstr(js, "\"error\""));
+    free(js);
+
+    r.outcome = ATTACH_RUNTIME_TOO_OLD;
+    snprintf(r.error.msg, sizeof(r.error.msg), "EnablePerfMap needs .NET 8 or later");
+    result_text_event(&r, NULL, &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "PerfMapFailed");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_int_equal(attach_outcome_exit_code(r.outcome), 15);
+
+    struct attach_result h = {.outcome = ATTACH_HOOK_APPLIED,
+                              .kind = ATTACH_KIND_STARTUP_HOOK,
+                              .pid = 7,
+                              .nspid = 1,
+                              .uid = 1000};
+    snprintf(h.delivered_path, sizeof(h.delivered_path), "/tmp/Hook.dll-0123.so");
+    result_text_event(&h, "/src/Hook.dll", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "StartupHookApplied");
+    assert_string_equal(ev.spec.action, "ApplyStartupHook");
+    assert_non_null(strstr(ev.note, "Ran the startup hook Hook.dll of .NET pid 1"));
+    js = result_attach_json(&h, "/src/Hook.dll", &g, 0);
+    assert_non_null(strstr(js, "\"command\":\"startup-hook\""));
+    assert_non_null(strstr(js, "\"assembly\":\"/src/Hook.dll\""));
+    free(js);
+    h.outcome = ATTACH_TARGET_DIED;
+    result_text_event(&h, "/src/Hook.dll", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "StartupHookFailed");
+    assert_true(attach_outcome_ok(ATTACH_PERFMAP_DISABLED) && !attach_outcome_ok(h.outcome));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attached),
+        cmocka_unit_test(test_perfmap_and_hook_words),
         cmocka_unit_test(test_already_active_is_normal),
         cmocka_unit_test(test_failure_is_warning_with_next_step),
         cmocka_unit_test(test_target_died_has_its_reason),

@@ -859,6 +859,69 @@ static void test_ps_stage(void **state)
     assert_sigsys(run_child(probe_ps_no_network, 0), "socket(AF_INET) in ps");
 }
 
+/* QUERY (perfmap): like PS, nothing that changes a file, acting as a user kept; and unlike PS,
+ * openat2 fails (EPERM, the checked walk instead), HTTPS for the Event stays, no fork, and only
+ * REPORT follows. */
+static void probe_query_allowed(long unused)
+{
+    (void)unused;
+    int dirfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0)
+        _exit(SETUP + 1);
+    struct cla_error e = {0};
+    if (sandbox_enter_at(SANDBOX_MODE_KILL, SANDBOX_STAGE_QUERY, &e) < 0)
+        _exit(SETUP);
+    char buf[512];
+    int fd = openat(AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, buf, sizeof(buf)) <= 0 || close(fd) < 0)
+        _exit(1);
+    if (syscall(SYS_getdents64, dirfd, buf, sizeof(buf)) < 0)
+        _exit(2);
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT};
+    if (syscall(SYS_openat2, dirfd, "existing", &how, sizeof(how)) >= 0 || errno != EPERM)
+        _exit(3);
+    if (setfsuid(4242) != (int)geteuid() || setfsuid(geteuid()) != 4242)
+        _exit(4);
+    int s1 = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s2 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s1 < 0 || s2 < 0 || syscall(SYS_pidfd_open, getpid(), 0) < 0)
+        _exit(5);
+    if (sandbox_tighten(SANDBOX_STAGE_DELIVERED, &e) != -EINVAL ||
+        sandbox_tighten(SANDBOX_STAGE_PS, &e) != -EINVAL ||
+        sandbox_tighten(SANDBOX_STAGE_REPORT, &e) != 0)
+        _exit(6);
+    /* the reply stage's cut, as after an attach */
+    if (socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) >= 0 || errno != EPERM)
+        _exit(7);
+}
+
+static void probe_query_no_fork(long unused)
+{
+    (void)unused;
+    enter_at(SANDBOX_STAGE_QUERY);
+    pid_t c = fork();
+    if (c == 0)
+        _exit(0);
+}
+
+static void test_query_stage(void **state)
+{
+    (void)state;
+    SKIP_UNLESS_ROOT("setfsuid() to another uid");
+    if (no_filter_here(__func__))
+        return;
+    for (int p = 0; p < P_COUNT; p++) {
+        long arg = ((long)SANDBOX_STAGE_QUERY << 8) | p;
+        bool as_user = p == P_SETFSUID_OTHER || p == P_SETFSGID_OTHER || p == P_SETGROUPS_SOME;
+        if (as_user)
+            assert_exit0(run_child(probe_after_delivery, arg), delivered_names[p]);
+        else
+            assert_sigsys(run_child(probe_after_delivery, arg), delivered_names[p]);
+    }
+    assert_exit0(run_child(probe_query_allowed, 0), "QUERY stage");
+    assert_sigsys(run_child(probe_query_no_fork, 0), "fork in query");
+}
+
 /* A watch child's own stages name ITS pid: signalling the watcher, allowed by the FULL filter it
  * inherited, is refused by the DELIVERED filter the child loaded. */
 static void probe_child_gets_its_pid(long unused)
@@ -1328,6 +1391,7 @@ int main(void)
         cmocka_unit_test(test_attach_stage_delivers),
         cmocka_unit_test(test_ps_forbids_file_changes),
         cmocka_unit_test(test_ps_stage),
+        cmocka_unit_test(test_query_stage),
         cmocka_unit_test(test_child_stage_has_its_pid),
         cmocka_unit_test(test_builtin_equals_table),
         cmocka_unit_test(test_sentinels_patched),

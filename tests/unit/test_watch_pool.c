@@ -236,6 +236,43 @@ static void test_killed_child_is_swept(void **state)
     (void)rmdir(dir);
 }
 
+/* An attach the watcher killed (here: at a stop) is reported with what its sweeper did about
+ * the resume it may have owed (watch --startup): resumed, not answered, or nothing owed. */
+static void test_abandoned_result_says_resumed(void **state)
+{
+    (void)state;
+    struct watch_pool *p = watch_pool_new();
+    assert_non_null(p);
+    int slot = watch_pool_add(p, 4242, 7, false, util_now_ms() + 1000);
+    assert_true(slot >= 0);
+    struct job *j = &p->v[slot];
+    j->end = JOB_INTERRUPTED;
+    struct watch_opts o = {.proc_dirfd = -1};
+    static struct attach_result r;
+
+    j->sweeper_status = SWEEPER_RESUMED << 8; /* exited with that status */
+    watch_job_result(&o, j, &r);
+    assert_int_equal(r.outcome, ATTACH_INTERRUPTED);
+    assert_true(r.resume_owed && r.resumed);
+    assert_non_null(strstr(r.error.hint, "was sent ResumeRuntime"));
+    assert_non_null(strstr(r.error.hint, "the next watcher tries")); /* the first hint kept */
+
+    j->sweeper_status = SWEEPER_RESUME_FAILED << 8;
+    watch_job_result(&o, j, &r);
+    assert_true(r.resume_owed);
+    assert_false(r.resumed);
+    assert_non_null(strstr(r.error.hint, "may still be paused"));
+
+    /* Nothing owed (not --startup, or an app not asking for the pause), or no sweeper. */
+    j->sweeper_status = 0;
+    watch_job_result(&o, j, &r);
+    assert_false(r.resume_owed);
+    j->sweeper_status = -1;
+    watch_job_result(&o, j, &r);
+    assert_false(r.resume_owed);
+    watch_pool_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_result_wire_round_trip),
         cmocka_unit_test(test_result_wire_hostile_child),
         cmocka_unit_test(test_killed_child_is_swept),
+        cmocka_unit_test(test_abandoned_result_says_resumed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "flow/startup.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/render.h"
+#include "base/util.h"
+#include "deliver/placeholders.h"
+#include "flow/attach_explain.h"
+#include "runtime/hresult.h"
+#include "runtime/ipc.h"
+#include "runtime/ipc_conn.h"
+#include "target/diag_socket.h"
+#include "target/proc_maps.h"
+#include "target/target.h"
+
+/* How long the ResumeRuntime owed to a paused runtime may take, at most (--timeout if less). */
+#define RESUME_WAIT_MS 5000
+/* --startup: how long the profiler is looked for in the maps after the resume, at least: the
+ * runtime loads it as it starts up, a moment after it answered ResumeRuntime. */
+#define STARTUP_MAP_WAIT_MIN_MS 1000
+#define STARTUP_MAP_POLL_MS     50
+/* StartupProfiler's answer from a runtime that is not paused at startup. */
+#define HR_E_INVALIDARG 0x80070057u
+
+void startup_owe_resume(struct attempt *a)
+{
+    if (a->res->resume_owed)
+        return;
+    a->res->resume_owed = true;
+    a->resume_by = util_now_ms() + a->o->resume_deadline_ms;
+    if (a->o->stop)
+        a->o->stop->defer = 1;
+}
+
+/* ResumeRuntime on the socket `sockfd` of `peer`, answered by `deadline_ms`: true when the
+ * runtime answered it with success. */
+static bool send_resume(int sockfd, const struct ipc_peer *peer, int64_t deadline_ms)
+{
+    uint8_t req[IPC_HEADER_SIZE];
+    struct cla_error re = {0};
+    uint32_t hr = 0;
+    int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
+    return n >= 0 &&
+           ipc_conn_status_command(sockfd, peer, req, (size_t)n, deadline_ms, &hr, &re) == 0 &&
+           hr == 0;
+}
+
+/*
+ * ResumeRuntime, owed to a runtime that may be paused at startup (startup_owe_resume) and sent
+ * once, on every way out of the attach: after StartupProfiler, on a refusal, a failed step, a stop,
+ * our own deadline. A runtime that already runs takes it as a no-op (the server sets its resume
+ * event again), so owing it on the word of the app's environment alone is safe. It goes out
+ * before the reply stage of the seccomp filter, which forbids new AF_UNIX sockets. A SIGKILL
+ * cannot be handled: then nothing is sent, and the app stays paused (docs/profiler.md), unless
+ * a watcher ran this attach: it resumes the app after its child (startup_resume_pinned).
+ */
+void startup_resume(struct attempt *a)
+{
+    struct attach_result *res = a->res;
+    if (!res->resume_owed || a->resume_sent || a->c.sockfd < 0)
+        return;
+    a->resume_sent = true;
+    int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
+    res->resumed = send_resume(a->c.sockfd, &a->c.peer, util_now_ms() + wait);
+    res->resumed_after_ms = util_now_ms() - a->start_ms;
+}
+
+int startup_resume_pinned(struct target *t, int64_t deadline_ms)
+{
+    if (!attach_explain_suspend_configured(t))
+        return 0;
+    struct diag_socket s;
+    if (diag_socket_find(t, NULL, &s, NULL) < 0 ||
+        (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED))
+        return -ENOENT;
+    _cleanup_close_ int fd = diag_socket_open(t, &s, NULL);
+    if (fd < 0)
+        return fd;
+    struct ipc_peer peer = {.pid = t->pid, .uid = t->status.uid[1]};
+    return send_resume(fd, &peer, deadline_ms) ? 1 : -EREMOTEIO;
+}
+
+int64_t startup_exchange_deadline(const struct attempt *a)
+{
+    int64_t d = util_now_ms() + a->o->timeout_ms;
+    return a->res->resume_owed && a->resume_by < d ? a->resume_by : d;
+}
+
+/* One "NAME=VALUE" of --env as the result shows it: the name, or with --show-env the whole. */
+static void show_env(struct attach_result *res, const char *name, const char *value, bool values)
+{
+    char raw[2 * ENV_VAR_BYTES_MAX + 2];
+    if (res->env_count >= ENV_VARS_MAX)
+        return;
+    snprintf(raw, sizeof(raw), "%s%s%s", name, values ? "=" : "", values ? value : "");
+    render_text(raw, strlen(raw), res->env[res->env_count], ENV_SHOWN_MAX);
+    res->env_count++;
+}
+
+/*
+ * Sends each --env variable with SetEnvironmentVariable, each on its own connection, {dir} and
+ * {entry} expanded to where the profiler went. Returns 0 with a->hr: 0 when every one was taken,
+ * else the refusal of the first that was not (the rest are not sent). A variable too long once
+ * expanded is the operator's: refused here (a->env_refused, outcome usage_error).
+ */
+int startup_send_env(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct cla_error *e = &res->error;
+    a->hr = 0;
+    for (size_t i = 0; i < o->env_count && !a->env_done; i++) {
+        size_t nl;
+        int r = ipc_env_check(o->env[i], &nl, e);
+        char name[ENV_VAR_BYTES_MAX + 1], value[ENV_VAR_BYTES_MAX + 1];
+        const char *v = o->env[i] + nl + 1;
+        size_t vn = 0;
+        if (r == 0) {
+            memcpy(name, o->env[i], nl);
+            name[nl] = '\0';
+            /* The name and '=' leave this much room for the value. */
+            r = placeholders_expand((const uint8_t *)v, strlen(v), a->p.dir, a->p.path,
+                                    (uint8_t *)value, ENV_VAR_BYTES_MAX - nl - 1, &vn, e);
+        }
+        if (r < 0) {
+            if (r == -E2BIG)
+                err_set(e, r, "--env %s: over %d bytes once {dir} and {entry} are expanded",
+                        nl ? name : "?", ENV_VAR_BYTES_MAX);
+            err_hint(e, "shorten the variable; nothing more was sent, the runtime was resumed "
+                        "without the profiler");
+            a->env_refused = true;
+            attach_undo_delivery(a);
+            attach_tighten_replied(a, r);
+            return attach_fail(res, ATTACH_USAGE, r);
+        }
+        value[vn] = '\0';
+        show_env(res, name, value, o->show_env);
+        uint8_t req[IPC_HEADER_SIZE + 8 + 4 * (ENV_VAR_BYTES_MAX + 2)];
+        int n = ipc_encode_setenv(name, value, req, sizeof(req), e);
+        if (n < 0)
+            return n;
+        if ((r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
+                                         startup_exchange_deadline(a), &a->hr, e)) < 0)
+            return r;
+        if (a->hr != 0) {
+            char hr[16];
+            hresult_format(a->hr, hr, sizeof(hr));
+            err_set(e, -EREMOTEIO, "the runtime refused SetEnvironmentVariable for %s: %s (%s)",
+                    name, hresult_lookup(a->hr)->name, hr);
+            a->env_rejected = true;
+            return 0;
+        }
+        res->env_sent++;
+    }
+    a->env_done = true;
+    return 0;
+}
+
+/*
+ * A runtime paused at startup (DOTNET_DefaultDiagnosticPortSuspend=1) refuses AttachProfiler;
+ * it accepts StartupProfiler and then loads the profiler as a startup profiler when it resumes.
+ * The --env variables go first: a refused one stops the load before the runtime holds the
+ * profiler, which would otherwise start without its settings. The runtime serves one command per
+ * connection, so each goes on its own (runtime PR #52175). ResumeRuntime follows
+ * (startup_resume). Returns 0 with a->hr, the first refusal or 0.
+ */
+bool startup_probe_first(const struct attempt *a)
+{
+    return a->o->startup_or_attach && (!a->inert || a->o->force);
+}
+
+bool startup_found_running(const struct attempt *a)
+{
+    return a->o->startup_or_attach && a->inert && !a->o->force && a->res->resume_owed &&
+           a->env_done && a->hr == HR_E_INVALIDARG;
+}
+
+int startup_load(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct cla_error *e = &a->res->error;
+    int r = startup_send_env(a);
+    if (r < 0 || a->hr != 0)
+        return r;
+    size_t room = ipc_startup_frame_room(a->p.path);
+    _cleanup_free_ uint8_t *req = malloc(room);
+    if (!req)
+        return err_set(e, -ENOMEM, "out of memory");
+    int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
+    if (n < 0)
+        return n;
+    a->startup_sent = true;
+    return ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
+                                   startup_exchange_deadline(a), &a->hr, e);
+}
+
+/*
+ * StartupProfiler was taken and ResumeRuntime sent: the runtime's S_OK only says it stored the
+ * profiler. Whether it loaded it shows when the library appears in the app's maps as the runtime
+ * starts up: looked for through the pinned process for the settle time (at least
+ * STARTUP_MAP_WAIT_MIN_MS), then the app is watched for the rest of it.
+ */
+int startup_settle(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct attach_result *res = a->res;
+    struct target *t = a->t;
+    struct cla_error *e = &res->error;
+    int r;
+    if (!res->resumed) {
+        attach_undo_delivery(a);
+        attach_tighten_replied(a, -EPROTO);
+        err_set(e, -EPROTO,
+                "the runtime took the profiler (StartupProfiler) but did not answer "
+                "ResumeRuntime with success: the app may still be paused at startup");
+        err_hint(e, "run 'clrattach attach --startup' on it again, or restart the app");
+        return attach_fail(res, ATTACH_PROTOCOL, -EPROTO);
+    }
+    int64_t wait = o->settle_ms > STARTUP_MAP_WAIT_MIN_MS ? o->settle_ms : STARTUP_MAP_WAIT_MIN_MS;
+    int64_t start = util_now_ms(), left;
+    const char *name = strrchr(a->p.path, '/') + 1;
+    while (!(res->mapped = target_maps_has(t, name) == 1) &&
+           (left = start + wait - util_now_ms()) > 0)
+        if (target_settle(t, left < STARTUP_MAP_POLL_MS ? left : STARTUP_MAP_POLL_MS,
+                          &res->died_after_ms) == 1) {
+            res->died = true;
+            break;
+        }
+    left = start + o->settle_ms - util_now_ms();
+    if (res->mapped && left > 0 && target_settle(t, left, &res->died_after_ms) == 1)
+        res->died = true;
+    res->settle_wait_ms = util_now_ms() - start;
+    if (res->died)
+        res->died_after_ms = util_now_ms() - a->sent_at;
+    if (!res->mapped)
+        attach_undo_delivery(a);
+    if ((r = attach_tighten_replied(a, 0)) < 0)
+        return r;
+    if (res->died) {
+        attach_explain_answer(t, a->hr, true, res, e);
+        return attach_fail(res, ATTACH_TARGET_DIED, -ESRCH);
+    }
+    if (!res->mapped) {
+        attach_explain_startup_unmapped(res->delivered_path, wait, e);
+        return attach_fail(res, ATTACH_STARTUP_FAILED, -EREMOTEIO);
+    }
+    res->outcome = ATTACH_STARTUP_LOADED;
+    return 0;
+}

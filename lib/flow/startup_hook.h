@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#ifndef CLRATTACH_STARTUP_HOOK_H
+#define CLRATTACH_STARTUP_HOOK_H
+
+/*
+ * `clrattach startup-hook`: a managed assembly (or a directory with it and what it needs)
+ * delivered into a running app's filesystem view exactly as a profiler is (deliver/: the same
+ * placement, content-addressed names, owner, every check), then ApplyStartupHook (.NET 8+) with
+ * its path there: the runtime loads it and runs its StartupHook.Initialize() at once, on the
+ * diagnostics server thread. The target is reached as attach reaches it (attach_reach). What was
+ * delivered is removed when the runtime refuses it, unless keep. Nothing here prints.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "flow/attach.h"
+
+struct target;
+
+struct startup_hook_opts {
+    int proc_dirfd;         /* our /proc */
+    const char *assembly;   /* on our side: the hook's .dll, or a directory holding it */
+    const char *entry;      /* in a directory: the hook's file (a path relative to it or a
+                               unique name); NULL: the only .NET assembly there */
+    const char *target_dir; /* NULL: the target's TMPDIR, then the usual candidates */
+    bool keep;              /* leave what was delivered after a refusal */
+    int64_t timeout_ms;     /* our deadline for each IPC exchange */
+    /* Called as the run passes each stage (delivered, replied): the CLI tightens its seccomp
+     * filter there. A negative return ends the run with that error. */
+    int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
+    void *userdata;
+    /* A stop asked for by a signal (struct attach_stop, attach.h): honoured until
+     * ApplyStartupHook is sent, what this run delivered removed first; NULL: none. */
+    struct attach_stop *stop;
+};
+
+/* Loads the operator's assembly, reaches the pinned process `t`, delivers, sends
+ * ApplyStartupHook and decodes the answer. Always fills *ret (kind ATTACH_KIND_STARTUP_HOOK,
+ * outcome, delivered path, on failure error with message and next step). Returns 0 when the
+ * runtime ran the hook, else the negative error. `t` stays the caller's. */
+int startup_hook_run(const struct startup_hook_opts *o, struct target *t,
+                     struct attach_result *ret);
+
+#endif
