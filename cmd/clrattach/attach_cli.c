@@ -264,8 +264,8 @@ static int check_options(struct attach_cli *a)
                            "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
                            a->clsid_s);
     /* A watcher sets variables only in a runtime paused at startup: without --startup it would
-     * never send them. */
-    if (a->watch && !a->startup && (a->env_args_count || a->show_env))
+     * never send them. A listening one runs the startup flow whenever the runtime pauses. */
+    if (a->watch && !a->startup && !a->listen && (a->env_args_count || a->show_env))
         return usage_error(cmd,
                            "%s goes with --startup for 'watch': only a runtime paused at "
                            "startup is sent variables",
