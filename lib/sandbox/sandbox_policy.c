@@ -103,7 +103,7 @@ static const struct sandbox_rule rules[] = {
     ALLOW("wait4", FORKS, "reaping an attach's child, a sweeper or a filesystem helper"),
     /* The ready file is opened without O_TRUNC and emptied only once fstat has shown a regular
      * file (opfile.c): truncating at open would act on whatever was planted there. */
-    ALLOW("ftruncate", WATCHER | LISTENER, "watch: emptying the ready file, checked to be a regular file"),
+    ALLOW("ftruncate", WATCHER | LISTENER, "watch: emptying the ready file, a regular file"),
     /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
     ALLOW_EQ("pidfd_send_signal", FORKS, 1, SIGKILL,
              "ending an attach's child, a sweeper or a filesystem helper past its deadline"),
