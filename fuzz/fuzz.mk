@@ -9,7 +9,7 @@
 # The libFuzzer build always lives in build/fuzz: it is its own configuration (clang, sanitizer
 # coverage), shared by every BUILD.
 
-FUZZ_TARGETS ?= ipc proc_stat proc_status proc_environ proc_cmdline socket_name mountinfo maps \
+FUZZ_TARGETS ?= ipc advert ipc_environ proc_stat proc_status proc_environ proc_cmdline socket_name mountinfo maps \
                 k8s_status k8s_pod k8s_config clientdata elfinfo rid ldsearch tarstream render \
                 procindex assembly
 FUZZ_SECONDS ?= 20

@@ -27,6 +27,12 @@ enum {
     OPT_ENV,
     OPT_SHOW_ENV,
     OPT_RESUME_DEADLINE,
+    OPT_LISTEN,
+    OPT_DELIVER_DIR,
+    OPT_APP_DIR,
+    OPT_SOCKET_MODE,
+    OPT_SOCKET_OWNER,
+    OPT_MATCH_ENTRY,
     OPT_MATCH_COMM = 1101,
     OPT_MATCH_CMDLINE,
     OPT_UID,
@@ -59,6 +65,13 @@ static const struct option attach_options[] = {
     {"env", required_argument, NULL, OPT_ENV},
     {"show-env", no_argument, NULL, OPT_SHOW_ENV},
     {"resume-deadline", required_argument, NULL, OPT_RESUME_DEADLINE},
+    /* the runtime connects to us (DOTNET_DiagnosticPorts): listen_cli.c */
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"deliver-dir", required_argument, NULL, OPT_DELIVER_DIR},
+    {"app-dir", required_argument, NULL, OPT_APP_DIR},
+    {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+    {"socket-owner", required_argument, NULL, OPT_SOCKET_OWNER},
+    {"match-entry", required_argument, NULL, OPT_MATCH_ENTRY},
     ATTACH_CLI_REPORT_OPTIONS,
     /* watch only */
     {"match-comm", required_argument, NULL, OPT_MATCH_COMM},
@@ -161,6 +174,12 @@ static int attach_option(int c, const char *arg, struct attach_cli *a)
         a->env_args[a->env_args_count++] = arg;
         break;
     case OPT_SHOW_ENV: a->show_env = true; break;
+    case OPT_LISTEN: a->listen = arg; break;
+    case OPT_DELIVER_DIR: a->deliver_dir = arg; break;
+    case OPT_APP_DIR: a->app_dir = arg; break;
+    case OPT_SOCKET_MODE: a->socket_mode_s = arg; break;
+    case OPT_SOCKET_OWNER: a->socket_owner_s = arg; break;
+    case OPT_MATCH_ENTRY: a->match_entry = arg; break;
     case OPT_RESUME_DEADLINE:
         /* The app waits this long at most, paused, for what clrattach does before resuming it. */
         if (parse_uint(arg, 600, &a->resume_deadline_s) < 0 || a->resume_deadline_s == 0)
@@ -216,6 +235,10 @@ int attach_cli_check_target_dir(const struct attach_cli *a)
 static int check_options(struct attach_cli *a)
 {
     const char *cmd = a->cmd;
+    if (!a->listen &&
+        (a->deliver_dir || a->app_dir || a->socket_mode_s || a->socket_owner_s || a->match_entry))
+        return usage_error(cmd, "--deliver-dir, --app-dir, --socket-mode, --socket-owner and "
+                                "--match-entry go with --listen");
     /* watch --perfmap sends EnablePerfMap, not a profiler. */
     if (a->perfmap && (a->profiler || a->clsid_s))
         return usage_error(cmd, "--perfmap sends no profiler: drop --profiler and --clsid");
@@ -226,7 +249,7 @@ static int check_options(struct attach_cli *a)
                                 "run a second watcher for the perf maps");
     if (a->perfmap)
         return attach_cli_check_target_dir(a);
-    if ((!a->watch && !a->pid_s) || !a->profiler || !a->clsid_s)
+    if ((!a->watch && !a->pid_s && !a->listen) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
                                          : "--pid, --profiler and --clsid are required");
     if (a->watch && strcmp(a->profiler, "-") == 0)
@@ -241,8 +264,8 @@ static int check_options(struct attach_cli *a)
                            "{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}",
                            a->clsid_s);
     /* A watcher sets variables only in a runtime paused at startup: without --startup it would
-     * never send them. */
-    if (a->watch && !a->startup && (a->env_args_count || a->show_env))
+     * never send them. A listening one runs the startup flow whenever the runtime pauses. */
+    if (a->watch && !a->startup && !a->listen && (a->env_args_count || a->show_env))
         return usage_error(cmd,
                            "%s goes with --startup for 'watch': only a runtime paused at "
                            "startup is sent variables",

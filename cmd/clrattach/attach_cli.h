@@ -64,6 +64,8 @@ struct attach_cli {
     const char *env_args[ENV_VARS_MAX];
     size_t env_args_count;
     struct event_reporter rep;
+    /* --listen (attach and watch): the runtime connects to us (listen_cli.c) */
+    const char *listen, *deliver_dir, *app_dir, *socket_mode_s, *socket_owner_s, *match_entry;
     /* watch only */
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
     bool other_containers;
@@ -117,5 +119,9 @@ struct attach_opts attach_cli_opts(struct attach_cli *a);
  * log; returns the exit code for it. */
 int attach_cli_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event);
 void attach_cli_release(struct attach_cli *a);
+
+/* `attach --listen` / `watch --listen` (listen_cli.c): after attach_cli_parse, the whole run.
+ * Returns the exit code. */
+int listen_cli_run(struct attach_cli *a);
 
 #endif

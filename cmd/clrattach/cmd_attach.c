@@ -55,6 +55,17 @@ static const char usage_attach[] =
     "                         running app too. The result names them; --show-env adds values\n"
     "  --resume-deadline SECONDS  a runtime paused at startup is resumed within this, whatever\n"
     "                         fails (default 10)\n"
+    "  --listen PATH          instead of --pid: listen on a Unix socket at PATH and serve the\n"
+    "                         first runtime that connects (the app started with\n"
+    "                         DOTNET_DiagnosticPorts=<PATH as the app sees it>); needs\n"
+    "                         --deliver-dir (docs/sidecar.md, 'Listen mode')\n"
+    "  --deliver-dir DIR      --listen: the directory shared with the app, as clrattach sees it\n"
+    "  --app-dir DIR          --listen: the same directory as the app sees it (default: DIR)\n"
+    "  --socket-mode OCTAL    --listen: the socket's mode (default 0600: our uid only; 0660\n"
+    "                         for a group both containers share, e.g. fsGroup)\n"
+    "  --socket-owner UID[:GID]  --listen: chown the socket (needs CAP_CHOWN)\n"
+    "  --match-entry NAME     --listen: only a runtime whose entry assembly is NAME\n"
+    "                         (--match-cmdline STR: a substring of its command line)\n"
     "  -o, --output, --seccomp, --proc   as for every command\n"
     "\n"
     "Reporting (a Kubernetes Event on the pod; the result is always on stdout, in the exit\n"
@@ -101,6 +112,8 @@ int cmd_attach(int argc, char **argv)
     int r = attach_cli_parse(argc, argv, &a);
     if (r != CLI_GO_ON)
         return r;
+    if (a.listen)
+        return listen_cli_run(&a);
     pid_t pid;
     if ((r = attach_cli_pid(&a, &pid)) != CLI_GO_ON)
         return r;

@@ -41,6 +41,11 @@ static const char usage_watch[] =
     "  --perfmap              instead of a profiler, make each matching runtime (.NET 8+)\n"
     "                         write its perf map, once per instance (docs/perfmap.md)\n"
     "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
+    "  --listen PATH          no scan: listen on a Unix socket and serve every runtime that\n"
+    "                         connects (DOTNET_DiagnosticPorts), each instance once, a restarted\n"
+    "                         app again; takes attach's --listen options, --env,\n"
+    "                         --resume-deadline and --match-cmdline/--match-entry\n"
+    "                         (docs/sidecar.md, 'Listen mode')\n"
     "  --interval MS          time between scans (default 250)\n"
     "  --profiler (not -), --entry, --clsid, --client-data, --target-dir, --timeout,\n"
     "  --attach-timeout, --rid, --skip-dependency-check, --settle, --keep, the reporting\n"
@@ -184,6 +189,8 @@ int cmd_watch(int argc, char **argv)
     struct attach_cli a = ATTACH_CLI_INIT("watch", usage_watch, true);
     struct watch_selector sel;
     int r = attach_cli_parse(argc, argv, &a);
+    if (r == CLI_GO_ON && a.listen)
+        return listen_cli_run(&a);
     if (r == CLI_GO_ON)
         r = parse_selector(&a, &sel);
     if (r != CLI_GO_ON)

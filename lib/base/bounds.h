@@ -173,4 +173,22 @@
  * the next runtime is asked when one answers. */
 #define PS_QUERIES_IN_FLIGHT_MAX 128
 
+/* The listening port (`--listen`: lib/runtime/listen_sock.c, lib/flow/listen*.c). Anything that
+ * can reach the socket's directory may connect, as often as it likes: each accepted connection
+ * gets LISTEN_ADVERT_MS to deliver its 34-byte advertisement (the runtime writes it the moment
+ * it connects, within its own 100 ms write timeout), at most LISTEN_PENDING_MAX wait at once
+ * (the oldest is dropped for a new one), and one turn of the loop accepts at most
+ * LISTEN_ACCEPT_BATCH before it serves the runtimes it already knows. LISTEN_INSTANCES_MAX
+ * runtime instances (cookies) are tracked, each holding at most one connection. */
+#define LISTEN_BACKLOG       64
+#define LISTEN_PENDING_MAX   64
+#define LISTEN_ADVERT_MS     1000
+#define LISTEN_ACCEPT_BATCH  16
+#define LISTEN_INSTANCES_MAX 256
+#define ADVERT_PID_MAX       PROC_SCAN_MAX_PIDS /* the kernel's pid_max ceiling */
+/* A runtime's ProcessEnvironment block (lib/runtime/ipc_environ.c): the bytes it announces and
+ * the variables in them; /proc/<pid>/environ is capped alike (PROC_ENVIRON_MAX). */
+#define IPC_ENV_BLOCK_MAX (512 * 1024) /* UTF-16: twice PROC_ENVIRON_MAX */
+#define IPC_ENV_VARS_MAX  16384
+
 #endif

@@ -154,7 +154,7 @@ static void fill_runtime(struct attach_result *res, const struct ipc_process_inf
     snprintf(res->os_arch, sizeof(res->os_arch), "%s-%s", ri.os, ri.arch);
 }
 
-static enum attach_outcome outcome_of_hresult(uint32_t hr)
+enum attach_outcome attach_outcome_of_hresult(uint32_t hr)
 {
     switch (hresult_lookup(hr)->cls) {
     case HRESULT_CLASS_OK: return ATTACH_OK;
@@ -810,7 +810,7 @@ static int settle_answer(struct attempt *a)
     res->hresult = a->hr;
     if (res->startup_load && a->hr == 0)
         return startup_settle(a);
-    res->outcome = outcome_of_hresult(a->hr);
+    res->outcome = attach_outcome_of_hresult(a->hr);
     /* A variable the runtime refused: the profiler was never handed over. */
     if (a->env_rejected) {
         attach_undo_delivery(a);

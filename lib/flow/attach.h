@@ -71,6 +71,10 @@ bool attach_outcome_loaded(enum attach_outcome o);
 /* Stable lower-case name ("attached", "already_active", ...) for JSON and Events. */
 const char *attach_outcome_name(enum attach_outcome o);
 
+/* The outcome a runtime's answer to AttachProfiler or StartupProfiler stands for, by the class
+ * of its HRESULT (runtime/hresult.h). */
+enum attach_outcome attach_outcome_of_hresult(uint32_t hr);
+
 /* The documented process exit code of an outcome (docs/exit-codes.md). */
 int attach_outcome_exit_code(enum attach_outcome o);
 

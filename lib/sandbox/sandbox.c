@@ -85,6 +85,9 @@ static int load_program(const struct sandbox_bpf *p, enum sandbox_stage stage, s
  * (loaded whole there: REPORT's rules are a subset of QUERY's). */
 static bool may_follow(enum sandbox_stage from, enum sandbox_stage to)
 {
+    /* LISTEN stands apart like PS, and is only ever entered from the start. */
+    if (from == SANDBOX_STAGE_LISTEN || to == SANDBOX_STAGE_LISTEN)
+        return from == to;
     if (from == SANDBOX_STAGE_PS || to == SANDBOX_STAGE_PS)
         return from == SANDBOX_STAGE_FULL || from == to;
     if (to == SANDBOX_STAGE_QUERY)

@@ -21,7 +21,7 @@
 #define ALL SANDBOX_IN_ALL
 #define WATCHER SANDBOX_IN_FULL                               /* watch's own process */
 #define FORKS (WATCHER | SANDBOX_IN_PS)                       /* watch and ps start helpers */
-#define DELIVERY (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH)        /* until the profiler is placed */
+#define DELIVERY (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH | SANDBOX_IN_LISTEN) /* until placed */
 #define DISCOVERY (DELIVERY | SANDBOX_IN_PS)                  /* ... and ps, all along */
 #define ATTACH (DELIVERY | SANDBOX_IN_DELIVERED)              /* until the runtime answered */
 #define QUERY SANDBOX_IN_QUERY                                /* perfmap: ask, create nothing */
@@ -31,6 +31,7 @@
 #define READ_ONLY (AFTER_DELIVERY | SANDBOX_IN_PS | QUERY)    /* nothing created */
 #define NETWORK (SANDBOX_IN_ALL & ~SANDBOX_IN_PS)             /* HTTPS: ps never reports */
 #define STARTUP SANDBOX_IN_STARTUP
+#define LISTENER SANDBOX_IN_LISTEN                            /* --listen: its socket */
 
 #define ALLOW(n, st, w) {.name = (n), .stages = (st), .why = (w)}
 #define ALLOW_EQ(n, st, a, v, w)                                                                \
@@ -102,7 +103,7 @@ static const struct sandbox_rule rules[] = {
     ALLOW("wait4", FORKS, "reaping an attach's child, a sweeper or a filesystem helper"),
     /* The ready file is opened without O_TRUNC and emptied only once fstat has shown a regular
      * file (opfile.c): truncating at open would act on whatever was planted there. */
-    ALLOW("ftruncate", WATCHER, "watch: emptying the ready file, checked to be a regular file"),
+    ALLOW("ftruncate", WATCHER | LISTENER, "watch: emptying the ready file, a regular file"),
     /* Only SIGKILL, and only through a pidfd: kill(2) stays off the list. */
     ALLOW_EQ("pidfd_send_signal", FORKS, 1, SIGKILL,
              "ending an attach's child, a sweeper or a filesystem helper past its deadline"),
@@ -231,6 +232,13 @@ static const struct sandbox_rule rules[] = {
     FAIL_EQ("socket", ALL, EAFNOSUPPORT, 0, AF_NETLINK, "getaddrinfo copes"),
     ALLOW_EQ("socketpair", ALL, 0, AF_UNIX, "curl's wake-up pair"),
     ALLOW("connect", ALL, "IPC socket, API server"),
+    /* Only the listening commands bind a socket, and only a Unix one (socket() above allows
+     * no other family outside HTTPS): the runtime connects to it (DOTNET_DiagnosticPorts). */
+    ALLOW("bind", LISTENER, "--listen: the socket in the shared directory"),
+    ALLOW("listen", LISTENER, "--listen"),
+    ALLOW("accept4", LISTENER, "--listen: runtimes connecting, non-blocking"),
+    ALLOW("umask", LISTENER, "--listen: the socket created with exactly --socket-mode"),
+    ALLOW("fchownat", LISTENER, "--listen --socket-owner: chown through an O_PATH fd"),
     ALLOW("getsockopt", ALL, "curl: SO_ERROR after a non-blocking connect"),
     ALLOW("setsockopt", ALL, "curl: TCP_NODELAY, keepalive"),
     ALLOW("getsockname", ALL, "curl"),
@@ -279,6 +287,7 @@ unsigned sandbox_stage_bit(enum sandbox_stage stage)
     case SANDBOX_STAGE_REPORT: return SANDBOX_IN_REPORT;
     case SANDBOX_STAGE_PS: return SANDBOX_IN_PS;
     case SANDBOX_STAGE_QUERY: return SANDBOX_IN_QUERY;
+    case SANDBOX_STAGE_LISTEN: return SANDBOX_IN_LISTEN;
     case SANDBOX_STAGE_COUNT: break;
     }
     return 0;
@@ -293,6 +302,7 @@ const char *sandbox_stage_name(enum sandbox_stage stage)
     case SANDBOX_STAGE_REPORT: return "report";
     case SANDBOX_STAGE_PS: return "ps";
     case SANDBOX_STAGE_QUERY: return "query";
+    case SANDBOX_STAGE_LISTEN: return "listen";
     case SANDBOX_STAGE_COUNT: break;
     }
     return "?";
@@ -411,7 +421,8 @@ static bool profile_keeps(size_t i, unsigned stages, int default_errno)
 
 int sandbox_profile_json(char **ret_json, struct cla_error *e)
 {
-    const unsigned stages = SANDBOX_IN_FULL | SANDBOX_IN_STARTUP;
+    /* The listening commands' stage too: one profile serves the sidecar either way. */
+    const unsigned stages = SANDBOX_IN_FULL | SANDBOX_IN_LISTEN | SANDBOX_IN_STARTUP;
     /* Default ERRNO(EPERM), where the in-process filter kills: this profile is the outer
      * layer, it also covers the dynamic loader and libc start-up, whose exact calls vary with
      * the node's image, and a failing call there is a clean error where a kill would be a

@@ -35,6 +35,9 @@ enum sandbox_stage {
     SANDBOX_STAGE_QUERY,     /* `perfmap`: one target's runtime asked as its user, reported;
                               * nothing created, changed or removed in any view, openat2 refused,
                               * no child. Followed by REPORT only */
+    SANDBOX_STAGE_LISTEN,    /* `attach --listen`, `watch --listen`: ATTACH's rights plus a
+                              * listening socket (bind, listen, accept4, umask); entered from the
+                              * start, nothing follows it */
     SANDBOX_STAGE_COUNT,
 };
 
@@ -50,9 +53,10 @@ enum sandbox_stage {
 #define SANDBOX_IN_ATTACH  0x10u /* FULL without watch's child processes */
 #define SANDBOX_IN_PS      0x20u
 #define SANDBOX_IN_QUERY   0x40u
+#define SANDBOX_IN_LISTEN  0x80u /* ATTACH plus the listening socket */
 #define SANDBOX_IN_ALL                                                                             \
     (SANDBOX_IN_FULL | SANDBOX_IN_ATTACH | SANDBOX_IN_DELIVERED | SANDBOX_IN_REPORT |              \
-     SANDBOX_IN_PS | SANDBOX_IN_QUERY)
+     SANDBOX_IN_PS | SANDBOX_IN_QUERY | SANDBOX_IN_LISTEN)
 
 /* How an argument is compared. MASKED_EQ is (arg & mask) == datum. */
 enum sandbox_arg_op {

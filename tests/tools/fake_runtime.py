@@ -35,7 +35,27 @@ Modes:
                          as someone opens that directory (a watcher's discovery looking at it),
                          leaving its pid free for another process between selection and attach
 
-Options (any mode):
+Connect mode (a runtime started with DOTNET_DiagnosticPorts=PATH, for `--listen` tests): the
+fake connects to PATH instead of listening, as the runtime's diagnostic port does, and sends
+the 34-byte advertisement (ADVR_V1, cookie, pid, reserved) first on every connection.
+  connect-good PATH      a runtime paused at startup: one command per connection, reconnecting
+                         after each; ProcessInfo*, ProcessEnvironment (DiagnosticPorts=PATH, or
+                         PATH,nosuspend with --nosuspend), SetEnvironmentVariable, StartupProfiler
+                         and ResumeRuntime answered S_OK; AttachProfiler 0x8013135B while paused
+                         (S_OK with --nosuspend, where StartupProfiler is 0x80070057). Logs
+                         "request <set>/<id>" per command, "resumed" once resumed, then keeps
+                         its last connection open as a runtime does
+  connect-none PATH      connects and never sends anything (reconnects when closed)
+  connect-bad PATH       sends 34 bytes that are not an advertisement (a zero cookie with
+                         --zero-cookie), reconnecting when closed
+  connect-slow PATH      sends the advertisement one byte every 200 ms
+  connect-flood PATH     opens --count N (default 1000) connections that send nothing, holds
+                         them, and prints "flood <connected>"
+Connect-mode options: --cookie HEX (16 bytes; random by default), --nosuspend,
+  --refuse CMD (answer that command with an error: setenv, startup, environment, processinfo,
+  resume), --stall CMD (never answer it), --count N.
+
+Options (any listening mode):
   --socket PATH          binds there instead of under its own name: an impostor of another
                          process, whose name (NSpid, start time) the caller read from /proc
   --socket-mode OCTAL    chmod of the socket once bound (an impostor of another uid makes it
@@ -238,11 +258,156 @@ def wait_until_listed(directory, comm):
     os.read(fd, 4096)
 
 
+ADVERT_MAGIC = b"ADVR_V1\x00"
+PROCESS_ENV = 0x02
+CMD_NAMES = {
+    (SET_PROCESS, PROCESS_INFO): "processinfo", (SET_PROCESS, PROCESS_INFO2): "processinfo",
+    (SET_PROCESS, PROCESS_INFO3): "processinfo", (SET_PROCESS, PROCESS_ENV): "environment",
+    (SET_PROCESS, PROCESS_SETENV): "setenv", (SET_PROCESS, PROCESS_RESUME): "resume",
+    (SET_PROFILER, PROFILER_STARTUP): "startup", (SET_PROFILER, PROFILER_ATTACH): "attach",
+}
+
+
+def advertisement(cookie, pid):
+    return ADVERT_MAGIC + cookie + struct.pack("<QH", pid, 0)
+
+
+def connect_to(path):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.connect(path)
+    return c
+
+
+def environment_block(port_cfg):
+    vars_ = ["HOME=/root", "DOTNET_DiagnosticPorts=" + port_cfg]
+    return struct.pack("<I", len(vars_)) + b"".join(ipc_string(v) for v in vars_)
+
+
+def connect_good(path, cookie, nspid, opts, log):
+    """One command per connection, as the runtime's connect port serves them."""
+    paused = not opts["nosuspend"]
+    port_cfg = path + (",nosuspend" if opts["nosuspend"] else "")
+    while True:
+        try:
+            conn = connect_to(path)
+        except OSError:
+            time.sleep(0.01)
+            continue
+        conn.sendall(advertisement(cookie, nspid))
+        req = read_request(conn)
+        if req is None:
+            # The tool closed without a command: the runtime resets and reconnects.
+            conn.close()
+            time.sleep(0.01)
+            continue
+        cset, cid, payload = req
+        name = CMD_NAMES.get((cset, cid), "unknown")
+        log.write("request %02x/%02x %s\n" % (cset, cid, name))
+        log.flush()
+        if name == opts["stall"]:
+            held.append(conn)
+            continue
+        if name == opts["refuse"]:
+            conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", 0x80004005)))
+            conn.close()
+            continue
+        if name == "processinfo":
+            version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
+            p = process_info_payload(version, nspid)
+            p = p.replace(bytes(range(16)), cookie, 1)
+            conn.sendall(frame(SET_SERVER, SERVER_OK, p))
+        elif name == "environment":
+            block = environment_block(port_cfg)
+            conn.sendall(frame(SET_SERVER, SERVER_OK, struct.pack("<IH", len(block), 0)) + block)
+        elif name in ("setenv", "resume") or (name == "startup" and paused) or \
+                (name == "attach" and not paused):
+            conn.sendall(frame(SET_SERVER, SERVER_OK, struct.pack("<I", 0)))
+            if name == "resume" and paused:
+                paused = False
+                log.write("resumed\n")
+                log.flush()
+            if name == "attach":
+                log.write("attached\n")
+                log.flush()
+        else:
+            hr = {"attach": 0x8013135B, "startup": 0x80070057}.get(name, 0x80131385)
+            conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", hr)))
+        conn.close()
+
+
+def connect_main(mode, path, args):
+    def opt(name):
+        return args[args.index(name) + 1] if name in args[:-1] else None
+    cookie = bytes.fromhex(opt("--cookie")) if opt("--cookie") else os.urandom(16)
+    nspid, _ = self_identity()
+    log = sys.stderr
+    print("ready %d %s" % (nspid, path), flush=True)
+    if mode == "connect-good":
+        opts = {"nosuspend": "--nosuspend" in args, "refuse": opt("--refuse"),
+                "stall": opt("--stall")}
+        connect_good(path, cookie, nspid, opts, log)
+    elif mode in ("connect-none", "connect-bad", "connect-slow"):
+        while True:
+            try:
+                conn = connect_to(path)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            try:
+                if mode == "connect-bad":
+                    adv = advertisement(bytes(16) if "--zero-cookie" in args else cookie, nspid)
+                    conn.sendall(adv if "--zero-cookie" in args else b"X" * len(adv))
+                elif mode == "connect-slow":
+                    for b in advertisement(cookie, nspid):
+                        conn.sendall(bytes([b]))
+                        time.sleep(0.2)
+                conn.recv(4096)  # until the tool closes it
+            except OSError:
+                pass
+            conn.close()
+            log.write("closed\n")
+            log.flush()
+            time.sleep(0.05)
+    elif mode == "connect-flood":
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        count = int(opt("--count") or 1000)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, count + 64)), hard))
+        connected = 0
+        give_up = time.monotonic() + 60
+        while connected < count and time.monotonic() < give_up:
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(path)
+            except (BlockingIOError, InterruptedError):
+                # A Unix socket's full backlog: not connected. Wait for the tool to drain it.
+                c.close()
+                time.sleep(0.005)
+                continue
+            except OSError:
+                c.close()
+                time.sleep(0.005)
+                continue
+            connected += 1
+            held.append(c)
+        print("flood %d" % connected, flush=True)
+        while True:
+            time.sleep(3600)
+    else:
+        sys.exit("fake_runtime: unknown mode %s" % mode)
+
+
 def main():
     args = sys.argv[1:]
     if not args:
         sys.exit(__doc__)
     mode = args[0]
+    if mode.startswith("connect-"):
+        if len(args) < 2:
+            sys.exit(__doc__)
+        connect_main(mode, args[1], args[2:])
+        return
     # Further arguments are ignored: they only shape /proc/<pid>/cmdline, which is hostile
     # input for clrattach too.
     def opt(name):

@@ -1186,6 +1186,29 @@ static bool table_allows(const char *name, unsigned stages)
     return false;
 }
 
+/* A listening socket only in the listening commands' stage: every other stage (watch's and
+ * attach's own included) keeps them out, and LISTEN has all that ATTACH has. */
+static void test_listen_stage(void **state)
+{
+    static const char *const listening[] = {"bind", "listen", "accept4", "umask"};
+    const unsigned others = SANDBOX_IN_ALL & ~SANDBOX_IN_LISTEN;
+    size_t n;
+    const struct sandbox_rule *rules = sandbox_policy_rules(&n);
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(listening) / sizeof(listening[0]); i++) {
+        assert_true(table_allows(listening[i], SANDBOX_IN_LISTEN));
+        if (table_allows(listening[i], others))
+            fail_msg("'%s' allowed outside the listen stage", listening[i]);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (rule_allows(&rules[i], SANDBOX_IN_ATTACH) &&
+            !table_allows(rules[i].name, SANDBOX_IN_LISTEN))
+            fail_msg("'%s' is in ATTACH but not in LISTEN", rules[i].name);
+    assert_int_equal(sandbox_stage_bit(SANDBOX_STAGE_LISTEN), SANDBOX_IN_LISTEN);
+    assert_string_equal(sandbox_stage_name(SANDBOX_STAGE_LISTEN), "listen");
+}
+
 static void test_table_is_sound(void **state)
 {
     (void)state;
@@ -1285,18 +1308,24 @@ static void test_profile_json(void **state)
     }
     assert_true(clone_thread);
 
-    /* Exactly the table's FULL and STARTUP allows: nothing more, nothing less. */
-    size_t n, startup_only = 0;
+    /* Exactly the table's FULL, LISTEN and STARTUP allows: nothing more, nothing less. */
+    size_t n, not_full = 0;
     const struct sandbox_rule *rules = sandbox_policy_rules(&n);
+    json_t *extra = json_array();
     for (size_t r = 0; r < n; r++) {
-        if (!rule_allows(&rules[r], SANDBOX_IN_FULL | SANDBOX_IN_STARTUP))
+        if (!rule_allows(&rules[r], SANDBOX_IN_FULL | SANDBOX_IN_LISTEN | SANDBOX_IN_STARTUP))
             continue;
         if (!list_has(allowed, rules[r].name))
             fail_msg("'%s' missing from the profile", rules[r].name);
-        if (!table_allows(rules[r].name, SANDBOX_IN_FULL))
-            startup_only++;
+        if (!table_allows(rules[r].name, SANDBOX_IN_FULL) && !list_has(extra, rules[r].name)) {
+            json_array_append_new(extra, json_string(rules[r].name));
+            not_full++;
+        }
     }
-    assert_int_equal(json_array_size(allowed), sandbox_allowed_count() + startup_only);
+    json_decref(extra);
+    assert_int_equal(json_array_size(allowed), sandbox_allowed_count() + not_full);
+    /* The listening socket is in the profile: the sidecar that listens runs under it. */
+    assert_true(list_has(allowed, "bind") && list_has(allowed, "accept4"));
     for (size_t f = 0; f < sizeof(never_allowed) / sizeof(never_allowed[0]); f++)
         if (list_has(allowed, never_allowed[f]))
             fail_msg("'%s' allowed by the profile", never_allowed[f]);
@@ -1343,6 +1372,7 @@ int main(void)
         cmocka_unit_test(test_tighten_before_enter),
         cmocka_unit_test(test_table_is_sound),
         cmocka_unit_test(test_profile_json),
+        cmocka_unit_test(test_listen_stage),
         cmocka_unit_test(test_forbidden_calls_kill),
         cmocka_unit_test(test_full_stage_allows_what_is_needed),
         cmocka_unit_test(test_full_stage_forks_for_watch),
