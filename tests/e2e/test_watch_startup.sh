@@ -129,7 +129,8 @@ fi
 [ "$(grep -c . "$WOUT")" = 5 ] && ok "watch-startup-once-per-instance" ||
     fail "watch-startup-once-per-instance" "$(cat "$WOUT")"
 kill -TERM "$W" 2>/dev/null
-wait "$W" 2>/dev/null
+# W is disowned: `wait` would return at once, before the watcher printed its summary.
+timeout 20 tail --pid="$W" -f /dev/null
 grep -q "watch: stopped (3 attached, 0 failed" "$WERR" && ok "watch-startup-summary" ||
     fail "watch-startup-summary" "$(cat "$WERR")"
 
@@ -159,7 +160,8 @@ else
     fail "watch-startup-running-gets-plain-attach" "$(cat "$WOUT" "$WERR")"
 fi
 kill -TERM "$W" 2>/dev/null
-wait "$W" 2>/dev/null
+# W is disowned: `wait` would return at once, before the watcher printed its summary.
+timeout 20 tail --pid="$W" -f /dev/null
 
 # (b2) A running app without a profiler, its environment asking for a pause: attached.
 start_target ws-probe-running --pidns --uid 1000 --env DOTNET_DefaultDiagnosticPortSuspend=0 \
@@ -174,7 +176,8 @@ else
     fail "watch-startup-running-attached" "$(cat "$WOUT" "$WERR")"
 fi
 kill -TERM "$W" 2>/dev/null
-wait "$W" 2>/dev/null
+# W is disowned: `wait` would return at once, before the watcher printed its summary.
+timeout 20 tail --pid="$W" -f /dev/null
 # --client-data would reach running runtimes only: refused up front.
 clr watch --startup --profiler "$PROBE" --clsid "$PROBE_CLSID" --client-data x=1 --events off
 [ $RC -eq 2 ] && grep -q "does not go with 'watch --startup'" "$ERR" && ok "watch-startup-client-data-refused" ||
@@ -188,12 +191,33 @@ BIG=$WORK/big
 big_profiler "$BIG"
 start_paused ws-term 116
 WOUT=$WORK/wc.out WERR=$WORK/wc.err
-start_watch "$WOUT" "$WERR" --profiler "$BIG" --clsid "$PROBE_CLSID" \
-    --match-cmdline "ClrTarget.dll --seconds 116"
-for _ in $(seq 200000); do
-    compgen -G "/proc/${PAUSED[0]}/root/tmp/.clrattach-*.tmpdir" >/dev/null && break
-    kill -0 "$W" 2>/dev/null || break
+# The watcher waits behind a fifo until tests/tools/stop_on_create.py watches the first app's
+# TMPDIR; its children are stopped the moment a delivery there creates its temporary, so the
+# signal lands while they deliver, by construction.
+GO=$WORK/go.c
+mkfifo "$GO"
+# shellcheck disable=SC2016 # expanded by the inner shell
+timeout 120 bash -c 'read -r _ <"$0"; exec "$@"' "$GO" "$CLRATTACH" watch --startup --uid 1000 \
+    --events off -o json --interval 100 --profiler "$BIG" --clsid "$PROBE_CLSID" \
+    --match-cmdline "ClrTarget.dll --seconds 116" >"$WOUT" 2>"$WERR" &
+W=$!
+disown "$W"
+TARGET_PIDS+=("$W")
+WP=""
+for _ in $(seq 100); do
+    WP=$(pgrep -P "$W") && break
+    sleep 0.05
 done
+python3 "$ROOT/tests/tools/stop_on_create.py" --dir "/proc/${PAUSED[0]}/root/tmp" \
+    --prefix .clrattach- --pid "$WP" --timeout 60 >"$WORK/stop.c" 2>&1 &
+STOPPER=$!
+for _ in $(seq 100); do
+    grep -q '^watching' "$WORK/stop.c" && break
+    sleep 0.1
+done
+echo go >"$GO"
+timeout 70 tail --pid="$STOPPER" -f /dev/null
+grep -q '^stopped' "$WORK/stop.c" || fail "watch-startup-sigterm-mid-delivery" "no delivery seen: $(cat "$WORK/stop.c" "$WERR")"
 kill -TERM "$W" 2>/dev/null
 timeout 20 tail --pid="$W" -f /dev/null
 for i in 0 1 2; do runs_on "watch-startup-sigterm-$i" "${LOGS[$i]}"; done
