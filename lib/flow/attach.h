@@ -189,6 +189,8 @@ struct attach_result {
     /* The dependency check could not look everywhere the loader would (a search list past its
      * cap) and did not find a library in the part it checked: "not checked: ..." ("" else). */
     char dependency_note[256];
+    /* attach --listen: how a startup load was verified without the app's maps ("" else). */
+    char verify_note[192];
     enum attach_holder_gap holder_gap; /* none named: why the search could not tell */
     char sha256[65];
     bool reused;

@@ -230,6 +230,13 @@ static int encode(struct loop *l, struct inst *in, enum listen_cmd cmd, int arg,
         }
         break;
     }
+    case LISTEN_CMD_VERIFY:
+        /* What StartupProfiler was given, without client data. A runtime that loaded it maps
+         * the same library again (a reference more), has its class factory create one more
+         * instance (the profiler's constructor runs), and refuses before Initialize, releasing
+         * both. */
+        n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, in->app_path, NULL, 0, buf, room, e);
+        break;
     case LISTEN_CMD_ATTACH: {
         size_t cdn = 0;
         uint8_t *cd = NULL;
@@ -579,12 +586,54 @@ static void fill_outcome(struct loop *l, struct inst *in)
     char hr[16];
     hresult_format(f->hr, hr, sizeof(hr));
     res->resume_owed = res->resume_owed || f->resume_sent;
-    res->startup_load = listen_fsm_end(f) == LISTEN_END_STARTUP_LOADED;
+    res->startup_load = listen_fsm_end(f) == LISTEN_END_STARTUP_LOADED ||
+                        listen_fsm_end(f) == LISTEN_END_STARTUP_FAILED ||
+                        listen_fsm_end(f) == LISTEN_END_UNVERIFIED;
     res->duration_ms = util_now_ms() - f->started;
     switch (listen_fsm_end(f)) {
     case LISTEN_END_STARTUP_LOADED:
         res->outcome = ATTACH_STARTUP_LOADED;
+        snprintf(res->verify_note, sizeof(res->verify_note),
+                 "after the resume, AttachProfiler with the same path and CLSID was answered "
+                 "CORPROF_E_PROFILER_ALREADY_ACTIVE (0x8013136A): the runtime has a profiler "
+                 "loaded");
         err_clear(e);
+        return;
+    case LISTEN_END_STARTUP_FAILED: {
+        char vhr[16];
+        hresult_format(f->verify_hr, vhr, sizeof(vhr));
+        res->outcome = ATTACH_STARTUP_FAILED;
+        if (f->verify_hr == 0) {
+            /* Loaded now, on attach: what was delivered stays (it is mapped). */
+            err_set(e, -EREMOTEIO,
+                    "the runtime took StartupProfiler and was resumed, but did not load the "
+                    "profiler as it started: AttachProfiler with the same path and CLSID, sent to "
+                    "verify the load, was accepted, so it now runs as an attached profiler");
+            err_hint(e, "the profiler refused its startup Initialize; the app's stderr may say "
+                        "why (kubectl logs)");
+            return;
+        }
+        undo(l, in);
+        err_set(e, -EREMOTEIO,
+                "the runtime took StartupProfiler and was resumed, but did not load the profiler "
+                "as it started: AttachProfiler with the same path and CLSID, sent to verify the "
+                "load, was answered %s (%s). Likely causes: a wrong --clsid "
+                "(CLASS_E_CLASSNOTAVAILABLE), the library or one it needs missing in the app's "
+                "view, a build for another architecture or libc (ERROR_MOD_NOT_FOUND)",
+                hresult_lookup(f->verify_hr)->name, vhr);
+        err_hint(e, "the app runs on without it. %s", hresult_lookup(f->verify_hr)->next_step);
+        return;
+    }
+    case LISTEN_END_UNVERIFIED:
+        /* Neither loaded nor failed: what was delivered stays, it may be mapped. */
+        res->outcome = ATTACH_PROTOCOL;
+        err_set(e, -ETIMEDOUT,
+                "the runtime took StartupProfiler and was resumed, but %s: whether it loaded the "
+                "profiler is not known",
+                f->stopped ? "clrattach was stopped before the load could be verified"
+                           : "did not answer the verification (AttachProfiler) within --timeout");
+        err_hint(e, "the app runs on; look for the profiler's own log, or the runtime's reason "
+                    "on the app's stderr (kubectl logs)");
         return;
     case LISTEN_END_ATTACHED:
         res->outcome = ATTACH_OK;

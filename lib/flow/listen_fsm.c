@@ -12,6 +12,7 @@ enum phase {
     P_STARTUP,
     P_ATTACH,
     P_RESUME, /* only the owed ResumeRuntime is left */
+    P_VERIFY, /* resumed after StartupProfiler: did the runtime load it? */
     P_DONE,
 };
 
@@ -113,6 +114,16 @@ enum listen_action listen_fsm_next(struct listen_fsm *f, int64_t now, struct lis
         }
         return send(f, ret, f->phase == P_STARTUP ? LISTEN_CMD_STARTUP : LISTEN_CMD_ATTACH, 0);
     case P_RESUME: return send(f, ret, LISTEN_CMD_RESUME, 0);
+    case P_VERIFY:
+        if (now >= f->verify_by || f->stopped) {
+            finish(f, LISTEN_END_UNVERIFIED);
+            return LISTEN_DONE;
+        }
+        if (now < f->retry_at) {
+            ret->wake = f->retry_at < f->verify_by ? f->retry_at : f->verify_by;
+            return LISTEN_WAIT;
+        }
+        return send(f, ret, LISTEN_CMD_VERIFY, 0);
     case P_DONE: break;
     }
     return LISTEN_DONE;
@@ -133,7 +144,7 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
     if (f->phase == P_DONE || cmd == LISTEN_CMD_NONE)
         return;
     bool ok = r->err == 0 && r->hr == 0;
-    if (f->stopped && cmd != LISTEN_CMD_RESUME) {
+    if (f->stopped && cmd != LISTEN_CMD_RESUME && cmd != LISTEN_CMD_VERIFY) {
         if (!(f->paused && !f->resume_sent))
             finish(f, cmd == LISTEN_CMD_ATTACH && ok ? LISTEN_END_ATTACHED : LISTEN_END_FAILED);
         return;
@@ -221,7 +232,38 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
             f->hr = r->hr;
             f->end_after_resume = LISTEN_END_FAILED;
         }
+        if (ok && f->end_after_resume == LISTEN_END_STARTUP_LOADED && !f->stopped) {
+            /* Taken and resumed: the load itself happens now, and is asked of the runtime
+             * (listen_fsm.h, the verification). */
+            f->retries = 0;
+            f->retry_at = 0;
+            f->verify_by = now + f->cfg.timeout_ms;
+            f->verify_err = -ETIMEDOUT;
+            f->phase = P_VERIFY;
+            return;
+        }
+        if (f->stopped && f->end_after_resume == LISTEN_END_STARTUP_LOADED)
+            f->end_after_resume = LISTEN_END_UNVERIFIED;
         finish(f, f->end_after_resume);
+        return;
+    case LISTEN_CMD_VERIFY:
+        f->verify_err = r->err;
+        f->verify_hr = r->hr;
+        if (r->err == 0 && r->hr == LISTEN_HR_ALREADY_ACTIVE) {
+            finish(f, LISTEN_END_STARTUP_LOADED);
+        } else if (r->err == 0 && r->hr != LISTEN_HR_NOT_YET_AVAILABLE) {
+            /* A load error: the runtime had no profiler and could not load this one. S_OK: it
+             * had none and has just loaded this one on attach; the startup load failed all
+             * the same, and the profiler now runs as an attached one. */
+            finish(f, LISTEN_END_STARTUP_FAILED);
+        } else if (!f->stopped && now + backoff(f) < f->verify_by) {
+            /* Still starting (the runtime answers the profiler commands once it runs: its
+             * startup load is over by then), or this connection failed: asked again. */
+            f->retry_at = now + backoff(f);
+            f->retries++;
+        } else {
+            finish(f, LISTEN_END_UNVERIFIED);
+        }
         return;
     case LISTEN_CMD_NONE: return;
     }
@@ -269,7 +311,11 @@ void listen_fsm_stop(struct listen_fsm *f, int64_t now)
     f->stopped = true;
     f->failed_cmd = f->inflight;
     f->err = -EINTR;
-    if (f->paused && !f->resume_sent) {
+    if (f->phase == P_VERIFY) {
+        /* Resumed already: what is in flight may still tell; else it ends unverified. */
+        if (f->inflight == LISTEN_CMD_NONE)
+            finish(f, LISTEN_END_UNVERIFIED);
+    } else if (f->paused && !f->resume_sent) {
         f->end_after_resume = LISTEN_END_FAILED;
         if (f->phase != P_RESUME)
             f->phase = P_RESUME;
@@ -294,6 +340,7 @@ const char *listen_cmd_name(enum listen_cmd c)
         [LISTEN_CMD_STARTUP] = "StartupProfiler",
         [LISTEN_CMD_ATTACH] = "AttachProfiler",
         [LISTEN_CMD_RESUME] = "ResumeRuntime",
+        [LISTEN_CMD_VERIFY] = "AttachProfiler (verification)",
     };
     return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "?";
 }
@@ -309,6 +356,8 @@ const char *listen_end_name(enum listen_end e)
         [LISTEN_END_ENV_RUNNING] = "env_needs_pause",
         [LISTEN_END_FAILED] = "failed",
         [LISTEN_END_GONE] = "gone",
+        [LISTEN_END_STARTUP_FAILED] = "startup_load_failed",
+        [LISTEN_END_UNVERIFIED] = "unverified",
     };
     return (unsigned)e < sizeof(names) / sizeof(names[0]) ? names[e] : "?";
 }

@@ -19,9 +19,23 @@
  *   -> ProcessEnvironment: does it pause at startup? (DOTNET_DiagnosticPorts tags; a runtime
  *      that will not say is taken to pause: "suspend" is the default tag)
  *   paused:   delivery -> SetEnvironmentVariable for each --env -> StartupProfiler -> Resume
+ *             -> the verification (below)
  *   running:  delivery -> AttachProfiler, when the profiler loads on attach (nosuspend port)
  *   said it pauses but runs already (StartupProfiler refused with E_INVALIDARG past the moment
  *   the runtime pauses; served by an earlier clrattach): AttachProfiler when it loads on attach
+ *
+ * The verification: StartupProfiler only records the settings; the runtime loads the profiler
+ * after the resume, and a load that fails then (a wrong CLSID, a missing library, another
+ * architecture) is reported by nothing the runtime sends us. Without the app's /proc its maps
+ * cannot be read, so the load is asked of the runtime itself: AttachProfiler with the very path
+ * and CLSID StartupProfiler was given, no client data. A runtime that loaded the profiler at
+ * startup answers CORPROF_E_PROFILER_ALREADY_ACTIVE; one that did not tries that load again and
+ * answers why it fails (CLASS_E_CLASSNOTAVAILABLE for a wrong CLSID, ERROR_MOD_NOT_FOUND for a
+ * library that cannot be loaded); one still starting answers CORPROF_E_NOT_YET_AVAILABLE and is
+ * asked again until --timeout has passed since the resume. A path that cannot exist would not do:
+ * the runtime loads the library (EEToProfInterfaceImpl::Init, CoCreateProfiler) before it looks
+ * for an active profiler (ProfilingAPIUtility::LoadProfiler, dotnet/runtime
+ * src/coreclr/vm/profilinghelper.cpp), so a missing path fails alike in both cases.
  *
  * The guarantee: from the first advertisement on, a runtime that may be paused is owed a
  * ResumeRuntime; every way out of the paused path (a refusal, a failed delivery, a transport
@@ -41,6 +55,7 @@ enum listen_cmd {
     LISTEN_CMD_STARTUP,      /* StartupProfiler */
     LISTEN_CMD_ATTACH,       /* AttachProfiler */
     LISTEN_CMD_RESUME,       /* ResumeRuntime */
+    LISTEN_CMD_VERIFY,       /* AttachProfiler with StartupProfiler's path and CLSID, no data */
 };
 
 enum listen_action {
@@ -53,13 +68,15 @@ enum listen_action {
 
 enum listen_end {
     LISTEN_END_NONE = 0,
-    LISTEN_END_STARTUP_LOADED, /* StartupProfiler accepted, the runtime resumed */
+    LISTEN_END_STARTUP_LOADED, /* resumed, and the verification answered ALREADY_ACTIVE */
     LISTEN_END_ATTACHED,       /* AttachProfiler accepted (a runtime that does not pause) */
     LISTEN_END_NOT_SELECTED,   /* the selectors left it alone (resumed if it may pause) */
     LISTEN_END_STARTUP_ONLY,   /* it does not pause, and the profiler does nothing on attach */
     LISTEN_END_ENV_RUNNING,    /* it does not pause, and --env would change a running app */
     LISTEN_END_FAILED,         /* a step failed: failed_cmd, err, hr say which and how */
     LISTEN_END_GONE,           /* the runtime stopped connecting (exited) */
+    LISTEN_END_STARTUP_FAILED, /* resumed, but the verification says it was not loaded: verify_hr */
+    LISTEN_END_UNVERIFIED,     /* resumed, and the verification got no answer within --timeout */
 };
 
 struct listen_fsm_cfg {
@@ -67,7 +84,8 @@ struct listen_fsm_cfg {
     bool attach_allowed;        /* the profiler loads on attach (profset/vendors.h) or --force */
     bool env_running;           /* --force: set --env in a runtime that runs already */
     int64_t resume_deadline_ms; /* --resume-deadline, from the first advertisement */
-    int64_t timeout_ms;         /* --timeout: how long retries of a not-yet-ready runtime go on */
+    int64_t timeout_ms;         /* --timeout: how long retries of a not-yet-ready runtime go on,
+                                   and the verification after the resume */
 };
 
 /* What listen_fsm_next asks for. */
@@ -107,6 +125,9 @@ struct listen_fsm {
     int err;
     uint32_t hr;
     size_t env_sent;
+    int64_t verify_by;  /* the verification is given up at this time */
+    int verify_err;     /* its last answer: < 0 none, else verify_hr */
+    uint32_t verify_hr; /* 0: the runtime took the attach (the startup load had failed) */
 };
 
 /* Starts an instance at its first advertisement (`now` on the caller's clock, in ms). */
@@ -144,5 +165,6 @@ const char *listen_end_name(enum listen_end e);
 #define LISTEN_HR_UNKNOWN_COMMAND   0x80131385u /* DS_IPC_E_UNKNOWN_COMMAND: an older runtime */
 #define LISTEN_HR_INVALIDARG        0x80070057u /* StartupProfiler before the pause point */
 #define LISTEN_HR_NOT_YET_AVAILABLE 0x8013135Bu /* AttachProfiler before the runtime started */
+#define LISTEN_HR_ALREADY_ACTIVE    0x8013136Au /* AttachProfiler: a profiler is loaded */
 
 #endif

@@ -156,6 +156,8 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         set_str(o, "holder", r->holder);
     if (r->dependency_note[0])
         set_str(o, "dependency_check", r->dependency_note);
+    if (r->verify_note[0])
+        set_str(o, "verified", r->verify_note);
     if (r->died)
         json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
     if (r->startup_load)

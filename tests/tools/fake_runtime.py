@@ -286,6 +286,9 @@ def environment_block(port_cfg):
 def connect_good(path, cookie, nspid, opts, log):
     """One command per connection, as the runtime's connect port serves them."""
     paused = not opts["nosuspend"]
+    # What StartupProfiler recorded is loaded as the runtime resumes: from then on an
+    # AttachProfiler (clrattach's verification) is refused as the real runtime does.
+    startup_taken = False
     port_cfg = path + (",nosuspend" if opts["nosuspend"] else "")
     while True:
         try:
@@ -319,9 +322,14 @@ def connect_good(path, cookie, nspid, opts, log):
         elif name == "environment":
             block = environment_block(port_cfg)
             conn.sendall(frame(SET_SERVER, SERVER_OK, struct.pack("<IH", len(block), 0)) + block)
+        elif name == "attach" and not paused and startup_taken:
+            conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", 0x8013136A)))
+            log.write("verified\n")
+            log.flush()
         elif name in ("setenv", "resume") or (name == "startup" and paused) or \
                 (name == "attach" and not paused):
             conn.sendall(frame(SET_SERVER, SERVER_OK, struct.pack("<I", 0)))
+            startup_taken |= name == "startup"
             if name == "resume" and paused:
                 paused = False
                 log.write("resumed\n")

@@ -89,6 +89,10 @@ static void test_startup_path(void **state)
     reply(&f, 3, 0, 0);
     expect_send(&f, 4, LISTEN_CMD_RESUME, 0);
     reply(&f, 4, 0, 0);
+    /* Resumed: not loaded yet as far as we know. The verification says it is. */
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_NONE);
+    expect_send(&f, 5, LISTEN_CMD_VERIFY, 0);
+    reply(&f, 5, 0, LISTEN_HR_ALREADY_ACTIVE);
     expect_action(&f, 5, LISTEN_DONE);
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_LOADED);
     assert_true(f.resumed);
@@ -229,6 +233,8 @@ static void test_startup_before_pause_point_retried(void **state)
     reply(&f, s.wake, 0, 0);
     expect_send(&f, s.wake, LISTEN_CMD_RESUME, 0);
     reply(&f, s.wake, 0, 0);
+    expect_send(&f, s.wake, LISTEN_CMD_VERIFY, 0);
+    reply(&f, s.wake, 0, LISTEN_HR_ALREADY_ACTIVE);
     assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_LOADED);
 
     /* Refused past the moment a runtime pauses: it runs already (served by an earlier
@@ -438,6 +444,157 @@ static void test_stop(void **state)
     assert_false(f.resume_sent);
 }
 
+/* Paused, StartupProfiler taken, resumed at `now`: the verification is due. */
+static void to_resumed(struct listen_fsm *f, const struct listen_fsm_cfg *cfg, int64_t now)
+{
+    listen_fsm_init(f, cfg, 0);
+    to_paused_delivered(f);
+    expect_send(f, now, LISTEN_CMD_STARTUP, 0);
+    reply(f, now, 0, 0);
+    expect_send(f, now, LISTEN_CMD_RESUME, 0);
+    reply(f, now, 0, 0);
+    assert_true(f->resumed);
+    expect_send(f, now, LISTEN_CMD_VERIFY, 0);
+}
+
+static void test_verify_load_error(void **state)
+{
+    static const uint32_t load_errors[] = {
+        0x80040111u, /* CLASS_E_CLASSNOTAVAILABLE: a wrong CLSID */
+        0x8007007Eu, /* ERROR_MOD_NOT_FOUND: the library or one it needs */
+        0x80004005u, /* E_FAIL */
+        0,           /* S_OK: not loaded at startup, loaded on this attach */
+    };
+    struct listen_fsm f;
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(load_errors) / sizeof(load_errors[0]); i++) {
+        to_resumed(&f, &base_cfg, 10);
+        reply(&f, 10, 0, load_errors[i]);
+        expect_action(&f, 10, LISTEN_DONE);
+        assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_FAILED);
+        assert_int_equal(f.verify_err, 0);
+        assert_int_equal(f.verify_hr, load_errors[i]);
+        assert_string_equal(listen_end_name(listen_fsm_end(&f)), "startup_load_failed");
+    }
+}
+
+static void test_verify_not_yet_retried(void **state)
+{
+    struct listen_fsm f;
+    struct listen_step s;
+    (void)state;
+
+    /* Still starting: asked again on a timer, then the answer counts. A connection that
+     * failed is asked again too. */
+    to_resumed(&f, &base_cfg, 10);
+    reply(&f, 10, 0, LISTEN_HR_NOT_YET_AVAILABLE);
+    assert_int_equal(listen_fsm_next(&f, 10, &s), LISTEN_WAIT);
+    assert_true(s.wake > 10 && s.wake <= 210);
+    expect_send(&f, s.wake, LISTEN_CMD_VERIFY, 0);
+    reply(&f, s.wake, -ECONNRESET, 0);
+    int64_t now = s.wake;
+    assert_int_equal(listen_fsm_next(&f, now, &s), LISTEN_WAIT);
+    expect_send(&f, s.wake, LISTEN_CMD_VERIFY, 0);
+    reply(&f, s.wake, 0, LISTEN_HR_ALREADY_ACTIVE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_LOADED);
+
+    /* Never more than --timeout after the resume: then unverified, never loaded. */
+    to_resumed(&f, &base_cfg, 10);
+    now = 10;
+    int sent = 1;
+    while (listen_fsm_end(&f) == LISTEN_END_NONE) {
+        reply(&f, now, 0, LISTEN_HR_NOT_YET_AVAILABLE);
+        enum listen_action a = listen_fsm_next(&f, now, &s);
+        if (a == LISTEN_WAIT) {
+            assert_true(s.wake <= 10 + base_cfg.timeout_ms);
+            now = s.wake;
+            a = listen_fsm_next(&f, now, &s);
+        }
+        if (a == LISTEN_SEND) {
+            assert_int_equal(s.cmd, LISTEN_CMD_VERIFY);
+            sent++;
+        }
+        assert_true(sent < 200);
+    }
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_UNVERIFIED);
+    assert_true(now <= 10 + base_cfg.timeout_ms);
+    assert_string_equal(listen_end_name(listen_fsm_end(&f)), "unverified");
+
+    /* A verification that never comes back (the caller's deadline, -ETIMEDOUT) past the bound. */
+    to_resumed(&f, &base_cfg, 10);
+    reply(&f, 10 + base_cfg.timeout_ms, -ETIMEDOUT, 0);
+    expect_action(&f, 10 + base_cfg.timeout_ms, LISTEN_DONE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_UNVERIFIED);
+}
+
+static void test_verify_only_after_startup(void **state)
+{
+    struct listen_fsm f;
+    (void)state;
+
+    /* StartupProfiler refused: resumed, failed, nothing to verify. */
+    listen_fsm_init(&f, &base_cfg, 0);
+    to_paused_delivered(&f);
+    expect_send(&f, 0, LISTEN_CMD_STARTUP, 0);
+    reply(&f, 0, 0, 0x80004005u);
+    expect_send(&f, 0, LISTEN_CMD_RESUME, 0);
+    reply(&f, 0, 0, 0);
+    expect_action(&f, 0, LISTEN_DONE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
+
+    /* Taken, but the resume failed: failed as before, no verification. */
+    listen_fsm_init(&f, &base_cfg, 0);
+    to_paused_delivered(&f);
+    expect_send(&f, 0, LISTEN_CMD_STARTUP, 0);
+    reply(&f, 0, 0, 0);
+    expect_send(&f, 0, LISTEN_CMD_RESUME, 0);
+    reply(&f, 0, 0, 0x80004005u);
+    expect_action(&f, 0, LISTEN_DONE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
+
+    /* A runtime that does not pause: its AttachProfiler's answer is the outcome. */
+    to_probed(&f, &base_cfg, 0);
+    expect_action(&f, 0, LISTEN_DELIVER);
+    listen_fsm_delivered(&f, 0);
+    expect_send(&f, 0, LISTEN_CMD_ATTACH, 0);
+    reply(&f, 0, 0, 0);
+    expect_action(&f, 0, LISTEN_DONE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_ATTACHED);
+}
+
+static void test_verify_stop(void **state)
+{
+    struct listen_fsm f;
+    (void)state;
+
+    /* Stopped between two verifications: unverified at once (resumed already). */
+    to_resumed(&f, &base_cfg, 10);
+    reply(&f, 10, 0, LISTEN_HR_NOT_YET_AVAILABLE);
+    listen_fsm_stop(&f, 11);
+    expect_action(&f, 11, LISTEN_DONE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_UNVERIFIED);
+
+    /* Stopped with the verification in flight: its answer still counts. */
+    to_resumed(&f, &base_cfg, 10);
+    listen_fsm_stop(&f, 11);
+    expect_action(&f, 11, LISTEN_WAIT);
+    reply(&f, 12, 0, LISTEN_HR_ALREADY_ACTIVE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_STARTUP_LOADED);
+
+    /* ... and a "not yet" then is not asked again. */
+    to_resumed(&f, &base_cfg, 10);
+    listen_fsm_stop(&f, 11);
+    reply(&f, 12, 0, LISTEN_HR_NOT_YET_AVAILABLE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_UNVERIFIED);
+
+    /* The runtime gone during the verification: gone. */
+    to_resumed(&f, &base_cfg, 10);
+    reply(&f, 10, 0, LISTEN_HR_NOT_YET_AVAILABLE);
+    listen_fsm_gone(&f);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_GONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -452,6 +609,10 @@ int main(void)
         cmocka_unit_test(test_nosuspend_attach),
         cmocka_unit_test(test_gone),
         cmocka_unit_test(test_stop),
+        cmocka_unit_test(test_verify_load_error),
+        cmocka_unit_test(test_verify_not_yet_retried),
+        cmocka_unit_test(test_verify_only_after_startup),
+        cmocka_unit_test(test_verify_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

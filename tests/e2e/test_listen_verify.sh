@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A listening clrattach cannot read the app's maps, so it verifies a startup load through the
+# protocol: after ResumeRuntime, AttachProfiler with the same path and CLSID, which a runtime
+# that loaded the profiler refuses as CORPROF_E_PROFILER_ALREADY_ACTIVE and one that did not
+# answers with its load error. The real runtime, in its own mount and PID namespaces as uid
+# 1000, sharing only a directory with clrattach:
+#   (a) the probe with its CLSID: loaded_at_startup, verified, and the probe is in the app's maps;
+#   (b) a wrong CLSID (the runtime records any at StartupProfiler): startup_load_failed, exit 7,
+#       naming CLASS_E_CLASSNOTAVAILABLE; the app runs on, the probe is not mapped, and what was
+#       delivered is removed;
+#   (c) a library the profiler needs not shipped with it: startup_load_failed, exit 7,
+#       ERROR_MOD_NOT_FOUND; the app runs on.
+. "$(dirname "$0")/lib.sh"
+require_env
+
+VI="$ROOT/$BUILD/vendorinert"
+VI_LIB=OpenTelemetry.AutoInstrumentation.Native.so
+VI_CLSID="{918728DD-259F-4A6A-AC2B-B85E1B658318}"
+[ -e "$VI/$VI_LIB" ] || { echo "FAIL listen-verify-prerequisites: $VI missing (make vendorprof)"; exit 1; }
+
+SHARE="$WORK/share"
+mkdir -p "$SHARE"
+chmod 0755 "$SHARE"
+SOCK="$SHARE/port.sock"
+APP=(--pidns --uid 1000 --pre "mount --bind '$SHARE' /mnt")
+
+# serve NAME ARGS...: a one-shot attach --listen for the next app started; its output in
+# $LOUT/$LERR, its exit status in $LRC once the app was served.
+serve() {
+    local name=$1 i
+    shift
+    LOUT="$WORK/verify.$name.out"
+    LERR="$WORK/verify.$name.err"
+    # A fresh directory: what an earlier case delivered would be reused, not ours to remove.
+    rm -rf "${SHARE:?}"/*
+    timeout 60 "$CLRATTACH" attach --listen "$SOCK" --deliver-dir "$SHARE" --app-dir /mnt \
+        --socket-owner 1000:1000 --events off -o json "$@" >"$LOUT" 2>"$LERR" &
+    LPID=$!
+    for i in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+    if start_target "listen-verify-$name" "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock; then
+        wait "$LPID"
+        LRC=$?
+        return 0
+    fi
+    kill "$LPID" 2>/dev/null
+    wait "$LPID" 2>/dev/null
+    return 1
+}
+
+# runs_on NAME: the app was resumed and its Main ran.
+runs_on() {
+    local i
+    for i in $(seq 100); do grep -q '^ready' "$TARGET_LOG" && break; sleep 0.1; done
+    if grep -q '^ready' "$TARGET_LOG"; then ok "$1-app-runs-on"; else fail "$1-app-runs-on" "$(cat "$TARGET_LOG")"; fi
+}
+
+end_apps() {
+    local p
+    for p in "${TARGET_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    sleep 0.2
+}
+
+# (a) A good startup load is reported loaded only once the runtime said so.
+if serve good --profiler "$PROBE" --clsid "$PROBE_CLSID"; then
+    if [ "$LRC" -eq 0 ] && [ "$(json_get "$LOUT" outcome)" = loaded_at_startup ] &&
+        [ "$(json_get "$LOUT" resumed)" = True ] &&
+        json_get "$LOUT" verified | grep -q 'CORPROF_E_PROFILER_ALREADY_ACTIVE'; then
+        ok "listen-verify-loaded"
+    else
+        fail "listen-verify-loaded" "exit $LRC $(cat "$LOUT" "$LERR")"
+    fi
+    # What the verification said is what the maps say (visible here, not to a sidecar).
+    if grep -q "$(basename "$(json_get "$LOUT" delivered_path)")" "/proc/$TARGET_PID/maps"; then
+        ok "listen-verify-loaded-mapped"
+    else
+        fail "listen-verify-loaded-mapped" "not in the app's maps"
+    fi
+    runs_on listen-verify-good
+fi
+end_apps
+
+# (b) A wrong CLSID: StartupProfiler takes it, the load fails after the resume.
+if serve wrong-clsid --profiler "$PROBE" --clsid "{00000000-1111-2222-3333-444444444444}"; then
+    D=$(json_get "$LOUT" delivered_path)
+    if [ "$LRC" -eq 7 ] && [ "$(json_get "$LOUT" outcome)" = startup_load_failed ] &&
+        [ "$(json_get "$LOUT" resumed)" = True ] && [ "$(json_get "$LOUT" removed)" = True ] &&
+        [ -z "$(json_get "$LOUT" verified)" ] &&
+        grep -q 'CLASS_E_CLASSNOTAVAILABLE' "$LERR" && grep -q 'clsid' "$LERR"; then
+        ok "listen-verify-wrong-clsid-failed"
+    else
+        fail "listen-verify-wrong-clsid-failed" "exit $LRC $(cat "$LOUT" "$LERR")"
+    fi
+    if [ -n "$D" ] && ! grep -q "$(basename "$D")" "/proc/$TARGET_PID/maps" &&
+        [ ! -e "$SHARE/$(basename "$D")" ]; then
+        ok "listen-verify-wrong-clsid-not-mapped-removed"
+    else
+        fail "listen-verify-wrong-clsid-not-mapped-removed" "'$D': $(ls "$SHARE")"
+    fi
+    runs_on listen-verify-wrong-clsid
+fi
+end_apps
+
+# (c) A library the profiler needs, not shipped with it: the runtime's dlopen fails.
+mkdir -p "$WORK/vinohelper"
+cp "$VI/$VI_LIB" "$VI/vendor.conf" "$WORK/vinohelper/"
+if serve missing-dep --profiler "$WORK/vinohelper" --clsid "$VI_CLSID"; then
+    if [ "$LRC" -eq 7 ] && [ "$(json_get "$LOUT" outcome)" = startup_load_failed ] &&
+        [ "$(json_get "$LOUT" resumed)" = True ] && grep -q 'ERROR_MOD_NOT_FOUND' "$LERR" &&
+        json_get "$LOUT" dependency_check | grep -q 'not checked: libvendorhelper'; then
+        ok "listen-verify-missing-dep-failed"
+    else
+        fail "listen-verify-missing-dep-failed" "exit $LRC $(cat "$LOUT" "$LERR")"
+    fi
+    runs_on listen-verify-missing-dep
+fi
+end_apps
+
+echo "listen-verify: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
