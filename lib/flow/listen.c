@@ -609,8 +609,8 @@ static void fill_outcome(struct loop *l, struct inst *in)
                     "the runtime took StartupProfiler and was resumed, but did not load the "
                     "profiler as it started: AttachProfiler with the same path and CLSID, sent to "
                     "verify the load, was accepted, so it now runs as an attached profiler");
-            err_hint(e, "the profiler refused its startup Initialize; the app's stderr may say "
-                        "why (kubectl logs)");
+            err_hint(e, "the profiler refused its startup Initialize: its own log may say why "
+                        "(the runtime writes nothing of it on the app's console)");
             return;
         }
         undo(l, in);
@@ -632,8 +632,8 @@ static void fill_outcome(struct loop *l, struct inst *in)
                 "profiler is not known",
                 f->stopped ? "clrattach was stopped before the load could be verified"
                            : "did not answer the verification (AttachProfiler) within --timeout");
-        err_hint(e, "the app runs on; look for the profiler's own log, or the runtime's reason "
-                    "on the app's stderr (kubectl logs)");
+        err_hint(e, "the app runs on; the profiler's own log tells whether it started (the "
+                    "runtime writes nothing of a failed load on the app's console)");
         return;
     case LISTEN_END_ATTACHED:
         res->outcome = ATTACH_OK;
