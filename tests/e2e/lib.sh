@@ -17,6 +17,14 @@ aarch64) RID_ARCH=arm64 MULTIARCH=aarch64-linux-gnu ;;
 esac
 HOST_RID=linux-$RID_ARCH
 PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' "$ROOT/profiler/clrprobe.h")
+# The vendor-shaped test profiler (make vendorprof): a directory, its library needing a helper
+# library beside it (RUNPATH $ORIGIN). require_vendorinert NAME fails the test file without it.
+VI="$ROOT/$BUILD/vendorinert"
+VI_LIB=OpenTelemetry.AutoInstrumentation.Native.so
+VI_CLSID="{918728DD-259F-4A6A-AC2B-B85E1B658318}"
+require_vendorinert() {
+    [ -e "$VI/$VI_LIB" ] || { echo "FAIL $1-prerequisites: $VI/$VI_LIB missing (make vendorprof)"; exit 1; }
+}
 # Outside /tmp: every target mounts its own tmpfs over /tmp, and --pre commands read from here.
 mkdir -p "$ROOT/$BUILD"
 WORK=$(mktemp -d "$ROOT/$BUILD/e2e.XXXXXX")

@@ -12,11 +12,7 @@
 #       ERROR_MOD_NOT_FOUND; the app runs on.
 . "$(dirname "$0")/lib.sh"
 require_env
-
-VI="$ROOT/$BUILD/vendorinert"
-VI_LIB=OpenTelemetry.AutoInstrumentation.Native.so
-VI_CLSID="{918728DD-259F-4A6A-AC2B-B85E1B658318}"
-[ -e "$VI/$VI_LIB" ] || { echo "FAIL listen-verify-prerequisites: $VI missing (make vendorprof)"; exit 1; }
+require_vendorinert listen-verify
 
 SHARE="$WORK/share"
 mkdir -p "$SHARE"
