@@ -9,7 +9,10 @@
 #       naming CLASS_E_CLASSNOTAVAILABLE; the app runs on, the probe is not mapped, and what was
 #       delivered is removed;
 #   (c) a library the profiler needs not shipped with it: startup_load_failed, exit 7,
-#       ERROR_MOD_NOT_FOUND; the app runs on.
+#       ERROR_MOD_NOT_FOUND; the app runs on;
+#   (d) the fake runtime (connect mode) refusing the verification with another error:
+#       startup_load_failed; never answering it: protocol_error (exit 9), "not known", within
+#       --timeout of the resume, never loaded_at_startup.
 . "$(dirname "$0")/lib.sh"
 require_env
 require_vendorinert listen-verify
@@ -110,6 +113,36 @@ if serve missing-dep --profiler "$WORK/vinohelper" --clsid "$VI_CLSID"; then
     runs_on listen-verify-missing-dep
 fi
 end_apps
+
+# (d) The fake runtime: the verification refused, or never answered.
+for how in refuse stall; do
+    LOUT="$WORK/verify.fake-$how.out"
+    LERR="$WORK/verify.fake-$how.err"
+    rm -f "$SOCK"
+    timeout 30 "$CLRATTACH" attach --listen "$SOCK" --deliver-dir "$SHARE" --events off -o json \
+        --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout 2 >"$LOUT" 2>"$LERR" &
+    LPID=$!
+    for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
+    python3 "$FAKE" connect-good "$SOCK" --$how attach >/dev/null 2>"$WORK/fake.$how.log" &
+    FP=$!
+    TARGET_PIDS+=("$FP")
+    T0=$(date +%s)
+    wait "$LPID"
+    LRC=$?
+    T=$(($(date +%s) - T0))
+    kill -KILL "$FP" 2>/dev/null
+    wait "$FP" 2>/dev/null
+    want_rc=7 want=startup_load_failed
+    [ $how = stall ] && want_rc=9 want=protocol_error
+    if [ "$LRC" -eq $want_rc ] && [ "$(json_get "$LOUT" outcome)" = $want ] &&
+        [ "$(json_get "$LOUT" resumed)" = True ] && grep -q '^resumed' "$WORK/fake.$how.log" &&
+        grep -q 'request 03/01 attach' "$WORK/fake.$how.log" && [ "$T" -le 10 ] &&
+        { [ $how = refuse ] || grep -q 'is not known' "$LERR"; }; then
+        ok "listen-verify-fake-$how"
+    else
+        fail "listen-verify-fake-$how" "exit $LRC after ${T}s $(cat "$LOUT" "$LERR" "$WORK/fake.$how.log")"
+    fi
+done
 
 echo "listen-verify: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
