@@ -188,6 +188,8 @@ static void print_attach_text(const struct attach_result *r)
                             "threads leave it)");
         if (r->dependency_note[0])
             say(stdout, "  deps:     %s", r->dependency_note);
+        if (r->verify_note[0])
+            say(stdout, "  verified: %s", r->verify_note);
         print_startup_lines(stdout, r);
         if (r->expected_inert)
             say(stdout, "  note:     --force: this profiler's InitializeForAttach is known to do "

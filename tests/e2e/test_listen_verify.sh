@@ -78,6 +78,17 @@ if serve good --profiler "$PROBE" --clsid "$PROBE_CLSID"; then
 fi
 end_apps
 
+# The text result says how it was verified.
+if serve good-text --profiler "$PROBE" --clsid "$PROBE_CLSID" -o text; then
+    if [ "$LRC" -eq 0 ] && grep -q '^loaded at startup: pid' "$LOUT" &&
+        grep -q '^  verified: .*CORPROF_E_PROFILER_ALREADY_ACTIVE' "$LOUT"; then
+        ok "listen-verify-loaded-text"
+    else
+        fail "listen-verify-loaded-text" "exit $LRC $(cat "$LOUT" "$LERR")"
+    fi
+fi
+end_apps
+
 # (b) A wrong CLSID: StartupProfiler takes it, the load fails after the resume.
 if serve wrong-clsid --profiler "$PROBE" --clsid "{00000000-1111-2222-3333-444444444444}"; then
     D=$(json_get "$LOUT" delivered_path)
