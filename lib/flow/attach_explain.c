@@ -194,7 +194,8 @@ void attach_explain_startup_unmapped(const char *path, int64_t waited_ms, struct
             path, (long long)waited_ms);
     err_hint(e, "the app runs on without it. Likely causes: a wrong --clsid, a library it needs "
                 "missing in the app's view, a build for another architecture or libc. The runtime "
-                "wrote its reason on the app's stderr (kubectl logs)");
+                "reports its reason as a ProfilerMessage event (EventPipe), not on the app's "
+                "console; try the same profiler with a plain attach, whose answer names it");
 }
 
 /* Why the search for the holder stopped short (attach.h), or NULL when it looked everywhere. */
