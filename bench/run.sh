@@ -632,12 +632,12 @@ if lat:
               f"({cpu_s * 100 / secs:.3f}% of one CPU) |")
 else:
     print("\nWatch mode: not measured (see the messages above).")
-def p95(v):
+def pct95(v):
     return statistics.quantiles(v, n=20, method="inclusive")[18] if len(v) > 1 else v[0]
 
 def mpm(v):
     v = sorted(v)
-    return f"{statistics.median(v):.0f} | {p95(v):.0f} | {v[0]:.0f}–{v[-1]:.0f}"
+    return f"{statistics.median(v):.0f} | {pct95(v):.0f} | {v[0]:.0f}–{v[-1]:.0f}"
 
 st = {k: floats(f"{b}/startup/{k}.dat") for k in ("env", "startup", "listen")}
 if any(st.values()):
@@ -656,9 +656,16 @@ if any(st.values()):
         delay = mpm([x[1] for x in v]) if k != "env" else "– | – | –"
         print(f"| {label[k]} | {len(v)} | {mpm([x[0] for x in v])} | {delay} |")
         if k != "env":
-            d = p95([x[1] for x in v])
+            d = pct95([x[1] for x in v])
             goal(f"startup load delay, {label[k].split(' (')[0]}, p95", f"{d:.0f} ms", "≤ 20 ms",
                  d <= 20)
+    if st["env"]:
+        base = statistics.median(x[0] for x in st["env"])
+        added = [f"{label[k].split(' (')[0]} {statistics.median(x[0] for x in st[k]) - base:+.0f} ms"
+                 for k in ("startup", "listen") if st[k]]
+        if added:
+            print(f"\nAdded to the app's start (median against the environment's {base:.0f} ms): "
+                  + ", ".join(added) + ".")
 idle_rows = [(c, floats(f"{b}/watch-idle-{c}.dat")) for c in watch_counts]
 if any(r for _, r in idle_rows):
     print("\n| watch idle, idle processes started in its PID namespace | processes visible "
