@@ -374,6 +374,8 @@ startup_one() {
         line=$(sed -n "$((n + 1))p" "$out")
     fi
     kill -KILL "$pid" 2>/dev/null
+    [ "$how" = env ] || [ -n "$line" ] ||
+        { echo "bench: startup ($how) run $i: no result line from the watcher" >&2; return 1; }
     [ -n "$init" ] || { echo "bench: startup ($how) run $i: no Initialize from the probe" >&2; return 1; }
     python3 - "$how" "$((init - t0))" "$line" >>"$sd/$how.dat" <<'PY' || return 1
 import json, sys
