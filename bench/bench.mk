@@ -1,15 +1,17 @@
 # Benchmarks (included by the top-level Makefile): `make bench` measures attach latency, peak
-# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS and watch mode; see
-# docs/benchmarks.md. `make test` runs bench/run.sh on 2 iterations to check it still runs; the
-# published numbers use these defaults.
+# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS, watch mode and what a
+# startup load costs the app; see docs/benchmarks.md. `make test` runs bench/run.sh on 2
+# iterations to check it still runs; the published numbers use these defaults.
 BENCH_ITERATIONS ?= 15
 BENCH_PS_COUNTS  ?= 100 1000 5000
 BENCH_EVENT_REPORTS ?= 10
 BENCH_WATCH_SECONDS ?= 60
 BENCH_WATCH_COUNTS ?= 10 1000
+BENCH_STARTUP_RUNS ?= 20
 
 .PHONY: bench
 bench: all target static $(K8S_DRIVER)
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) bench/run.sh --iterations $(BENCH_ITERATIONS) \
 	    --ps-counts "$(BENCH_PS_COUNTS)" --event-reports $(BENCH_EVENT_REPORTS) \
-	    --watch-seconds $(BENCH_WATCH_SECONDS) --watch-counts "$(BENCH_WATCH_COUNTS)"
+	    --watch-seconds $(BENCH_WATCH_SECONDS) --watch-counts "$(BENCH_WATCH_COUNTS)" \
+	    --startup-runs $(BENCH_STARTUP_RUNS)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # clrattach benchmarks: attach latency and peak RSS against a real .NET target (clrattach, the
-# floor client, the managed DiagnosticsClient), binary size, and `clrattach ps` scaling with the
-# process count. A reproducible measurement, not a test: it fails only when a step cannot run.
+# floor client, the managed DiagnosticsClient), binary size, `clrattach ps` scaling with the
+# process count, and the delay a startup load adds to an app's start (`watch --startup` and
+# `watch --listen`). A reproducible measurement, not a test: it fails only when a step cannot run.
 #
 # Usage: bench/run.sh [--iterations N] [--ps-counts "100 1000 5000"] [--event-reports N]
-#                     [--watch-seconds S] [--watch-counts "10 1000"]
+#                     [--watch-seconds S] [--watch-counts "10 1000"] [--startup-runs N]
 # Needs root (mount and pid namespaces), dotnet, strace, and `make all target` plus the k8s test
 # driver built (make bench does that). Prints a Markdown report on stdout and keeps it in
 # $BUILD/bench/results.md.
@@ -14,6 +15,7 @@ PS_COUNTS="100 1000 5000"
 EVENT_REPORTS=10
 WATCH_SECONDS=60
 WATCH_COUNTS="10 1000"
+STARTUP_RUNS=""
 while [ $# -gt 0 ]; do
     case $1 in
     --iterations) ITER=$2; shift ;;
@@ -21,12 +23,14 @@ while [ $# -gt 0 ]; do
     --event-reports) EVENT_REPORTS=$2; shift ;;
     --watch-seconds) WATCH_SECONDS=$2; shift ;;
     --watch-counts) WATCH_COUNTS=$2; shift ;;
+    --startup-runs) STARTUP_RUNS=$2; shift ;;
     -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
-for v in "$ITER" "$EVENT_REPORTS" "$WATCH_SECONDS"; do
+STARTUP_RUNS=${STARTUP_RUNS:-$ITER}
+for v in "$ITER" "$EVENT_REPORTS" "$WATCH_SECONDS" "$STARTUP_RUNS"; do
     case $v in '' | *[!0-9]* | 0) echo "bench: counts and seconds take a positive number, not '$v'" >&2; exit 2 ;; esac
 done
 [ "$EVENT_REPORTS" -ge 2 ] || { echo "bench: --event-reports needs 2 or more (one cold, the rest warm)" >&2; exit 2; }
@@ -324,6 +328,102 @@ for line in iter(sys.stdin.buffer.readline, b""):
 }
 watch_bench || { echo "bench: watch bench failed; see $B/watch" >&2; failed=$((failed + 1)); }
 
+# Startup load: what it costs the app. STARTUP_RUNS apps each way, one after another, the probe
+# loaded at startup, CLRPROBE_OUT in each app's own environment (the probe reads the C library's
+# copy, which SetEnvironmentVariable does not reach) so that its Initialize stamps its report:
+#   env     the profiler named in the app's own environment (CORECLR_*): no clrattach, the
+#           runtime's own cost of loading it;
+#   startup `watch --startup` (shared PID namespace; the app paused by
+#           DOTNET_DefaultDiagnosticPortSuspend=1), at the default scan interval (250 ms);
+#   listen  `watch --listen` (the app started with DOTNET_DiagnosticPorts, sharing only a
+#           directory with the watcher, mounted at /mnt in its namespace).
+# For each app: the time from its start (just before start_target) to the probe's Initialize
+# (the report's attach_unix_ms), and for the two watchers the result's resumed_after_ms:
+# clrattach's own delay, from the runtime's connection (listen) or the attach's start, before its
+# first connection (startup), to ResumeRuntime answered. The runtime loads a startup profiler
+# once resumed, so its Initialize is not in that delay.
+startup_one() {
+    local how=$1 i=$2 out=$3 sd=$4 pid t0 line="" init="" n
+    # Each way its own --seconds: the shared-PID watcher selects 996 only, so the other apps (whose
+    # default diagnostic sockets it would see) are never its.
+    local base=(--pidns --env CLRPROBE_OUT=/tmp/probe-startup.json)
+    n=$(grep -c . "$out" 2>/dev/null)
+    t0=$(date +%s%3N)
+    case $how in
+    env)
+        start_target "bench-startup-env-$i" "${base[@]}" --seconds 994 --env CORECLR_ENABLE_PROFILING=1 \
+            --env "CORECLR_PROFILER=$PROBE_CLSID" --env "CORECLR_PROFILER_PATH=$(ns_path "$PROBE")" ||
+            return 1 ;;
+    startup)
+        start_target "bench-startup-watch-$i" "${base[@]}" --seconds 996 --suspended || return 1 ;;
+    listen)
+        start_target "bench-startup-listen-$i" "${base[@]}" --seconds 995 --pre "mount --bind '$sd/share' /mnt" \
+            --env DOTNET_DiagnosticPorts=/mnt/port.sock || return 1 ;;
+    esac
+    pid=$TARGET_PID
+    for _ in $(seq 200); do
+        init=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["attach_unix_ms"])' \
+            "/proc/$pid/root/tmp/probe-startup.json" 2>/dev/null) && [ -n "$init" ] && break
+        init=""
+        sleep 0.05
+    done
+    if [ "$how" != env ]; then
+        # One result line per app, in order: the listening watcher names the pid the runtime
+        # advertised (1 in its namespace), so the line is told by its number.
+        for _ in $(seq 200); do [ "$(grep -c . "$out")" -gt "$n" ] && break; sleep 0.05; done
+        line=$(sed -n "$((n + 1))p" "$out")
+    fi
+    kill -KILL "$pid" 2>/dev/null
+    [ "$how" = env ] || [ -n "$line" ] ||
+        { echo "bench: startup ($how) run $i: no result line from the watcher" >&2; return 1; }
+    [ -n "$init" ] || { echo "bench: startup ($how) run $i: no Initialize from the probe" >&2; return 1; }
+    python3 - "$how" "$((init - t0))" "$line" >>"$sd/$how.dat" <<'PY' || return 1
+import json, sys
+how, init_ms, line = sys.argv[1], sys.argv[2], sys.argv[3]
+if how == "env":
+    print(init_ms)
+else:
+    d = json.loads(line)
+    if d["outcome"] != "loaded_at_startup" or not d.get("resumed"):
+        sys.exit("bench: startup (%s): %s" % (how, line))
+    print(init_ms, d["resumed_after_ms"])
+PY
+}
+
+startup_bench() {
+    local sd="$B/startup" i how ws=()
+    rm -rf "$sd"
+    mkdir -p "$sd/share"
+    # One variable sent (SetEnvironmentVariable), as a vendor profiler's settings are.
+    local common=(--profiler "$PROBE" --clsid "$PROBE_CLSID" --env BENCH_SETTING=1 --settle 0
+        --events off -o json)
+    # The shared-PID watcher selects this bench's apps only (their --seconds), never another
+    # runtime on the machine.
+    "$SHIP_BIN" watch --startup "${common[@]}" \
+        --match-cmdline "ClrTarget.dll --seconds 996" >"$sd/startup.out" 2>"$sd/startup.err" &
+    ws+=("$!")
+    "$SHIP_BIN" watch --listen "$sd/share/port.sock" --deliver-dir "$sd/share" --app-dir /mnt \
+        "${common[@]}" >"$sd/listen.out" 2>"$sd/listen.err" &
+    ws+=("$!")
+    TARGET_PIDS+=("${ws[@]}")
+    for _ in $(seq 100); do [ -S "$sd/share/port.sock" ] && break; sleep 0.05; done
+    [ -S "$sd/share/port.sock" ] || return 1
+    # One untimed app each way first (cold page cache), then interleaved.
+    for how in env startup listen; do
+        startup_one "$how" warmup "$sd/$how.out" "$sd" || return 1
+    done
+    rm -f "$sd"/*.dat
+    for i in $(seq 1 "$STARTUP_RUNS"); do
+        for how in env startup listen; do
+            startup_one "$how" "$i" "$sd/$how.out" "$sd" || return 1
+        done
+    done
+    kill -TERM "${ws[@]}" 2>/dev/null
+    wait "${ws[@]}" 2>/dev/null
+    return 0
+}
+startup_bench || { echo "bench: startup load bench failed; see $B/startup" >&2; failed=$((failed + 1)); }
+
 # Watch idle at node scale: N idle `sleep`s in a fresh PID namespace with its own /proc (as for
 # ps) and its own /tmp, the watcher in there with them (a selector nothing matches, seccomp on),
 # its CPU time (utime + stime) over WATCH_SECONDS once the sleeps are past their young phase.
@@ -534,6 +634,40 @@ if lat:
               f"({cpu_s * 100 / secs:.3f}% of one CPU) |")
 else:
     print("\nWatch mode: not measured (see the messages above).")
+def pct95(v):
+    return statistics.quantiles(v, n=20, method="inclusive")[18] if len(v) > 1 else v[0]
+
+def mpm(v):
+    v = sorted(v)
+    return f"{statistics.median(v):.0f} | {pct95(v):.0f} | {v[0]:.0f}–{v[-1]:.0f}"
+
+st = {k: floats(f"{b}/startup/{k}.dat") for k in ("env", "startup", "listen")}
+if any(st.values()):
+    print("\n| startup load of the probe | apps | app start → its Initialize: median ms | p95 "
+          "| min–max | clrattach's delay, connection → ResumeRuntime answered: median ms | p95 "
+          "| min–max |")
+    print("|---|---|---|---|---|---|---|---|")
+    label = {"env": "from the app's environment (`CORECLR_*`), no clrattach",
+             "startup": "`watch --startup` (shared PID namespace, scan every 250 ms)",
+             "listen": "`watch --listen` (`DOTNET_DiagnosticPorts`)"}
+    for k in ("env", "startup", "listen"):
+        v = st[k]
+        if not v:
+            print(f"| {label[k]} | 0 | – | – | – | – | – | – |")
+            continue
+        delay = mpm([x[1] for x in v]) if k != "env" else "– | – | –"
+        print(f"| {label[k]} | {len(v)} | {mpm([x[0] for x in v])} | {delay} |")
+        if k != "env":
+            d = pct95([x[1] for x in v])
+            goal(f"startup load delay, {label[k].split(' (')[0]}, p95", f"{d:.0f} ms", "≤ 20 ms",
+                 d <= 20)
+    if st["env"]:
+        base = statistics.median(x[0] for x in st["env"])
+        added = [f"{label[k].split(' (')[0]} {statistics.median(x[0] for x in st[k]) - base:+.0f} ms"
+                 for k in ("startup", "listen") if st[k]]
+        if added:
+            print(f"\nAdded to the app's start (median against the environment's {base:.0f} ms): "
+                  + ", ".join(added) + ".")
 idle_rows = [(c, floats(f"{b}/watch-idle-{c}.dat")) for c in watch_counts]
 if any(r for _, r in idle_rows):
     print("\n| watch idle, idle processes started in its PID namespace | processes visible "
