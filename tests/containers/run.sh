@@ -263,13 +263,15 @@ else
     fail "helper-unconfined-control" "$(printf '%s' "$out" | tr '\n' ' ')"
 fi
 
+# has_crun NAME: the engine has crun, or a FAIL for that shape's crun run.
+has_crun() {
+    runtimes | grep -qw crun && return 0
+    fail "$1-crun" "crun is not registered with the engine (install crun)"
+    return 1
+}
 if want sidecar; then
     sidecar_shape runc
-    if runtimes | grep -qw crun; then
-        sidecar_shape crun
-    else
-        fail sidecar-crun "crun is not registered with the engine (install crun)"
-    fi
+    has_crun sidecar && sidecar_shape crun
 fi
 
 # --- l: the listening sidecar, under runc and crun: two containers that share ONLY a volume ---
@@ -384,11 +386,7 @@ sys.exit(0 if d["outcome"] == "loaded_at_startup" and d["ns_pid"] == 1 and "pid"
 }
 if want listen; then
     listen_shape runc
-    if runtimes | grep -qw crun; then
-        listen_shape crun
-    else
-        fail listen-crun "crun is not registered with the engine (install crun)"
-    fi
+    has_crun listen && listen_shape crun
 fi
 
 # --- b/c: kubectl debug --target, and the node ------------------------------------------------
