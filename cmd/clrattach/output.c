@@ -132,14 +132,28 @@ static void print_perfmap_file(const char *label, const struct attach_result *r,
     say(stdout, "  from here: %s%s", r->node_root, path);
 }
 
+/* "WHAT: pid 4242 (namespace pid 1, uid 1000)". A runtime that connected to --listen advertised
+ * its namespace pid; with no pid in clrattach's PID namespace there is no other to give. */
+static void print_who(const char *what, const struct attach_result *r)
+{
+    if (r->listen && r->pid <= 0)
+        say(stdout, "%s: namespace pid %d (advertised by the runtime, uid %u)", what, (int)r->nspid,
+            (unsigned)r->uid);
+    else if (r->listen)
+        say(stdout, "%s: pid %d (namespace pid %d, advertised by the runtime, uid %u)", what,
+            (int)r->pid, (int)r->nspid, (unsigned)r->uid);
+    else
+        say(stdout, "%s: pid %d (namespace pid %d, uid %u)", what, (int)r->pid, (int)r->nspid,
+            (unsigned)r->uid);
+}
+
 /* A perfmap or startup-hook success. */
 static void print_other_text(const struct attach_result *r)
 {
-    say(stdout, "%s: pid %d (namespace pid %d, uid %u)",
-        r->outcome == ATTACH_PERFMAP_ENABLED    ? "perf map enabled"
-        : r->outcome == ATTACH_PERFMAP_DISABLED ? "perf map disabled"
-                                                : "startup hook applied",
-        (int)r->pid, (int)r->nspid, (unsigned)r->uid);
+    print_who(r->outcome == ATTACH_PERFMAP_ENABLED    ? "perf map enabled"
+              : r->outcome == ATTACH_PERFMAP_DISABLED ? "perf map disabled"
+                                                      : "startup hook applied",
+              r);
     if (r->runtime_rid[0])
         say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
     if (r->kind == ATTACH_KIND_STARTUP_HOOK) {
@@ -162,12 +176,7 @@ static void print_attach_text(const struct attach_result *r)
         return;
     }
     if (attach_outcome_loaded(r->outcome)) {
-        if (r->outcome == ATTACH_STARTUP_LOADED)
-            say(stdout, "loaded at startup: pid %d (namespace pid %d, uid %u)", (int)r->pid,
-                (int)r->nspid, (unsigned)r->uid);
-        else
-            say(stdout, "attached: pid %d (namespace pid %d, uid %u)", (int)r->pid, (int)r->nspid,
-                (unsigned)r->uid);
+        print_who(r->outcome == ATTACH_STARTUP_LOADED ? "loaded at startup" : "attached", r);
         if (r->runtime_rid[0])
             say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
         say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,

@@ -165,6 +165,11 @@ struct attach_result {
     enum attach_outcome outcome;
     pid_t pid;
     pid_t nspid;
+    /* The runtime connected to clrattach's socket (--listen): nspid is the pid it advertised (in
+     * its own PID namespace, its word only), pid its SO_PEERCRED pid in clrattach's PID namespace,
+     * 0 when it has none there (a sidecar sharing only a volume): then no node-side pid is known
+     * and no output gives one. */
+    bool listen;
     uid_t uid;
     gid_t gid;
     uint64_t starttime;

@@ -161,6 +161,7 @@ static void take_conn(struct loop *l, struct listen_conn *c, int64_t now)
     };
     listen_fsm_init(&in->fsm, &cfg, now);
     in->res.nspid = (pid_t)c->adv.pid;
+    in->res.listen = true;
     in->res.pid = c->peer_pid;
     in->res.uid = c->peer_uid;
     in->res.gid = c->peer_gid;

@@ -104,9 +104,17 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     set_str(o, "command", command_of(r->kind));
     set_str(o, "outcome", attach_outcome_name(r->outcome));
     json_object_set_new(o, "exit_code", json_integer(exit_code));
-    json_object_set_new(o, "pid", json_integer(r->pid));
+    /* A runtime that connected to --listen: ns_pid is the pid it advertised, uid its socket's
+     * peer; "pid" is absent when it has no pid in clrattach's PID namespace (0 would read as a
+     * pid; docs/exit-codes.md). */
+    if (!r->listen || r->pid > 0)
+        json_object_set_new(o, "pid", json_integer(r->pid));
     if (r->nspid)
         json_object_set_new(o, "ns_pid", json_integer(r->nspid));
+    if (r->listen) {
+        json_object_set_new(o, "listen", json_true());
+        json_object_set_new(o, "uid", json_integer(r->uid));
+    }
     /* These exist only once the target was inspected (its start time read): before that, a
      * uid of 0 would read as root. */
     if (r->starttime) {

@@ -54,11 +54,34 @@ static void env_names(const struct attach_result *r, char *buf, size_t size)
         snprintf(buf + len, size - len, " set in its environment");
 }
 
+/*
+ * "1 (node-side pid 4242, uid 1000, .NET 10.0.12": the pid in the app's PID namespace, then what
+ * clrattach knows of the process from its own side, for ".NET pid %s)". A runtime that connected
+ * to --listen gave its pid in a message (its word); with no pid in clrattach's PID namespace (a
+ * sidecar sharing only a volume) no node-side pid is known, and none is named.
+ */
+static void who(const struct attach_result *r, bool startup, char *buf, size_t size)
+{
+    char here[96];
+    if (r->listen && r->pid <= 0)
+        snprintf(here, sizeof(here), "the pid the runtime advertised");
+    else if (r->listen)
+        snprintf(here, sizeof(here),
+                 "the pid the runtime advertised; pid %d as seen from clrattach's PID namespace",
+                 (int)r->pid);
+    else if (startup)
+        snprintf(here, sizeof(here), "node-side pid %d", (int)r->pid);
+    else
+        snprintf(here, sizeof(here), "pid %d as seen from clrattach's PID namespace", (int)r->pid);
+    snprintf(buf, size, "%d (%s, uid %u%s%s", (int)r->nspid, here, (unsigned)r->uid,
+             r->runtime_version[0] ? ", .NET " : "", r->runtime_version);
+}
+
 /* The Event of a perfmap or startup-hook result: its own reasons and action. */
 static void other_event(const struct attach_result *r, const char *assembly, char *text,
                         size_t size, struct result_text_event *ret)
 {
-    char part[2048], hr[16] = "";
+    char part[2048], hr[16] = "", pid[256];
     bool perfmap = r->kind != ATTACH_KIND_STARTUP_HOOK;
     const char *what = r->kind == ATTACH_KIND_PERFMAP_ENABLE    ? "Enabled the perf map"
                        : r->kind == ATTACH_KIND_PERFMAP_DISABLE ? "Disabled the perf map"
@@ -71,12 +94,10 @@ static void other_event(const struct attach_result *r, const char *assembly, cha
                            : r->outcome == ATTACH_PERFMAP_DISABLED ? "PerfMapDisabled"
                                                                    : "StartupHookApplied";
         ret->spec.type = "Normal";
-        snprintf(part, sizeof(part),
-                 "%s%s%s of .NET pid %d (pid %d as seen from clrattach's PID namespace, uid "
-                 "%u%s%s) in %lld ms: %.1024s",
-                 what, perfmap ? "" : " ", perfmap ? "" : basename_of(assembly), (int)r->nspid,
-                 (int)r->pid, (unsigned)r->uid, r->runtime_version[0] ? ", .NET " : "",
-                 r->runtime_version, (long long)r->duration_ms,
+        who(r, false, pid, sizeof(pid));
+        snprintf(part, sizeof(part), "%s%s%s of .NET pid %s) in %lld ms: %.1024s", what,
+                 perfmap ? "" : " ", perfmap ? "" : basename_of(assembly), pid,
+                 (long long)r->duration_ms,
                  perfmap ? (r->perfmap_path[0] ? r->perfmap_path : r->jitdump_path)
                          : r->delivered_path);
         append_sentence(text, size, "", part);
@@ -100,7 +121,7 @@ void result_text_event(const struct attach_result *r, const char *profiler,
                        const struct ipc_guid *clsid, const struct timespec *when,
                        struct result_text_event *ret)
 {
-    char guid[39], text[3072] = "", part[2048], hr[16] = "";
+    char guid[39], text[3072] = "", part[2048], hr[16] = "", pid[256];
     ipc_guid_format(clsid, guid);
     if (r->have_hresult)
         hresult_format(r->hresult, hr, sizeof(hr));
@@ -113,22 +134,20 @@ void result_text_event(const struct attach_result *r, const char *profiler,
         /* Not "attached": the runtime loaded it through Initialize as it started. */
         ret->spec.reason = "ProfilerLoadedAtStartup";
         ret->spec.type = "Normal";
+        who(r, true, pid, sizeof(pid));
         snprintf(part, sizeof(part),
-                 "Loaded profiler %s %s at startup into .NET pid %d (node-side pid %d, uid %u%s%s)"
-                 "%s, resumed after %lld ms: %.1024s",
-                 basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
-                 r->runtime_version[0] ? ", .NET " : "", r->runtime_version, env,
-                 (long long)r->resumed_after_ms, r->delivered_path);
+                 "Loaded profiler %s %s at startup into .NET pid %s)%s, resumed after %lld ms: "
+                 "%.1024s",
+                 basename_of(profiler), guid, pid, env, (long long)r->resumed_after_ms,
+                 r->delivered_path);
         append_sentence(text, sizeof(text), "", part);
     } else if (r->outcome == ATTACH_OK) {
         ret->spec.reason = "ProfilerAttached";
         ret->spec.type = "Normal";
-        snprintf(part, sizeof(part),
-                 "Attached profiler %s %s to .NET pid %d (pid %d as seen from clrattach's PID "
-                 "namespace, uid %u%s%s) in %lld ms%s: %.1024s",
-                 basename_of(profiler), guid, (int)r->nspid, (int)r->pid, (unsigned)r->uid,
-                 r->runtime_version[0] ? ", .NET " : "", r->runtime_version,
-                 (long long)r->duration_ms, env, r->delivered_path);
+        who(r, false, pid, sizeof(pid));
+        snprintf(
+            part, sizeof(part), "Attached profiler %s %s to .NET pid %s) in %lld ms%s: %.1024s",
+            basename_of(profiler), guid, pid, (long long)r->duration_ms, env, r->delivered_path);
         append_sentence(text, sizeof(text), "", part);
         if (r->expected_inert) {
             /* The runtime's S_OK is not the profiler running: --force sent a known no-op. */
@@ -182,11 +201,18 @@ size_t result_text_termination(const struct attach_result *r, const char *json, 
         return n;
     }
     char text[RESULT_TEXT_TERMINATION_MAX * 2];
-    char hr[16] = "-";
+    char hr[16] = "-", pid[48];
     if (r->have_hresult)
         hresult_format(r->hresult, hr, sizeof(hr));
-    snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%d hresult=%s path=%.1024s error=%s",
-             attach_outcome_name(r->outcome), exit_code, (int)r->pid, hr,
+    /* A listening result: the advertised pid beside it, "-" for a pid clrattach cannot see. */
+    if (r->listen && r->pid <= 0)
+        snprintf(pid, sizeof(pid), "- ns_pid=%d", (int)r->nspid);
+    else if (r->listen)
+        snprintf(pid, sizeof(pid), "%d ns_pid=%d", (int)r->pid, (int)r->nspid);
+    else
+        snprintf(pid, sizeof(pid), "%d", (int)r->pid);
+    snprintf(text, sizeof(text), "outcome=%s exit_code=%d pid=%s hresult=%s path=%.1024s error=%s",
+             attach_outcome_name(r->outcome), exit_code, pid, hr,
              r->delivered_path[0] ? r->delivered_path : "-",
              attach_outcome_ok(r->outcome) ? "-" : r->error.msg);
     return render_message(text, strlen(text), out, RESULT_TEXT_TERMINATION_MAX + 1);

@@ -5,11 +5,15 @@
 # runtime). A private dockerd (socket, data and exec roots under $BUILD/containers), images made
 # locally (debootstrap, the SDK's own runtime, `docker build` of the Dockerfile as it is), no
 # registry, containers on --network none or host only. Shapes: the sidecar (runc and crun, under
-# deploy/seccomp/clrattach.json, Event to the TLS test API server), `kubectl debug --target`
+# deploy/seccomp/clrattach.json, Event to the TLS test API server), the listening sidecar (runc
+# and crun, sharing only a volume with the app: deploy/components/listen), `kubectl debug --target`
 # (restricted and general), the node (--pid host), a noexec /tmp, the image itself.
 # Docker flags of the app and the sidecar come from `kubectl kustomize deploy/...` (flags.py).
 # Prints "ok NAME" / "FAIL NAME: reason" and "containers: N passed, M failed".
 # Outside CI a missing engine is a skip; with CI=true it is a FAIL.
+# CT_ONLY="listen sidecar" runs only those shapes (sidecar, debug, noexec, listen, image; the
+# images are always made): for working on one. CT_KEEP_IMAGE=1 takes the clrattach image as it
+# is when there is one (it may be older than the checkout: for work on the suite itself).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=tests/containers/lib.sh
@@ -38,6 +42,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# want SHAPE: CT_ONLY is unset or names it.
+want() { [ -z "${CT_ONLY:-}" ] || [[ " $CT_ONLY " == *" $1 "* ]]; }
 
 finish() {
     echo "containers: $PASSED passed, $FAILED failed ($((SECONDS - T0))s)"
@@ -72,7 +79,9 @@ t=$SECONDS
 if msg=$(make_app_image 2>&1); then ok "image-app-dotnet ($((SECONDS - t))s)"
 else fail image-app-dotnet "$msg"; finish; fi
 t=$SECONDS
-if msg=$(make_clrattach_image 2>&1); then ok "image-clrattach-docker-build ($((SECONDS - t))s)"
+if [ -n "${CT_KEEP_IMAGE:-}" ] && dk image inspect "$IMG" >/dev/null 2>&1; then
+    note "CT_KEEP_IMAGE: $IMG as it is, not rebuilt"
+elif msg=$(make_clrattach_image 2>&1); then ok "image-clrattach-docker-build ($((SECONDS - t))s)"
 else fail image-clrattach-docker-build "$msg"; finish; fi
 
 # The static helper that makes forbidden calls under the profile (no shell in the image).
@@ -254,11 +263,130 @@ else
     fail "helper-unconfined-control" "$(printf '%s' "$out" | tr '\n' ' ')"
 fi
 
-sidecar_shape runc
-if runtimes | grep -qw crun; then
-    sidecar_shape crun
-else
-    fail sidecar-crun "crun is not registered with the engine (install crun)"
+# has_crun NAME: the engine has crun, or a FAIL for that shape's crun run.
+has_crun() {
+    runtimes | grep -qw crun && return 0
+    fail "$1-crun" "crun is not registered with the engine (install crun)"
+    return 1
+}
+if want sidecar; then
+    sidecar_shape runc
+    has_crun sidecar && sidecar_shape crun
+fi
+
+# --- l: the listening sidecar, under runc and crun: two containers that share ONLY a volume ---
+# deploy/overlays/seccomp-localhost with deploy/components/listen, as kubectl kustomize renders
+# them: no shared PID namespace, no shared /tmp, only the "clrattach-diag" emptyDir (a host
+# directory here, as the kubelet makes one). The app (uid 1654) starts with DOTNET_DiagnosticPorts
+# in it and waits, paused, until the sidecar resumes it; the sidecar runs `watch --listen` there
+# under deploy/seccomp/clrattach.json, read-only, with no capability and no-new-privileges, as
+# the app's uid. The profiler is the vendor-shaped startup-only one (OpenTelemetry's shape), from
+# a read-only mount in the sidecar, its setting given by --env: its own report in the app says
+# it was loaded from the volume with that setting, the app runs on, the result and the Event say
+# loaded at startup, with the pid the runtime advertised and no node-side pid (there is none).
+VI_CLSID='{918728DD-259F-4A6A-AC2B-B85E1B658318}'
+listen_k=$work/listen-kustomize
+mkdir -p "$listen_k"
+cat >"$listen_k/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(realpath --relative-to="$listen_k" "$ROOT/deploy/overlays/seccomp-localhost")
+components:
+- $(realpath --relative-to="$listen_k" "$ROOT/deploy/components/listen")
+EOF
+# listen_events: the occurrences of Events the server holds that say loaded at startup with
+# the pid the runtime advertised and no node-side pid, naming the --env setting (never its value).
+listen_events() {
+    api GET /_test/events | python3 -c '
+import json, sys
+print(sum((e.get("series") or {}).get("count", 1) for e in json.load(sys.stdin)
+          if e.get("reason") == "ProfilerLoadedAtStartup"
+          and ".NET pid 1 (the pid the runtime advertised, uid 1654, .NET " in e.get("note", "")
+          and "VENDOR_SETTING_A" in e.get("note", "") and "listen-" not in e.get("note", "")
+          and "node-side" not in e.get("note", "") and "pid 0" not in e.get("note", "")))'
+}
+listen_shape() {
+    local rt=$1
+    local app=$RUN-$rt-listen-app side=$RUN-$rt-listen-sidecar appf sidef args
+    local tlog=$work/$rt-listen-termination-log ed=$work/$rt-listen-emptydir
+    local rep line i n before
+    : >"$tlog"
+    chmod 666 "$tlog"
+    flags_of appf pod "$listen_k" app --emptydir-root "$ed" &&
+        flags_of sidef pod "$listen_k" clrattach --emptydir-root "$ed" --termination-file "$tlog" ||
+        { fail "listen-$rt-flags" "flags.py failed"; return; }
+    # What the manifests promise: no PID namespace shared, clrattach's own profile.
+    if printf '%s\n' "${appf[@]}" "${sidef[@]}" | grep -q -- '^--pid' ||
+        ! printf '%s\n' "${sidef[@]}" |
+        grep -qxF -- "--security-opt=seccomp=$ROOT/deploy/seccomp/clrattach.json"; then
+        fail "listen-$rt-flags" "app: ${appf[*]} sidecar: ${sidef[*]}"
+        return
+    fi
+    ok "listen-$rt-flags-share-only-the-volume"
+    before=$(listen_events)
+    mapfile -t args < <(timeout 60 python3 "$here/flags.py" args "$listen_k" clrattach \
+        --set-arg=--match-entry=ClrTarget --set-arg=--profiler=/vendor \
+        --set-arg="--clsid=$VI_CLSID" --set-arg="--env=VENDOR_SETTING_A=listen-$rt")
+    if ! run_c "$side" --runtime "$rt" --network host "${sidef[@]}" \
+        -v "$ROOT/$BUILD/vendorinert:/vendor:ro" \
+        -v "$work/sa:/var/run/secrets/kubernetes.io/serviceaccount:ro" \
+        -e KUBERNETES_SERVICE_HOST=127.0.0.1 -e KUBERNETES_SERVICE_PORT="$API_PORT" \
+        "$IMG" "${args[@]}"; then
+        fail "listen-$rt-sidecar-starts-under-profile" "$(why "$work/$side.err")"
+        return
+    fi
+    for i in $(seq 50); do [ -S "$ed/clrattach-diag/port.sock" ] && break; sleep 0.2; done
+    if [ -S "$ed/clrattach-diag/port.sock" ]; then ok "listen-$rt-sidecar-starts-under-profile"
+    else fail "listen-$rt-sidecar-starts-under-profile" "no socket: $(logs_of "$side")"; return; fi
+    # The app's own /tmp (a tmpfs of its own, like the pod's other emptyDirs): the profiler's
+    # report goes there.
+    if ! run_c "$app" --runtime "$rt" --network none "${appf[@]}" --tmpfs /tmp:mode=1777 "$APP" \
+        "${app_args[@]}" || ! wait_ready "$app"; then
+        fail "listen-$rt-app-resumed" "app: $(why "$work/$app.err") $(logs_of "$app"); sidecar: $(logs_of "$side")"
+        return
+    fi
+    ok "listen-$rt-app-resumed"
+    # The runtime is pid 1 of its container: the report is /tmp/vendorprof-1.json.
+    for i in $(seq 50); do
+        rep=$(dk exec "$app" cat /tmp/vendorprof-1.json 2>/dev/null) && [ -n "$rep" ] && break
+        sleep 0.2
+    done
+    if python3 - "$rep" "listen-$rt" <<'PY' 2>/dev/null; then
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["self"].startswith("/clrattach-diag/"), r["self"]
+assert r["settings"] == {"VENDOR_SETTING_A": sys.argv[2]}, r["settings"]
+assert r["helper"].startswith("vendorhelper"), r["helper"]
+PY
+        ok "listen-$rt-loaded-at-startup-from-the-volume"
+    else
+        fail "listen-$rt-loaded-at-startup-from-the-volume" "report '$rep'; sidecar: $(logs_of "$side")"
+    fi
+    line="loaded at startup: namespace pid 1 (advertised by the runtime, uid 1654)"
+    if dk logs "$side" 2>/dev/null | grep -qxF "$line" &&
+        ! dk logs "$side" 2>&1 | grep -qE 'pid 0|node-side' &&
+        python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if d["outcome"] == "loaded_at_startup" and d["ns_pid"] == 1 and "pid" not in d
+         and d["resumed"] else 1)' "$tlog" 2>/dev/null; then
+        ok "listen-$rt-result-loaded-at-startup"
+    else
+        fail "listen-$rt-result-loaded-at-startup" "$(logs_of "$side") log: $(head -c 300 "$tlog")"
+    fi
+    for i in $(seq 50); do
+        n=$(listen_events)
+        [ "$n" -gt "$before" ] && break
+        sleep 0.2
+    done
+    if [ "$n" -gt "$before" ]; then ok "listen-$rt-event-reported"
+    else fail "listen-$rt-event-reported" "no such Event; sidecar: $(logs_of "$side")"; fi
+    dk rm -f "$side" "$app" >/dev/null 2>&1
+}
+if want listen; then
+    listen_shape runc
+    has_crun listen && listen_shape crun
 fi
 
 # --- b/c: kubectl debug --target, and the node ------------------------------------------------
@@ -285,7 +413,9 @@ attached() {
 }
 
 dbg=$RUN-debug-app
-if run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL \
+if ! want debug; then
+    :
+elif run_c "$dbg" "${app_common[@]}" --user 1654:1654 --cap-drop ALL \
     --security-opt no-new-privileges "$APP" "${app_args[@]}" && wait_ready "$dbg"; then
     # kubectl debug --target=app: the app's first process is pid 1 in the one-shot's view.
     flags_of rf debug deploy/kubectl-debug/custom.json restricted || fail debug-flags restricted
@@ -337,7 +467,9 @@ dk rm -f "$dbg" >/dev/null 2>&1
 
 # --- d: a noexec /tmp (Docker's default --tmpfs), then an exec volume as the emptyDir ---------
 nx=$RUN-noexec-app
-if run_c "$nx" --network none --read-only --tmpfs /tmp --user 1654:1654 --cap-drop ALL \
+if ! want noexec; then
+    :
+elif run_c "$nx" --network none --read-only --tmpfs /tmp --user 1654:1654 --cap-drop ALL \
     --tmpfs /clrattach-profilers:exec,mode=1777 "$APP" "${app_args[@]}" && wait_ready "$nx"; then
     flags_of rf debug deploy/kubectl-debug/custom.json restricted
     res=("$work/noexec-tmp-refused.err" "$work/noexec-tmp-refused.out")
@@ -359,6 +491,7 @@ fi
 dk rm -f "$nx" >/dev/null 2>&1
 
 # --- f: the image itself ----------------------------------------------------------------------
+want image || finish
 size=$(dk image inspect -f '{{.Size}}' "$IMG")
 if [ "$size" -gt 0 ] && [ "$size" -lt $((16 * 1024 * 1024)) ]; then ok "image-size ($size bytes)"
 else fail image-size "$size bytes (expected under 16 MiB)"; fi

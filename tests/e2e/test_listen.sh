@@ -4,7 +4,9 @@
 # connects to it. The app runs in its own mount and PID namespaces as another uid (1000) and
 # shares nothing with clrattach but that directory (bind-mounted at /mnt in its namespace):
 #   (a) attach --listen: a startup load with --env, proven by the vendor-shaped test profiler's
-#       own report of the settings it read; the app is resumed and runs;
+#       own report of the settings it read; the app is resumed and runs; the result names the
+#       pid the runtime advertised (1, in its namespace) and the pid clrattach's side sees, and
+#       with clrattach in a PID namespace of its own (a sidecar's view) no node-side pid at all;
 #   (b) the app is resumed when a step fails: a variable over the cap once {dir} is expanded, a
 #       delivery into a read-only directory (real runtime); the fake runtime refusing
 #       SetEnvironmentVariable, refusing StartupProfiler, never answering StartupProfiler, and
@@ -33,14 +35,15 @@ APP=(--pidns --uid 1000 --pre "mount --bind '$SHARE' /mnt")
 LISTEN=(--listen "$SOCK" --deliver-dir "$SHARE" --app-dir /mnt --socket-owner 1000:1000
     --events off)
 
-# listen_bg ARGS...: clrattach in the background, stdout/stderr to $LOUT/$LERR, pid in $LPID;
-# returns once the socket is there.
+# listen_bg NAME ARGS...: clrattach in the background (under the command in LWRAP, if any),
+# stdout/stderr to $LOUT/$LERR, pid in $LPID; returns once the socket is there.
+LWRAP=()
 listen_bg() {
     LOUT="$WORK/listen.$1.out"
     LERR="$WORK/listen.$1.err"
     shift
     rm -f "$SOCK"
-    "$CLRATTACH" "$@" >"$LOUT" 2>"$LERR" &
+    "${LWRAP[@]}" "$CLRATTACH" "$@" >"$LOUT" 2>"$LERR" &
     LPID=$!
     local i
     for i in $(seq 100); do [ -S "$SOCK" ] && return 0; sleep 0.05; done
@@ -115,8 +118,58 @@ PY
         fail "listen-delivery-owner-and-cleanup" "file '$F' owner $(stat -c %u "$F" 2>/dev/null); socket left: $(ls -la "$SHARE")"
     fi
     runs_on listen-a
+    # ns_pid is what the runtime advertised (pid 1 in its namespace); pid is its SO_PEERCRED pid,
+    # clrattach's view from the parent PID namespace.
+    if [ "$(json_get "$LOUT" ns_pid)" = 1 ] && [ "$(json_get "$LOUT" pid)" = "$P" ] &&
+        [ "$(json_get "$LOUT" listen)" = True ] && [ "$(json_get "$LOUT" uid)" = 1000 ]; then
+        ok "listen-pids-advertised-and-seen"
+    else
+        fail "listen-pids-advertised-and-seen" "app pid $P: $(cat "$LOUT")"
+    fi
 fi
 end_apps
+
+# (a2) clrattach in a PID namespace of its own, as a sidecar that shares only the volume: the
+# runtime has no pid in its view (SO_PEERCRED gives 0). The text result, the JSON and the Event
+# give the advertised pid and no node-side one, never "pid 0".
+LWRAP=(unshare --pid --fork --mount-proc)
+listen_bg a2 attach --listen "$SOCK" --deliver-dir "$SHARE" --app-dir /mnt \
+    --socket-owner 1000:1000 --profiler "$VI" --clsid "$VI_CLSID" --env VENDOR_SETTING_A=1 \
+    --dry-run-events --events auto --pod app-0 --namespace default
+if start_target listen-a2 "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock; then
+    wait_exit "$LPID" 30
+    if [ "$WRC" -eq 0 ] &&
+        grep -qxF "loaded at startup: namespace pid 1 (advertised by the runtime, uid 1000)" "$LOUT" &&
+        grep -qF '.NET pid 1 (the pid the runtime advertised, uid 1000, .NET ' "$LOUT" &&
+        ! grep -qE 'pid 0|node-side' "$LOUT"; then
+        ok "listen-no-node-pid-text-and-event"
+    else
+        fail "listen-no-node-pid-text-and-event" "exit $WRC $(cat "$LOUT" "$LERR")"
+    fi
+    runs_on listen-a2
+else
+    fail "listen-no-node-pid-text-and-event" "the app did not start: $(cat "$LERR")"
+fi
+end_apps
+listen_bg a3 attach "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json
+if start_target listen-a3 "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock; then
+    wait_exit "$LPID" 30
+    if [ "$WRC" -eq 0 ] && [ "$(json_get "$LOUT" outcome)" = loaded_at_startup ] &&
+        [ "$(json_get "$LOUT" ns_pid)" = 1 ] && python3 - "$LOUT" <<'PY'; then
+import json, sys
+d = json.loads(open(sys.argv[1]).readline())
+assert "pid" not in d, d
+PY
+        ok "listen-no-node-pid-json"
+    else
+        fail "listen-no-node-pid-json" "exit $WRC $(cat "$LOUT" "$LERR")"
+    fi
+    runs_on listen-a3
+else
+    fail "listen-no-node-pid-json" "the app did not start: $(cat "$LERR")"
+fi
+end_apps
+LWRAP=()
 
 # (b) Resumed when a step fails. A variable over the cap once {dir} is expanded: the real
 # runtime is resumed without the profiler.

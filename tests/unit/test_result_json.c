@@ -159,6 +159,39 @@ static void test_attach_ok(void **state)
     json_decref(o);
 }
 
+/* A runtime that connected to --listen: ns_pid is what it advertised, uid its socket peer's, and
+ * "pid" is absent when it has none in clrattach's PID namespace (never 0). */
+static void test_listen_pid(void **state)
+{
+    (void)state;
+    static struct attach_result r;
+    memset(&r, 0, sizeof(r));
+    r.outcome = ATTACH_STARTUP_LOADED;
+    r.listen = true;
+    r.nspid = 7;
+    r.uid = 1654;
+    json_t *o = parse(result_attach_json(&r, "p.so", &clsid, 0));
+    assert_string_equal(str(o, "outcome"), "loaded_at_startup");
+    assert_null(json_object_get(o, "pid"));
+    assert_int_equal(num(o, "ns_pid"), 7);
+    assert_int_equal(num(o, "uid"), 1654);
+    assert_true(json_is_true(json_object_get(o, "listen")));
+    assert_null(json_object_get(o, "start_time"));
+    json_decref(o);
+    r.pid = 4242;
+    o = parse(result_attach_json(&r, "p.so", &clsid, 0));
+    assert_int_equal(num(o, "pid"), 4242);
+    assert_int_equal(num(o, "ns_pid"), 7);
+    json_decref(o);
+    /* Not a listening result: pid is always there, and no "listen". */
+    r.listen = false;
+    r.pid = 0;
+    o = parse(result_attach_json(&r, "p.so", &clsid, 0));
+    assert_int_equal(num(o, "pid"), 0);
+    assert_null(json_object_get(o, "listen"));
+    json_decref(o);
+}
+
 static void test_attach_failure(void **state)
 {
     (void)state;
@@ -305,6 +338,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attach_ok),
+        cmocka_unit_test(test_listen_pid),
         cmocka_unit_test(test_attach_failure),
         cmocka_unit_test(test_target_strings_rendered),
         cmocka_unit_test(test_ps),

@@ -147,6 +147,51 @@ static void test_termination_message(void **state)
     assert_non_null(strstr(out, "outcome=attached exit_code=10 pid=3"));
 }
 
+/* A runtime that connected to --listen from a PID namespace clrattach cannot see: the pid it
+ * advertised, and no node-side pid at all (SO_PEERCRED gave 0), in the Event and the summary. */
+static void test_listen_no_node_pid(void **state)
+{
+    (void)state;
+    struct attach_result r = {.outcome = ATTACH_STARTUP_LOADED,
+                              .listen = true,
+                              .pid = 0,
+                              .nspid = 7,
+                              .uid = 1654,
+                              .startup_load = true,
+                              .resumed = true,
+                              .resumed_after_ms = 12};
+    snprintf(r.runtime_version, sizeof(r.runtime_version), "8.0.11");
+    snprintf(r.delivered_path, sizeof(r.delivered_path), "/diag/p-0123/libclrprobe.so");
+    struct ipc_guid g = clsid();
+    struct result_text_event ev;
+    result_text_event(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "ProfilerLoadedAtStartup");
+    assert_non_null(strstr(ev.note, "at startup into .NET pid 7 (the pid the runtime advertised, "
+                                    "uid 1654, .NET 8.0.11), resumed after 12 ms"));
+    assert_null(strstr(ev.note, "node-side"));
+    assert_null(strstr(ev.note, "pid 0"));
+    /* A pid seen through SO_PEERCRED (clrattach in an ancestor PID namespace) is named as such. */
+    r.pid = 4242;
+    result_text_event(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
+    assert_non_null(strstr(ev.note, ".NET pid 7 (the pid the runtime advertised; pid 4242 as seen "
+                                    "from clrattach's PID namespace, uid 1654"));
+    assert_null(strstr(ev.note, "node-side"));
+    r.pid = 0;
+    r.outcome = ATTACH_OK;
+    r.startup_load = false;
+    result_text_event(&r, "/opt/p/libclrprobe.so", &g, &when, &ev);
+    assert_non_null(strstr(ev.note, "to .NET pid 7 (the pid the runtime advertised, uid 1654"));
+    assert_null(strstr(ev.note, "pid 0"));
+    char out[RESULT_TEXT_TERMINATION_MAX + 1];
+    static char big[6000];
+    memset(big, 'x', sizeof(big) - 1);
+    result_text_termination(&r, big, 0, out);
+    assert_non_null(strstr(out, "outcome=attached exit_code=0 pid=- ns_pid=7 "));
+    r.pid = 4242;
+    result_text_termination(&r, big, 0, out);
+    assert_non_null(strstr(out, "exit_code=0 pid=4242 ns_pid=7 "));
+}
+
 /* A failed required Event turns exit 0 into 10: the JSON says 10 (issue 15: it said 0). */
 static void test_json_exit_code_is_the_process_code(void **state)
 {
@@ -473,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_note_cut_to_1024_on_utf8),
         cmocka_unit_test(test_termination_message),
         cmocka_unit_test(test_json_exit_code_is_the_process_code),
+        cmocka_unit_test(test_listen_no_node_pid),
         cmocka_unit_test(test_note_every_hresult_well_formed),
         cmocka_unit_test(test_write_protect_names_the_fix),
         cmocka_unit_test(test_note_sentences_from_bare_messages),
