@@ -412,6 +412,26 @@ static void fill_runtime(struct attach_result *res, const struct ipc_process_inf
                     sizeof(res->command_line));
 }
 
+/* Said once per instance, on the warning channel: a selector that never matches (a paused
+ * runtime reports only the host's path as its command line) otherwise looks like a sidecar that
+ * does nothing. The entry assembly and command line are the app's bytes: rendered. */
+static void not_selected(struct loop *l, const struct inst *in)
+{
+    if (!l->o->on_warning || (l->o->once && l->chosen))
+        return;
+    char entry[128] = "?";
+    const char *ea = in->pi.entrypoint_assembly;
+    if (in->have_pi && ea)
+        render_text(ea, strlen(ea), entry, sizeof(entry));
+    struct cla_error w = {0};
+    err_set(&w, -ESRCH,
+            "runtime namespace pid %d (entry assembly %s, command line %s) does not match the "
+            "selectors: left without a profiler (resumed if it was paused)",
+            (int)in->res.nspid, entry, in->res.command_line[0] ? in->res.command_line : "?");
+    err_hint(&w, "check --match-entry/--match-cmdline against 'clrattach ps' or this line");
+    l->o->on_warning(&w, l->o->userdata);
+}
+
 /* "<app-dir>/<name>": the path the runtime is given, from what we delivered below our fd. */
 static int app_view(const struct listen_opts *o, const char *ours, char *out, size_t size)
 {
@@ -748,8 +768,10 @@ static void step(struct loop *l, struct inst *in, int64_t now, int64_t *wake)
             in->reported = true;
             if (l->ndone < SIZE_MAX)
                 l->done[l->ndone++ % DONE_COOKIES] = in->cookie;
-            if (listen_fsm_end(&in->fsm) == LISTEN_END_NOT_SELECTED)
+            if (listen_fsm_end(&in->fsm) == LISTEN_END_NOT_SELECTED) {
+                not_selected(l, in);
                 return;
+            }
             fill_outcome(l, in);
             if (l->o->on_result)
                 l->o->on_result(&in->res, l->o->userdata);

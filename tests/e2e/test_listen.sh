@@ -279,6 +279,25 @@ kill -TERM "$WPID"
 if wait_exit "$WPID" 5 && [ "$WRC" -eq 0 ]; then ok "listen-watch-sigterm"; else fail "listen-watch-sigterm" "exit $WRC"; fi
 end_apps
 
+# (c') A runtime the selectors do not match: resumed without a profiler, and said once on stderr
+# (a selector that never matches must not look like a sidecar that does nothing).
+listen_bg cn watch "${LISTEN[@]}" --profiler "$VI" --clsid "$VI_CLSID" -o json \
+    --match-entry NoSuchApp
+WPID=$LPID
+start_target listen-cn "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock
+for _ in $(seq 100); do grep -q '^ready' "$TARGET_LOG" && break; sleep 0.1; done
+runs_on listen-cn
+sleep 1
+if [ "$(grep -c 'does not match the selectors' "$LERR")" = 1 ] && grep -q 'entry assembly ClrTarget' "$LERR" &&
+    [ ! -s "$LOUT" ]; then
+    ok "listen-not-selected-said-once"
+else
+    fail "listen-not-selected-said-once" "$(cat "$LOUT" "$LERR")"
+fi
+kill -TERM "$WPID"
+wait_exit "$WPID" 5
+end_apps
+
 # (d) A runtime that does not pause: the sample profiler (it supports attach) is attached.
 listen_bg d attach "${LISTEN[@]}" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
 if start_target listen-d "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock,nosuspend; then
