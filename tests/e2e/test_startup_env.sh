@@ -79,7 +79,7 @@ if start_target startup-wrong-clsid --pidns --suspended; then
         --startup -o json
     if [ $RC -eq 7 ] && [ "$(json_get "$OUT" outcome)" = startup_load_failed ] &&
         [ "$(json_get "$OUT" mapped)" = False ] && [ "$(json_get "$OUT" resumed)" = True ] &&
-        grep -q "clsid" "$ERR" && grep -q "kubectl logs" "$ERR"; then
+        grep -q "clsid" "$ERR" && grep -q "ProfilerMessage" "$ERR"; then
         ok "startup-wrong-clsid-failed"
     else
         fail "startup-wrong-clsid-failed" "exit $RC $(cat "$OUT" "$ERR")"
