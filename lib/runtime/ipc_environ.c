@@ -70,7 +70,8 @@ static bool is_tag(const char *s, size_t n, const char *tag)
 }
 
 /* The next token of s delimited by any of `delims`, empty tokens skipped: the runtime splits its
- * port configuration with strtok (ds-ipc.c, ipc_stream_factory_split_port_config), so in
+ * port configuration with a token splitter that skips empty tokens (ds-ipc.c,
+ * ipc_stream_factory_split_port_config), so in
  * ",nosuspend" the address is "nosuspend". Returns its length, 0 at the end. */
 static size_t token(const char **s, const char *delims, const char **ret)
 {
