@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROCINDEX_H
-#define CLRATTACH_PROCINDEX_H
-
 /*
  * Which processes could be .NET, without reading every process's files again and again: the
  * index `ps` and `watch` share. Each process is probed once when first seen (the owner of its
@@ -23,6 +20,8 @@
  * volume, a FUSE daemon that never replies) holds the helper, which is given up; the group is
  * then PROCINDEX_UNREACHABLE for a back-off time, and the scan goes on with a fresh helper.
  */
+#ifndef CLRATTACH_PROCINDEX_H
+#define CLRATTACH_PROCINDEX_H
 
 #include <signal.h>
 #include <stdbool.h>

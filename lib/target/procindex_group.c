@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The socket directories as the index sees them: what each one held at its last listing, and
- * the requests that keep that up to date (the helper, procindex_helper.c, makes the calls). */
+/* The socket directories as the index sees them: the processes grouped by where their sockets
+ * live, what each directory held at its last listing, the requests that keep that up to date (the
+ * helper, procindex_helper.c, makes the calls), and the back-off of one that stops answering. */
 #include "target/procindex_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/render.h"
 #include "base/util.h"
 
 static int cmp_entry(const void *a, const void *b)
@@ -211,4 +214,132 @@ void procindex_group_forget(struct procindex_group *g, struct fsworker *w)
      * so this answer comes; a helper that does not give it is given up like any other. */
     (void)group_call(g, w, PX_FORGET, 0, &buf, &len, &stuck);
     g->held = false;
+}
+
+struct procindex_group *procindex_group_find(struct procindex *x, uint64_t mnt_ino,
+                                             const struct stat *root, const struct stat *owner,
+                                             const struct procindex_probe *p, pid_t pid)
+{
+    for (size_t i = 0; i < x->ngroups; i++) {
+        struct procindex_group *g = x->groups[i];
+        if (g->mnt_ino == mnt_ino && g->root_dev == root->st_dev && g->root_ino == root->st_ino &&
+            g->uid == owner->st_uid && g->gid == owner->st_gid && strcmp(g->tmpdir, p->tmpdir) == 0)
+            return g;
+    }
+    if (x->ngroups == x->galloc) {
+        size_t na = x->galloc ? x->galloc * 2 : 8;
+        struct procindex_group **ng = realloc(x->groups, na * sizeof(*ng));
+        if (!ng)
+            return NULL;
+        x->groups = ng;
+        x->galloc = na;
+    }
+    struct procindex_group *g =
+        procindex_group_new(++x->next_group_id, mnt_ino, root, owner, p->tmpdir, pid);
+    if (!g)
+        return NULL;
+    x->groups[x->ngroups++] = g;
+    return g;
+}
+
+/* Is what `s` is about left alone now: its back-off running, or the helper that did not come
+ * back from it still stuck there (the filesystem has not answered that request yet: a second
+ * helper would only join the first)? */
+bool procindex_stall_active(struct procindex *x, struct procindex_stall *s, int64_t now_ms)
+{
+    if (!s->until_ms)
+        return false;
+    if (s->stuck && !fsworker_stuck(x->w, s->stuck))
+        s->stuck = 0;
+    return now_ms < s->until_ms || s->stuck;
+}
+
+/* Is this answer of fsworker_call one that leaves what it was about unreachable: none in time,
+ * the helper ended in its midst or answered nonsense, or no helper could be started (too many
+ * stuck)? The others (a stop, out of memory, a fork refused) say nothing about the directory. */
+bool procindex_is_stall(int r)
+{
+    return r == -ETIMEDOUT || r == -EPIPE || r == -EPROTO || r == -EAGAIN;
+}
+
+/* A request about group `g` (or about the process `pid` without one: its own `s`) got no usable
+ * answer (`r`; the helper given up, `stuck` while not reaped): the group's listing is void, it
+ * is left alone for the back-off, and said once, when it stops answering. */
+void procindex_stall_mark(struct procindex *x, struct procindex_group *g, struct procindex_stall *s,
+                          pid_t pid, const char *tmpdir, uid_t uid, int r, pid_t stuck)
+{
+    bool first = s->until_ms == 0;
+    if (g) {
+        g->valid = false;
+        g->n = 0;
+        g->held = false;
+    }
+    s->stalls++;
+    s->until_ms = x->now_ms + procindex_stall_backoff_ms(s->stalls);
+    s->stuck = stuck;
+    x->stalls_in_scan++;
+    if (!first || !x->on_unreachable)
+        return;
+    char shown[256], what[96], msg[1024];
+    render_text(tmpdir, strlen(tmpdir), shown, sizeof(shown));
+    if (r == -EAGAIN)
+        snprintf(what, sizeof(what),
+                 "could not be looked at (%d helpers are stuck already):", FSWORKER_STUCK_MAX);
+    else
+        snprintf(what, sizeof(what), "did not answer within %d ms:", PROCINDEX_ANSWER_MS);
+    snprintf(msg, sizeof(msg),
+             "pid %d: its TMPDIR '%s' (as uid %u) %s the filesystem there has stopped answering "
+             "(a hung NFS or CIFS mount, a stuck volume or FUSE daemon?); its processes are "
+             "skipped for %lld s at least, and while that request stays unanswered. Next step: "
+             "check that mount on the node (/proc/%d/mountinfo names it) or restart the process",
+             (int)pid, shown, (unsigned)uid, what,
+             (long long)(procindex_stall_backoff_ms(s->stalls) / 1000), (int)pid);
+    x->on_unreachable(msg, x->userdata);
+}
+
+/* Each group's representative (its first member in pid order), its directory opened or
+ * kept, listed when it changed; groups nobody is left in let go. */
+int procindex_scan_groups(struct procindex *x, int64_t now_ms)
+{
+    for (size_t i = 0; i < x->ngroups; i++)
+        x->groups[i]->members = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        struct procindex_group *g = x->v[i].g;
+        if (g && g->members++ == 0)
+            g->rep = x->v[i].pub.pid;
+    }
+    size_t kept = 0, held = 0;
+    int r = 0;
+    for (size_t i = 0; i < x->ngroups; i++) {
+        struct procindex_group *g = x->groups[i];
+        if (!g->members) { /* nobody left there: its directory is let go */
+            if (r == 0)
+                procindex_group_forget(g, x->w);
+            procindex_group_free(g);
+            continue;
+        }
+        x->groups[kept++] = g;
+        /* A stop, a directory left alone, or (watch) enough helpers given up in this scan: the
+         * others keep their last listing and are looked at next scan. ps has no next scan: it
+         * goes through all, each unanswered one costing a helper, FSWORKER_STUCK_MAX at most. */
+        if (r < 0 || procindex_stall_active(x, &g->stall, now_ms) ||
+            (x->with_stat && x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX))
+            continue;
+        /* Two fds per directory held: a target that makes thousands of TMPDIRs must not take
+         * every fd the helper has. The groups past the bound are left to the full look, as
+         * without the index. */
+        pid_t stuck;
+        int rr =
+            procindex_group_scan(g, x->w, held < PROCINDEX_HELD_MAX, x->with_stat, now_ms, &stuck);
+        if (rr == -EINTR) {
+            r = rr;
+        } else if (procindex_is_stall(rr)) {
+            procindex_stall_mark(x, g, &g->stall, g->rep, g->tmpdir, g->uid, rr, stuck);
+        } else if (rr == 0) {
+            g->stall = (struct procindex_stall){0};
+        }
+        held += g->held;
+    }
+    x->ngroups = kept;
+    return r;
 }

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROCINDEX_INTERNAL_H
-#define CLRATTACH_PROCINDEX_INTERNAL_H
-
 /*
- * What procindex.c (the process records, the listing of /proc, the probe), procindex_group.c
- * (the socket directories the records point at) and procindex_helper.c (the helper process that
- * opens and lists them: fsworker.h) share; nothing outside lib/target/procindex*.c includes it. A
- * group is created by the probe that first finds a process in it, scanned once per scan while it
- * has members, and freed when the last one is gone.
+ * What the files of the index share; nothing outside lib/target/procindex*.c includes it:
+ * procindex.c (the records, the listing of /proc, the scan), procindex_probe.c (the probe of one
+ * process), procindex_group.c (the socket directories the records point at, and the back-off of
+ * those that stop answering), procindex_socket.c (the full look asked of the helper) and
+ * procindex_helper.c (the helper process that opens and lists them: fsworker.h). A group is
+ * created by the probe that first finds a process in it, scanned once per scan while it has
+ * members, and freed when the last one is gone.
  *
  * Nothing in this process touches a socket directory, nor anything else below another process's
  * root: the helper does, one request at a time, and a request it does not answer within
  * PROCINDEX_ANSWER_MS marks what it was about (a group, or a process without one) unreachable
  * for a back-off time.
  */
+#ifndef CLRATTACH_PROCINDEX_INTERNAL_H
+#define CLRATTACH_PROCINDEX_INTERNAL_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -154,5 +156,96 @@ int procindex_group_scan(struct procindex_group *g, struct fsworker *w, bool may
 
 /* Tells the helper to let go of the group's directory, when it holds it. */
 void procindex_group_forget(struct procindex_group *g, struct fsworker *w);
+
+/* ---- the index (procindex.c) and its records -------------------------------------------- */
+
+/* A process as the index knows it. */
+struct procindex_rec {
+    struct procindex_proc pub;
+    pid_t nspid;   /* from its status, read once its group holds socket names; 0 until then */
+    unsigned base; /* DISABLED, REFUSED, UNKNOWN from the probe */
+    struct procindex_group *g;
+    uint64_t sock_fp;
+    int64_t next_look_ms; /* stat read again (with stat on), or an UNKNOWN probed again */
+    int64_t young_until_ms;
+    int64_t stat_ms;              /* when its stat was read last */
+    struct procindex_stall stall; /* its full look did not come back (one without a group) */
+};
+
+/* The index. */
+struct procindex {
+    int proc_dirfd;
+    bool with_stat;
+    pid_t self;
+    struct procindex_rec *v;
+    size_t n;
+    struct procindex_group **groups;
+    size_t ngroups, galloc;
+    char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
+    pthread_mutex_t groups_lock; /* procindex_group_find() while a helper thread probes (relist) */
+    pid_t last_pid;              /* from /proc/loadavg at the last listing; -1 = unknown */
+    uint64_t pidns;              /* the PID namespace of /proc (its pid 1's); 0 = unknown */
+    /* the pids allocated since the scan before: (alloc_after, alloc_upto], cyclic; unknown
+     * when alloc_after < 0 */
+    pid_t alloc_after, alloc_upto;
+    int64_t relist_ms; /* list /proc again by then at the latest */
+    /* Everything below other processes' roots goes through the helper (procindex_helper.c). */
+    struct fsworker *w;
+    struct procindex_hctx hctx;
+    uint64_t next_group_id;
+    uint64_t scans;          /* counts the scans: the helper keeps its listings for one */
+    int64_t now_ms;          /* the last scan's time, the clock of the back-offs */
+    unsigned stalls_in_scan; /* helpers given up in this scan (PROCINDEX_SCAN_STALLS_MAX) */
+    void (*on_unreachable)(const char *msg, void *userdata);
+    void *userdata;
+};
+
+/* ---- the probe of one process (procindex_probe.c) ---------------------------------------- */
+
+/* The inode of the namespace `pid` is in, by readlink of its link `ns` ("ns/mnt", "ns/pid").
+ * Returns 0 or -errno / -EPROTO. */
+int procindex_ns_ino(int proc_dirfd, pid_t pid, const char *ns, uint64_t *ret);
+
+/* Reads the process's stat into r (an unparsable one left zero, UNKNOWN); false when it is
+ * gone. */
+bool procindex_read_stat(const struct procindex *x, struct procindex_rec *r, int64_t now);
+
+/* Finds r's namespace pid (r->nspid); false when it cannot be read. */
+bool procindex_read_nspid(const struct procindex *x, struct procindex_rec *r);
+
+/* Probes `pid` afresh into *r (flags CHANGED); false when it is gone. */
+bool procindex_probe_one(struct procindex *x, pid_t pid, struct procindex_rec *r, int64_t now);
+
+/* A process seen before, its stat read again when due, probed afresh after an execve or on a
+ * new process; false when it is gone. */
+bool procindex_refresh(struct procindex *x, struct procindex_rec *r, int64_t now);
+
+/* Probes recs[0..n) (each with its pid set), keep[i] false for one gone; on two threads when
+ * there are many. */
+void procindex_probe_all(struct procindex *x, struct procindex_rec *recs, bool *keep, size_t n,
+                         int64_t now);
+
+/* ---- the groups of the index and their back-off (procindex_group.c) ---------------------- */
+
+/* The group of (mnt_ino, root, owner, p's TMPDIR), created with `pid` as its representative
+ * when there is none; NULL when out of memory. The caller holds x->groups_lock. */
+struct procindex_group *procindex_group_find(struct procindex *x, uint64_t mnt_ino,
+                                             const struct stat *root, const struct stat *owner,
+                                             const struct procindex_probe *p, pid_t pid);
+
+/* Is what `s` is about left alone now (its back-off running, or its helper still stuck)? */
+bool procindex_stall_active(struct procindex *x, struct procindex_stall *s, int64_t now_ms);
+
+/* Is this answer of fsworker_call one that leaves what it was about unreachable? */
+bool procindex_is_stall(int r);
+
+/* Marks `s` (and group `g`, when there is one) unreachable for its back-off after the answer
+ * `r`, and says so once through x->on_unreachable. */
+void procindex_stall_mark(struct procindex *x, struct procindex_group *g, struct procindex_stall *s,
+                          pid_t pid, const char *tmpdir, uid_t uid, int r, pid_t stuck);
+
+/* Every group with members scanned (procindex_group_scan), those without let go. Returns 0,
+ * or -EINTR on a stop. */
+int procindex_scan_groups(struct procindex *x, int64_t now_ms);
 
 #endif
