@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_DELIVER_H
-#define CLRATTACH_DELIVER_H
-
 /*
  * Placing the profiler inside the target's filesystem view. The target is hostile: every path
  * is resolved below its root without following links, and nothing that is not a regular file is
@@ -28,6 +25,8 @@
  * we act as, unchanged for DELIVER_STALE_AFTER_S; removed without following any link and within
  * the caps of bounds.h.
  */
+#ifndef CLRATTACH_DELIVER_H
+#define CLRATTACH_DELIVER_H
 
 #include <stdbool.h>
 #include <stddef.h>
