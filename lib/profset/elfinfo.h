@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What an ELF file says about where it can run, read from its ELF header, program headers and
+ * dynamic section only. Section headers are ignored: the loader ignores them too, and a hostile
+ * file can make them say anything.
+ */
 #ifndef CLRATTACH_ELFINFO_H
 #define CLRATTACH_ELFINFO_H
 
@@ -10,11 +15,6 @@
 #include "base/err.h"
 #include "profset/rid.h"
 
-/*
- * What an ELF file says about where it can run, read from its ELF header, program headers and
- * dynamic section only. Section headers are ignored: the loader ignores them too, and a hostile
- * file can make them say anything.
- */
 struct elf_info {
     enum rid_arch arch;    /* from e_machine; UNKNOWN for other machines */
     bool is_64;            /* ELFCLASS64 */
