@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* A profiler directory streamed as tar, read entry by entry on a buffer: ustar headers, their pax
+ * and GNU long-name extensions, and where the stream ends. Pure: no I/O. */
 #include "profset/tarstream.h"
 
 #include <errno.h>
@@ -218,6 +220,49 @@ static const char *type_name(uint8_t t)
     }
 }
 
+/* An extended header before an entry, `size` bytes at `data`: a pax one ('x') or a GNU long
+ * name ('L') says the next entry's name (into longname, *have_long) or size (*pax_size); a
+ * global one ('g') is skipped unread: nothing in it is needed for one entry. */
+static int take_meta(uint8_t type, const uint8_t *data, int64_t size,
+                     char longname[PROFDIR_PATH_MAX + 1], bool *have_long, int64_t *pax_size,
+                     struct cla_error *e)
+{
+    if (size > TAR_PAX_MAX)
+        return err_set(e, -EPROTO, "tar: an extended header of %lld bytes", (long long)size);
+    if (type == 'x')
+        return parse_pax(data, (size_t)size, longname, PROFDIR_PATH_MAX + 1, have_long, pax_size,
+                         e);
+    if (type == 'L') {
+        size_t n = strnlen((const char *)data, (size_t)size);
+        if (n >= PROFDIR_PATH_MAX + 1)
+            return err_set(e, -EPERM, "tar: a long name of %zu bytes", n);
+        memcpy(longname, data, n);
+        longname[n] = '\0';
+        *have_long = true;
+    }
+    return 0;
+}
+
+/* The entry's name as the stream gives it: the long name before it (`longname`, NULL when
+ * none), else the header's own. Returns 0, or -EPERM when it does not fit. */
+static int raw_name(const uint8_t *h, const char *longname, char raw[PROFDIR_PATH_MAX + 1],
+                    struct cla_error *e)
+{
+    if (longname) {
+        memcpy(raw, longname, PROFDIR_PATH_MAX + 1);
+        return 0;
+    }
+    /* ustar splits a long name into prefix (345, 155 bytes) and name (0, 100 bytes); either
+     * fills its field without a NUL, hence strnlen. */
+    size_t plen = strnlen((const char *)h + 345, 155);
+    size_t nlen = strnlen((const char *)h, 100);
+    int w = snprintf(raw, PROFDIR_PATH_MAX + 1, "%.*s%s%.*s", (int)plen, (const char *)h + 345,
+                     plen ? "/" : "", (int)nlen, (const char *)h);
+    if (w < 0 || (size_t)w >= PROFDIR_PATH_MAX + 1)
+        return err_set(e, -EPERM, "tar: a name longer than %d bytes", PROFDIR_PATH_MAX);
+    return 0;
+}
+
 int tar_next(const uint8_t *buf, size_t len, size_t *off, struct tar_entry *ret,
              struct cla_error *e)
 {
@@ -260,22 +305,7 @@ int tar_next(const uint8_t *buf, size_t len, size_t *off, struct tar_entry *ret,
             return err_set(e, -EPROTO, "tar: more than 4 extended headers before an entry");
 
         if (type == 'x' || type == 'g' || type == 'L') {
-            if (size > TAR_PAX_MAX)
-                return err_set(e, -EPROTO, "tar: an extended header of %lld bytes",
-                               (long long)size);
-            /* 'g' (global) is skipped unread: nothing in it is needed for one entry. */
-            int r = 0;
-            if (type == 'x') {
-                r = parse_pax(data, (size_t)size, longname, sizeof(longname), &have_long, &pax_size,
-                              e);
-            } else if (type == 'L') {
-                size_t n = strnlen((const char *)data, (size_t)size);
-                if (n >= sizeof(longname))
-                    return err_set(e, -EPERM, "tar: a long name of %zu bytes", n);
-                memcpy(longname, data, n);
-                longname[n] = '\0';
-                have_long = true;
-            }
+            int r = take_meta(type, data, size, longname, &have_long, &pax_size, e);
             if (r < 0)
                 return r;
             cur = next;
@@ -283,18 +313,8 @@ int tar_next(const uint8_t *buf, size_t len, size_t *off, struct tar_entry *ret,
         }
 
         char raw[PROFDIR_PATH_MAX + 1];
-        if (have_long) {
-            memcpy(raw, longname, sizeof(raw));
-        } else {
-            /* ustar splits a long name into prefix (345, 155 bytes) and name (0, 100 bytes);
-             * either fills its field without a NUL, hence strnlen. */
-            size_t plen = strnlen((const char *)h + 345, 155);
-            size_t nlen = strnlen((const char *)h, 100);
-            int w = snprintf(raw, sizeof(raw), "%.*s%s%.*s", (int)plen, (const char *)h + 345,
-                             plen ? "/" : "", (int)nlen, (const char *)h);
-            if (w < 0 || (size_t)w >= sizeof(raw))
-                return err_set(e, -EPERM, "tar: a name longer than %d bytes", PROFDIR_PATH_MAX);
-        }
+        if (raw_name(h, have_long ? longname : NULL, raw, e) < 0)
+            return -EPERM;
         /* "." or "./" (what `tar -C dir -c .` starts with) is the directory itself. */
         if (type == '5' && strspn(raw, "./") == strlen(raw) && !strstr(raw, "..")) {
             cur = next;
