@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* A profiler directory loaded into a struct profdir from the operator's disk (a walk that takes
+ * regular files, directories and links inside the tree only) or from a tar stream. */
 #include "profset/profdir_read.h"
 
 #include <dirent.h>
@@ -45,6 +47,58 @@ static int read_file(int fd, const char *shown, const char *rel, uint8_t **ret, 
     return 0;
 }
 
+/* The path below the root of the entry `name` of the directory `rel`, into `path`. Control
+ * bytes are refused: the manifest hashed into the delivered name is one line per entry, so a
+ * newline in a name could make two different trees hash alike, and the names are printed in
+ * messages where a newline or escape would forge output. Returns 0, -E2BIG or -EINVAL. */
+static int entry_path(const char *shown, const char *rel, const char *name,
+                      char path[PROFDIR_PATH_MAX + 1], struct cla_error *e)
+{
+    int w = snprintf(path, PROFDIR_PATH_MAX + 1, "%s%s%s", rel, rel[0] ? "/" : "", name);
+    if (w < 0 || (size_t)w >= PROFDIR_PATH_MAX + 1)
+        return err_set(e, -E2BIG, "a name in '%s' is longer than %d bytes", shown,
+                       PROFDIR_PATH_MAX);
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return err_set(e, -EINVAL, "a name in '%s/%s' holds the control byte 0x%02x", shown,
+                           rel, (unsigned char)*p);
+    return 0;
+}
+
+/* Opens for read_file() the entry `name` of `dirfd` (`path` below the root, `st` as listed),
+ * which is not a directory: a regular file, or a link to one inside the tree; anything else is
+ * refused. Returns the fd, or a negative errno with the message in e. */
+static int open_entry(int rootfd, int dirfd, const char *shown, const char *name, const char *path,
+                      const struct stat *st, struct cla_error *e)
+{
+    if (S_ISREG(st->st_mode)) {
+        /* The entry can be swapped between fstatat and here: O_NOFOLLOW fails on a link,
+         * O_NONBLOCK|O_NOCTTY keep a FIFO or tty from blocking us or becoming our terminal, and
+         * read_file() checks the type again on the fd. */
+        int ffd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        return ffd < 0 ? err_setsys(e, -errno, "'%s/%s'", shown, path) : ffd;
+    }
+    if (!S_ISLNK(st->st_mode))
+        return err_set(e, -ENXIO,
+                       "'%s/%s' is a %s: a profiler directory holds only regular files and "
+                       "directories",
+                       shown, path, util_file_type_name(st->st_mode));
+    int ffd = open_link_target(rootfd, path);
+    /* rootfs's type errors: -EISDIR a directory, -ENXIO a FIFO, device or socket. Anything else
+     * is a link that leaves the tree or dangles. */
+    if (ffd == -EISDIR || ffd == -ENXIO)
+        return err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, path);
+    if (ffd < 0) {
+        int r = err_set(e, -EINVAL,
+                        "'%s/%s' is a symbolic link that does not lead to a file inside the "
+                        "directory (%s)",
+                        shown, path, strerror(-ffd));
+        err_hint(e, "copy the file it points to into the directory, or remove the link");
+        return r;
+    }
+    return ffd;
+}
+
 /* Walks one directory level; `rel` is its path below the root ("" for the root). */
 static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsigned depth,
                 struct profdir *pd, struct cla_error *e)
@@ -68,22 +122,7 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char path[PROFDIR_PATH_MAX + 1];
-        int w = snprintf(path, sizeof(path), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
-        if (w < 0 || (size_t)w >= sizeof(path)) {
-            r = err_set(e, -E2BIG, "a name in '%s' is longer than %d bytes", shown,
-                        PROFDIR_PATH_MAX);
-            break;
-        }
-        /* Control bytes are refused: the manifest hashed into the delivered name is one line
-         * per entry, so a newline in a name could make two different trees hash alike, and the
-         * names are printed in messages where a newline or escape would forge output. */
-        for (const char *p = de->d_name; *p; p++)
-            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-                r = err_set(e, -EINVAL, "a name in '%s/%s' holds the control byte 0x%02x", shown,
-                            rel, (unsigned char)*p);
-                break;
-            }
-        if (r < 0)
+        if ((r = entry_path(shown, rel, de->d_name, path, e)) < 0)
             break;
         struct stat st;
         /* NOFOLLOW: a link is seen as a link and resolved below, inside the tree only. */
@@ -107,38 +146,9 @@ static int walk(int rootfd, int dirfd, const char *shown, const char *rel, unsig
             close(sub);
             continue;
         }
-        int ffd;
-        if (S_ISREG(st.st_mode)) {
-            /* The entry can be swapped between fstatat and here: O_NOFOLLOW fails on a link,
-             * O_NONBLOCK|O_NOCTTY keep a FIFO or tty from blocking us or becoming our
-             * terminal, and read_file() checks the type again on the fd. */
-            ffd = openat(dirfd, de->d_name,
-                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-            if (ffd < 0) {
-                r = err_setsys(e, -errno, "'%s/%s'", shown, path);
-                break;
-            }
-        } else if (S_ISLNK(st.st_mode)) {
-            ffd = open_link_target(rootfd, path);
-            /* rootfs's type errors: -EISDIR a directory, -ENXIO a FIFO, device or socket.
-             * Anything else is a link that leaves the tree or dangles. */
-            if (ffd == -EISDIR || ffd == -ENXIO) {
-                r = err_set(e, -EINVAL, "'%s/%s' is not a regular file", shown, path);
-                break;
-            }
-            if (ffd < 0) {
-                r = err_set(e, -EINVAL,
-                            "'%s/%s' is a symbolic link that does not lead to a file inside "
-                            "the directory (%s)",
-                            shown, path, strerror(-ffd));
-                err_hint(e, "copy the file it points to into the directory, or remove the link");
-                break;
-            }
-        } else {
-            r = err_set(e, -ENXIO,
-                        "'%s/%s' is a %s: a profiler directory holds only regular files and "
-                        "directories",
-                        shown, path, util_file_type_name(st.st_mode));
+        int ffd = open_entry(rootfd, dirfd, shown, de->d_name, path, &st, e);
+        if (ffd < 0) {
+            r = ffd;
             break;
         }
         r = read_file(ffd, shown, path, &data, &len, &exec, e);
