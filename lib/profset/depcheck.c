@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Every library the profiler needs, looked for as the target's loader would: its directories
+ * below the target's root, the libraries it has mapped, and a miss told with what was checked. */
 #include "profset/depcheck.h"
 
 #include <errno.h>
@@ -208,6 +210,48 @@ static void note_dir(char *out, size_t size, size_t *used, const char *dir)
     *used = w < 0 ? size : *used + (size_t)w;
 }
 
+/* The miss of `name`, which `who` needs, told with the places looked in (`looked`, `cut` when
+ * that list was cut short). Past the caps some directories were never looked in: the miss is told
+ * as what it is, a miss in the places checked, and the attach can still be sent on the operator's
+ * word (the hint). Returns -ENOENT (message, next step), or 0 when directories past the caps
+ * leave it unknown (the first such is noted in c->note). */
+static int missing(struct ctx *c, const struct ld_search *s, const char *who, const char *name,
+                   const char *looked, bool cut, struct cla_error *e)
+{
+    char verdict[200];
+    if (s->unchecked)
+        snprintf(verdict, sizeof(verdict),
+                 "which is in none of the places checked (%zu %s entries not checked: each list "
+                 "is checked up to %d directories and %d bytes)",
+                 s->unchecked, s->unchecked_why, LDSEARCH_MAX_DIRS, LDSEARCH_BUF);
+    else
+        snprintf(verdict, sizeof(verdict), "which the target's loader would not find");
+    /* The directories come from the target (LD_LIBRARY_PATH, its path file, its maps): they are
+     * rendered (render.h) before they reach a message. */
+    char who_shown[160], name_shown[160], looked_shown[400];
+    render_text(who, strlen(who), who_shown, sizeof(who_shown));
+    render_text(name, strlen(name), name_shown, sizeof(name_shown));
+    render_text(looked, strlen(looked), looked_shown, sizeof(looked_shown));
+    err_set(e, -ENOENT,
+            "%s needs %s (DT_NEEDED), %s: not mapped in the target, not in %s%s, nor beside the "
+            "%zu libraries it has mapped",
+            who_shown, name_shown, verdict, looked_shown, cut ? "..." : "", c->n_mapped);
+    if (s->unchecked) {
+        /* It may be in a directory past the caps: the check cannot say it is missing. The
+         * first such name is told, the others checked for a real miss. */
+        if (!c->unchecked && c->note_size)
+            snprintf(c->note, c->note_size, "not checked: %s", e ? e->msg : "");
+        c->unchecked = true;
+        err_clear(e);
+        return 0;
+    }
+    return err_hint(e,
+                    "ship %s with the profiler (a profiler directory, found through RUNPATH "
+                    "$ORIGIN), or add it to the app's image; --skip-dependency-check sends the "
+                    "attach anyway",
+                    name_shown);
+}
+
 /* Resolves one DT_NEEDED `name` of the object at `origin`/`elf`: 0 found, -ENOENT (message),
  * -ENOMEM. */
 static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin, const char *who,
@@ -267,46 +311,10 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
         if (exists_in_root(in->rootfd, path))
             goto found;
     }
-    /* Past the caps some directories were never looked in: the miss is told as what it is, a
-     * miss in the places checked, and the attach can still be sent on the operator's word (the
-     * hint). */
-    char verdict[200];
-    size_t unchecked = s->unchecked;
-    if (s->unchecked)
-        snprintf(verdict, sizeof(verdict),
-                 "which is in none of the places checked (%zu %s entries not checked: each list "
-                 "is checked up to %d directories and %d bytes)",
-                 s->unchecked, s->unchecked_why, LDSEARCH_MAX_DIRS, LDSEARCH_BUF);
-    else
-        snprintf(verdict, sizeof(verdict), "which the target's loader would not find");
+    if (r == 0)
+        r = missing(c, s, who, name, looked, used >= sizeof(looked) - 1, e);
     free(s);
-    if (r < 0)
-        return r;
-    /* The directories come from the target (LD_LIBRARY_PATH, its path file, its maps): they are
-     * rendered (render.h) before they reach a message. */
-    char who_shown[160], name_shown[160], looked_shown[400];
-    render_text(who, strlen(who), who_shown, sizeof(who_shown));
-    render_text(name, strlen(name), name_shown, sizeof(name_shown));
-    render_text(looked, strlen(looked), looked_shown, sizeof(looked_shown));
-    err_set(e, -ENOENT,
-            "%s needs %s (DT_NEEDED), %s: not mapped in the target, not in %s%s, nor beside the "
-            "%zu libraries it has mapped",
-            who_shown, name_shown, verdict, looked_shown, used >= sizeof(looked) - 1 ? "..." : "",
-            c->n_mapped);
-    if (unchecked) {
-        /* It may be in a directory past the caps: the check cannot say it is missing. The
-         * first such name is told, the others checked for a real miss. */
-        if (!c->unchecked && c->note_size)
-            snprintf(c->note, c->note_size, "not checked: %s", e ? e->msg : "");
-        c->unchecked = true;
-        err_clear(e);
-        return 0;
-    }
-    return err_hint(e,
-                    "ship %s with the profiler (a profiler directory, found through RUNPATH "
-                    "$ORIGIN), or add it to the app's image; --skip-dependency-check sends the "
-                    "attach anyway",
-                    name_shown);
+    return r;
 found:
     free(s);
     return 0;
