@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The JSON of `-o json`: an attach result written section by section, a ps entry or list, an
+ * error before any target; one compact line each, keys in a fixed order. */
 #include "report/result_json.h"
 
 #include <jansson.h>
@@ -93,17 +95,9 @@ static void perfmap_fields(json_t *o, const struct attach_result *r)
         json_object_set_new(o, "jitdump", perfmap_file(r, r->jitdump_path, false));
 }
 
-char *result_attach_json(const struct attach_result *r, const char *profiler,
-                         const struct ipc_guid *clsid, int exit_code)
+/* Which process: its pids, its user and start, its socket, the runtime in it. */
+static void target_fields(json_t *o, const struct attach_result *r)
 {
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    char guid[39];
-    ipc_guid_format(clsid, guid);
-    set_str(o, "command", command_of(r->kind));
-    set_str(o, "outcome", attach_outcome_name(r->outcome));
-    json_object_set_new(o, "exit_code", json_integer(exit_code));
     /* A runtime that connected to --listen: ns_pid is the pid it advertised, uid its socket's
      * peer; "pid" is absent when it has no pid in clrattach's PID namespace (0 would read as a
      * pid; docs/exit-codes.md). */
@@ -132,6 +126,12 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         set_str(rt, "platform", r->os_arch);
         json_object_set_new(o, "runtime", rt);
     }
+}
+
+/* What was sent: the profiler (its build and CLSID), the assembly, or the perf map's part. */
+static void sent_fields(json_t *o, const struct attach_result *r, const char *profiler,
+                        const struct ipc_guid *clsid)
+{
     if (r->kind == ATTACH_KIND_PROFILER)
         set_str(o, "profiler", profiler);
     else if (r->kind == ATTACH_KIND_STARTUP_HOOK)
@@ -145,8 +145,16 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
     }
     if (r->variant[0])
         set_str(o, "variant", r->variant);
-    if (r->kind == ATTACH_KIND_PROFILER)
+    if (r->kind == ATTACH_KIND_PROFILER) {
+        char guid[39];
+        ipc_guid_format(clsid, guid);
         set_str(o, "clsid", guid);
+    }
+}
+
+/* Where it was delivered, and what the target's side showed of it after. */
+static void delivery_fields(json_t *o, const struct attach_result *r)
+{
     if (r->delivered_path[0]) {
         set_str(o, "delivered_path", r->delivered_path);
         if (r->delivered_dir[0])
@@ -166,6 +174,11 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         set_str(o, "dependency_check", r->dependency_note);
     if (r->verify_note[0])
         set_str(o, "verified", r->verify_note);
+}
+
+/* How the process fared: died, loaded at startup, resumed; the --env sent; what was skipped. */
+static void run_fields(json_t *o, const struct attach_result *r)
+{
     if (r->died)
         json_object_set_new(o, "died_after_ms", json_integer(r->died_after_ms));
     if (r->startup_load)
@@ -190,6 +203,11 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         json_object_set_new(o, "expected_inert", json_true());
     if (r->placement[0])
         set_str(o, "placement_skipped", r->placement);
+}
+
+/* The runtime's answer, and on a failure the error and the next step. */
+static void answer_fields(json_t *o, const struct attach_result *r)
+{
     if (r->have_hresult) {
         char hr[16];
         hresult_format(r->hresult, hr, sizeof(hr));
@@ -205,11 +223,34 @@ char *result_attach_json(const struct attach_result *r, const char *profiler,
         if (r->error.hint[0])
             set_str(o, "next_step", r->error.hint);
     }
+}
+
+/* How long the attach took, and the runtime's part of it. */
+static void timing_fields(json_t *o, const struct attach_result *r)
+{
     json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
     if (r->have_hresult) {
         json_object_set_new(o, "answer_ms", json_integer(r->answer_ms));
         json_object_set_new(o, "settle_wait_ms", json_integer(r->settle_wait_ms));
     }
+}
+
+char *result_attach_json(const struct attach_result *r, const char *profiler,
+                         const struct ipc_guid *clsid, int exit_code)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    /* The keys in this order, section by section: scripts and tests read them so. */
+    set_str(o, "command", command_of(r->kind));
+    set_str(o, "outcome", attach_outcome_name(r->outcome));
+    json_object_set_new(o, "exit_code", json_integer(exit_code));
+    target_fields(o, r);
+    sent_fields(o, r, profiler, clsid);
+    delivery_fields(o, r);
+    run_fields(o, r);
+    answer_fields(o, r);
+    timing_fields(o, r);
     return dump(o);
 }
 
