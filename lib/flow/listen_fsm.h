@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `--listen`'s state machine for one runtime instance: the commands, the replies fed to it, how
+ * it ends (pure: no I/O).
+ */
 #ifndef CLRATTACH_LISTEN_FSM_H
 #define CLRATTACH_LISTEN_FSM_H
 
