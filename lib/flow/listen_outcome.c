@@ -34,6 +34,21 @@ void listen_not_selected(struct loop *l, const struct inst *in)
     l->o->on_warning(&w, l->o->userdata);
 }
 
+void listen_resume_hint(const char *next_step, bool resumed, char *out, size_t size)
+{
+    const char *step = next_step && next_step[0] ? next_step : "nothing more was sent";
+    const char *state = resumed ? "; the runtime was resumed"
+                                : "; the runtime was sent ResumeRuntime, which failed";
+    size_t sl = strlen(state), n = strlen(step);
+    if (size <= sl) {
+        snprintf(out, size, "%s", state + 2);
+        return;
+    }
+    if (n > size - 1 - sl)
+        n = size - 1 - sl;
+    snprintf(out, size, "%.*s%s", (int)n, step, state);
+}
+
 /* Resumed, and the verification says the startup load failed: verify_hr tells how. */
 static void startup_failed(struct loop *l, struct inst *in)
 {
@@ -157,9 +172,12 @@ static void failed(struct loop *l, struct inst *in)
                 hresult_lookup(f->hr)->name, hr);
         err_hint(e, "%s", hresult_lookup(f->hr)->next_step);
     }
-    if (f->resume_sent)
-        err_hint(e, "%s; the runtime was %s", e->hint[0] ? e->hint : "nothing more was sent",
-                 f->resumed ? "resumed" : "sent ResumeRuntime, which failed");
+    if (f->resume_sent) {
+        /* Composed apart: the hint is an argument of its own rewrite. */
+        char hint[sizeof(e->hint)];
+        listen_resume_hint(e->hint, f->resumed, hint, sizeof(hint));
+        err_hint(e, "%s", hint);
+    }
 }
 
 void listen_fill_outcome(struct loop *l, struct inst *in)

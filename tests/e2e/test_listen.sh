@@ -221,6 +221,15 @@ for how in "--refuse setenv" "--refuse startup" "--stall startup"; do
     else
         fail "listen-fake$name-resumed" "exit $WRC $(cat "$LOUT" "$LERR" "$WORK/fake.$name.log")"
     fi
+    # A refused step keeps the runtime's next step for its answer (E_FAIL: check --clsid), and
+    # the resume's state follows it.
+    if [ "$how" = "--refuse startup" ]; then
+        NS=$(json_get "$LOUT" next_step)
+        case "$NS" in
+        "Check \`--clsid\`"*"; the runtime was resumed") ok "listen-refused-next-step-kept" ;;
+        *) fail "listen-refused-next-step-kept" "next_step: '$NS'" ;;
+        esac
+    fi
     kill -KILL "$FP" 2>/dev/null
 done
 
