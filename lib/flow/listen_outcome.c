@@ -162,6 +162,19 @@ static void failed(struct loop *l, struct inst *in)
             err_set(e, f->err, "%s: no answer", listen_cmd_name(f->failed_cmd));
         else
             err_prefix(e, "%s", listen_cmd_name(f->failed_cmd));
+    } else if (f->failed_cmd == LISTEN_CMD_PROCESS_INFO) {
+        /* The first question refused: no profiler was delivered or sent, nothing was loaded. */
+        res->outcome = ATTACH_PROTOCOL;
+        res->have_hresult = true;
+        res->hresult = f->hr;
+        err_set(e, -EREMOTEIO,
+                "the runtime refused ProcessInfo, the first command: %s (%s); nothing was "
+                "delivered and no profiler was sent",
+                hresult_lookup(f->hr)->name, hr);
+        err_hint(e,
+                 "a .NET runtime answers ProcessInfo: check that what connects to the socket "
+                 "is the app's runtime (the one DOTNET_DiagnosticPorts points here), not another "
+                 "process");
     } else {
         res->outcome = attach_outcome_of_hresult(f->hr);
         if (res->outcome == ATTACH_OK)
