@@ -80,6 +80,7 @@ static void take_conn(struct loop *l, struct listen_conn *c, int64_t now)
             return;
         }
         in->idle_fd = c->fd;
+        listen_fsm_connected(&in->fsm);
         return;
     }
     if (l->served) {

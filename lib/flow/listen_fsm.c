@@ -204,6 +204,7 @@ static void replied_startup(struct listen_fsm *f, int64_t now, const struct list
     } else if (r->err != 0 || r->hr != 0) {
         fail(f, LISTEN_CMD_STARTUP, r->err, r->hr);
     } else {
+        f->startup_taken = true;
         f->end_after_resume = LISTEN_END_STARTUP_LOADED;
         f->phase = P_RESUME;
     }
@@ -230,6 +231,7 @@ static void replied_resume(struct listen_fsm *f, int64_t now, const struct liste
     bool ok = r->err == 0 && r->hr == 0;
     f->resume_sent = true;
     f->resumed = ok;
+    f->resume_answered = r->err == 0;
     if (f->was_running && !f->stopped && f->end_after_resume == LISTEN_END_STARTUP_ONLY &&
         f->cfg.attach_allowed) {
         f->paused = false;
@@ -336,6 +338,14 @@ void listen_fsm_gone(struct listen_fsm *f)
         return;
     f->inflight = LISTEN_CMD_NONE;
     finish(f, LISTEN_END_GONE);
+}
+
+void listen_fsm_connected(struct listen_fsm *f)
+{
+    /* The runtime holds one connection at a time: one that comes while the resume is in flight
+     * follows the resume's answer, read or not yet. */
+    if (f->resume_sent || f->inflight == LISTEN_CMD_RESUME)
+        f->seen_after_resume = true;
 }
 
 void listen_fsm_stop(struct listen_fsm *f, int64_t now)

@@ -83,9 +83,10 @@ void listen_fill_outcome(struct loop *l, struct inst *in);
 
 /* The next step of an instance that failed after its owed ResumeRuntime went out: the failed
  * step's own next step (`next_step`, "" when it has none: then that nothing more was sent),
- * followed by the resume's state. The state is kept whole: a next step too long for `size` is
- * cut instead. Pure: writes `out` (always terminated, size > 0) and nothing else. */
-void listen_resume_hint(const char *next_step, bool resumed, char *out, size_t size);
+ * followed by the resume's state in `f` (resumed, refused, or no answer). The state is kept
+ * whole: a next step too long for `size` is cut instead. Pure: writes `out` (always terminated,
+ * size > 0) and nothing else. */
+void listen_resume_hint(const char *next_step, const struct listen_fsm *f, char *out, size_t size);
 
 /* A runtime the selectors left alone, said once on the warning channel (listen_outcome.c). */
 void listen_not_selected(struct loop *l, const struct inst *in);

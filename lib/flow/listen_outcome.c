@@ -34,11 +34,14 @@ void listen_not_selected(struct loop *l, const struct inst *in)
     l->o->on_warning(&w, l->o->userdata);
 }
 
-void listen_resume_hint(const char *next_step, bool resumed, char *out, size_t size)
+void listen_resume_hint(const char *next_step, const struct listen_fsm *f, char *out, size_t size)
 {
     const char *step = next_step && next_step[0] ? next_step : "nothing more was sent";
-    const char *state = resumed ? "; the runtime was resumed"
-                                : "; the runtime was sent ResumeRuntime, which failed";
+    const char *state = f->resumed ? "; the runtime was resumed"
+                        : f->resume_answered
+                            ? "; the runtime refused ResumeRuntime: the app may still be paused"
+                            : "; ResumeRuntime got no answer: the app may still be paused, or "
+                              "resumed without saying so";
     size_t sl = strlen(state), n = strlen(step);
     if (size <= sl) {
         snprintf(out, size, "%s", state + 2);
@@ -78,6 +81,30 @@ static void startup_failed(struct loop *l, struct inst *in)
     err_hint(e, "the app runs on without it. %s", hresult_lookup(f->verify_hr)->next_step);
 }
 
+/* Resumed after StartupProfiler, neither loaded nor failed: what was delivered stays, it may be
+ * mapped. That the app runs on is said only of a runtime that connected again after the resume:
+ * one that exited as it resumed never does. */
+static void unverified(struct inst *in)
+{
+    const struct listen_fsm *f = &in->fsm;
+    struct cla_error *e = &in->res.error;
+    in->res.outcome = ATTACH_PROTOCOL;
+    err_set(e, -ETIMEDOUT,
+            "the runtime took StartupProfiler and was resumed, but %s: whether it loaded the "
+            "profiler is not known",
+            f->stopped ? "clrattach was stopped before the load could be verified"
+            : f->seen_after_resume
+                ? "did not answer the verification (AttachProfiler) within --timeout"
+                : "did not connect again within --timeout to be asked (it may have exited as it "
+                  "resumed)");
+    if (f->seen_after_resume)
+        err_hint(e, "the app runs on; the profiler's own log tells whether it started (the "
+                    "runtime writes nothing of a failed load on the app's console)");
+    else
+        err_hint(e, "the runtime was not seen after the resume: the app's own state (a restart, an "
+                    "exit) tells whether it is running, the profiler's log whether it started");
+}
+
 /* An end the machine names (loaded, attached, not sent and why, gone): the result for it.
  * Returns false for LISTEN_END_FAILED, which failed() maps. */
 static bool named_end(struct loop *l, struct inst *in)
@@ -95,17 +122,7 @@ static bool named_end(struct loop *l, struct inst *in)
         err_clear(e);
         return true;
     case LISTEN_END_STARTUP_FAILED: startup_failed(l, in); return true;
-    case LISTEN_END_UNVERIFIED:
-        /* Neither loaded nor failed: what was delivered stays, it may be mapped. */
-        res->outcome = ATTACH_PROTOCOL;
-        err_set(e, -ETIMEDOUT,
-                "the runtime took StartupProfiler and was resumed, but %s: whether it loaded the "
-                "profiler is not known",
-                f->stopped ? "clrattach was stopped before the load could be verified"
-                           : "did not answer the verification (AttachProfiler) within --timeout");
-        err_hint(e, "the app runs on; the profiler's own log tells whether it started (the "
-                    "runtime writes nothing of a failed load on the app's console)");
-        return true;
+    case LISTEN_END_UNVERIFIED: unverified(in); return true;
     case LISTEN_END_ATTACHED:
         res->outcome = ATTACH_OK;
         err_clear(e);
@@ -134,6 +151,24 @@ static bool named_end(struct loop *l, struct inst *in)
     }
 }
 
+/* A failure after StartupProfiler took the path: the runtime loads what was delivered once it
+ * resumes, whatever happens here, so it is kept (removing it would turn a late load into a
+ * failed one), and the message says why. */
+static void say_kept(struct cla_error *e, const struct listen_fsm *f)
+{
+    /* Room for all: err_set cuts what does not fit its message. */
+    char msg[sizeof(e->msg) + 128], hint[sizeof(e->hint)];
+    snprintf(hint, sizeof(hint), "%s", e->hint);
+    snprintf(msg, sizeof(msg),
+             "%s; what was delivered is kept: the runtime took StartupProfiler with its path and "
+             "%s",
+             e->msg,
+             f->resumed ? "was resumed, so it may be loading it" : "may still resume and load it");
+    err_set(e, e->code, "%s", msg);
+    if (hint[0])
+        err_hint(e, "%s", hint);
+}
+
 /* Failed: which step, and how; and whether the runtime was resumed. */
 static void failed(struct loop *l, struct inst *in)
 {
@@ -142,7 +177,8 @@ static void failed(struct loop *l, struct inst *in)
     struct cla_error *e = &res->error;
     char hr[16];
     hresult_format(f->hr, hr, sizeof(hr));
-    listen_undo(l, in);
+    if (!f->startup_taken)
+        listen_undo(l, in);
     if (f->err == -EINTR) {
         res->outcome = ATTACH_INTERRUPTED;
         err_set(e, -EINTR, "stopped by a signal before the profiler was loaded%s",
@@ -185,10 +221,12 @@ static void failed(struct loop *l, struct inst *in)
                 hresult_lookup(f->hr)->name, hr);
         err_hint(e, "%s", hresult_lookup(f->hr)->next_step);
     }
+    if (f->startup_taken)
+        say_kept(e, f);
     if (f->resume_sent) {
         /* Composed apart: the hint is an argument of its own rewrite. */
         char hint[sizeof(e->hint)];
-        listen_resume_hint(e->hint, f->resumed, hint, sizeof(hint));
+        listen_resume_hint(e->hint, f, hint, sizeof(hint));
         err_hint(e, "%s", hint);
     }
 }
@@ -198,7 +236,7 @@ void listen_fill_outcome(struct loop *l, struct inst *in)
     struct attach_result *res = &in->res;
     const struct listen_fsm *f = &in->fsm;
     res->resume_owed = res->resume_owed || f->resume_sent;
-    res->startup_load = listen_fsm_end(f) == LISTEN_END_STARTUP_LOADED ||
+    res->startup_load = f->startup_taken || listen_fsm_end(f) == LISTEN_END_STARTUP_LOADED ||
                         listen_fsm_end(f) == LISTEN_END_STARTUP_FAILED ||
                         listen_fsm_end(f) == LISTEN_END_UNVERIFIED;
     res->duration_ms = util_now_ms() - f->started;

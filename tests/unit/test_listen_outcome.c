@@ -18,18 +18,28 @@
 #include "flow/listen_internal.h"
 #include "runtime/hresult.h"
 
+/* The machine's resume state: resumed, refused (answered with an error), or no answer. */
+static const struct listen_fsm resumed = {
+    .resume_sent = true, .resumed = true, .resume_answered = true};
+static const struct listen_fsm refused = {.resume_sent = true, .resume_answered = true};
+static const struct listen_fsm unanswered = {.resume_sent = true};
+
 /* The refused step's next step is kept, and the resume's state follows it. */
 static void test_resume_hint_keeps_next_step(void **state)
 {
     (void)state;
     char out[CLA_ERR_HINT_MAX];
-    listen_resume_hint("check --clsid", true, out, sizeof(out));
+    listen_resume_hint("check --clsid", &resumed, out, sizeof(out));
     assert_string_equal(out, "check --clsid; the runtime was resumed");
-    listen_resume_hint("check --clsid", false, out, sizeof(out));
-    assert_string_equal(out, "check --clsid; the runtime was sent ResumeRuntime, which failed");
-    listen_resume_hint("", true, out, sizeof(out));
+    listen_resume_hint("check --clsid", &refused, out, sizeof(out));
+    assert_string_equal(
+        out, "check --clsid; the runtime refused ResumeRuntime: the app may still be paused");
+    listen_resume_hint("check --clsid", &unanswered, out, sizeof(out));
+    assert_string_equal(out, "check --clsid; ResumeRuntime got no answer: the app may still be "
+                             "paused, or resumed without saying so");
+    listen_resume_hint("", &resumed, out, sizeof(out));
     assert_string_equal(out, "nothing more was sent; the runtime was resumed");
-    listen_resume_hint(NULL, true, out, sizeof(out));
+    listen_resume_hint(NULL, &resumed, out, sizeof(out));
     assert_string_equal(out, "nothing more was sent; the runtime was resumed");
 }
 
@@ -43,7 +53,7 @@ static void test_resume_hint_from_error(void **state)
     err_set(&e, -EREMOTEIO, "the runtime refused StartupProfiler");
     err_hint(&e, "%s", step);
     char hint[sizeof(e.hint)];
-    listen_resume_hint(e.hint, true, hint, sizeof(hint));
+    listen_resume_hint(e.hint, &resumed, hint, sizeof(hint));
     err_hint(&e, "%s", hint);
     char want[2 * sizeof(e.hint)];
     snprintf(want, sizeof(want), "%s; the runtime was resumed", step);
@@ -59,14 +69,14 @@ static void test_resume_hint_state_kept_whole(void **state)
     memset(long_step, 'x', sizeof(long_step) - 1);
     long_step[sizeof(long_step) - 1] = '\0';
     char out[64];
-    listen_resume_hint(long_step, true, out, sizeof(out));
+    listen_resume_hint(long_step, &resumed, out, sizeof(out));
     assert_int_equal(strlen(out), sizeof(out) - 1);
     const char *tail = "; the runtime was resumed";
     assert_string_equal(out + strlen(out) - strlen(tail), tail);
     assert_true(out[0] == 'x');
     /* No room even for the state: as much of it as fits, terminated. */
     char tiny[8];
-    listen_resume_hint("step", true, tiny, sizeof(tiny));
+    listen_resume_hint("step", &resumed, tiny, sizeof(tiny));
     assert_int_equal(strlen(tiny), sizeof(tiny) - 1);
     assert_true(strncmp(tiny, "the run", 7) == 0);
 }
