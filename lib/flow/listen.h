@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `attach --listen` and `watch --listen`: the options and the one entry point of the loop that
+ * serves runtimes connecting to clrattach's socket.
+ */
 #ifndef CLRATTACH_LISTEN_H
 #define CLRATTACH_LISTEN_H
 

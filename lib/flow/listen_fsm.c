@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `--listen`'s machine for one runtime instance (listen_fsm.h): the next command, and each
+ * reply taken per command; pure, no I/O.
+ */
 #include "flow/listen_fsm.h"
 
 #include <errno.h>
@@ -137,6 +141,146 @@ static void after_env(struct listen_fsm *f)
     f->phase = f->paused ? P_STARTUP : P_ATTACH;
 }
 
+/* ProcessInfo: an older runtime is asked the older command; decoded, the selectors are next. */
+static void replied_info(struct listen_fsm *f, const struct listen_reply *r)
+{
+    bool ok = r->err == 0 && r->hr == 0;
+    if (r->err == 0 && r->hr == LISTEN_HR_UNKNOWN_COMMAND && f->info_attempt < 2)
+        f->info_attempt++;
+    else if (!ok)
+        fail(f, LISTEN_CMD_PROCESS_INFO, r->err, r->hr);
+    else
+        f->phase = P_SELECT;
+}
+
+/* ProcessEnvironment: does the runtime pause at startup? */
+static void replied_env(struct listen_fsm *f, const struct listen_reply *r)
+{
+    /* A runtime that does not answer it (older than .NET 6: UNKNOWN_COMMAND), or whose
+     * answer could not be read, is taken to pause: the default. */
+    if (r->err != 0 || r->hr != 0 || r->pauses != 0) {
+        f->phase = P_DELIVER;
+        return;
+    }
+    f->paused = false;
+    if (!f->cfg.attach_allowed)
+        finish(f, LISTEN_END_STARTUP_ONLY);
+    else if (f->cfg.env_count && !f->cfg.env_running)
+        finish(f, LISTEN_END_ENV_RUNNING);
+    else
+        f->phase = P_DELIVER;
+}
+
+/* SetEnvironmentVariable: the next one, or the profiler once all are set. */
+static void replied_setenv(struct listen_fsm *f, const struct listen_reply *r)
+{
+    if (r->err != 0 || r->hr != 0) {
+        fail(f, LISTEN_CMD_SETENV, r->err, r->hr);
+        return;
+    }
+    f->env_sent++;
+    if (++f->env_next >= f->cfg.env_count)
+        after_env(f);
+}
+
+/* StartupProfiler: taken (the resume, then the verification), not paused yet (asked again),
+ * running already, or refused. */
+static void replied_startup(struct listen_fsm *f, int64_t now, const struct listen_reply *r)
+{
+    bool not_paused = r->err == 0 && r->hr == LISTEN_HR_INVALIDARG;
+    if (f->first_startup < 0)
+        f->first_startup = now;
+    if (not_paused && now >= f->first_startup + PAUSE_POINT_WAIT_MS) {
+        /* Running, we take it; but the resume goes out all the same (a no-op for a runtime
+         * that runs, and the guarantee if we are wrong). Then a profiler that loads on
+         * attach gets AttachProfiler (a runtime served before answers that one is loaded
+         * already); another ends here. */
+        f->was_running = true;
+        f->end_after_resume = LISTEN_END_STARTUP_ONLY;
+        f->phase = P_RESUME;
+    } else if (not_paused && now + backoff(f) < f->resume_by) {
+        f->retry_at = now + backoff(f);
+        f->retries++;
+    } else if (r->err != 0 || r->hr != 0) {
+        fail(f, LISTEN_CMD_STARTUP, r->err, r->hr);
+    } else {
+        f->startup_taken = true;
+        f->end_after_resume = LISTEN_END_STARTUP_LOADED;
+        f->phase = P_RESUME;
+    }
+}
+
+/* AttachProfiler, to a runtime that runs: asked again while it is not yet available. */
+static void replied_attach(struct listen_fsm *f, int64_t now, const struct listen_reply *r)
+{
+    if (r->err == 0 && r->hr == LISTEN_HR_NOT_YET_AVAILABLE &&
+        now + backoff(f) < f->started + f->cfg.timeout_ms) {
+        f->retry_at = now + backoff(f);
+        f->retries++;
+    } else if (r->err != 0 || r->hr != 0) {
+        fail(f, LISTEN_CMD_ATTACH, r->err, r->hr);
+    } else {
+        finish(f, LISTEN_END_ATTACHED);
+    }
+}
+
+/* ResumeRuntime: the end owed since the path was left, the verification of a startup load, or
+ * AttachProfiler for a runtime that ran already. */
+static void replied_resume(struct listen_fsm *f, int64_t now, const struct listen_reply *r)
+{
+    bool ok = r->err == 0 && r->hr == 0;
+    f->resume_sent = true;
+    f->resumed = ok;
+    f->resume_answered = r->err == 0;
+    if (f->was_running && !f->stopped && f->end_after_resume == LISTEN_END_STARTUP_ONLY &&
+        f->cfg.attach_allowed) {
+        f->paused = false;
+        after_env(f);
+        return;
+    }
+    if (!ok && f->end_after_resume != LISTEN_END_FAILED) {
+        f->failed_cmd = LISTEN_CMD_RESUME;
+        f->err = r->err;
+        f->hr = r->hr;
+        f->end_after_resume = LISTEN_END_FAILED;
+    }
+    if (ok && f->end_after_resume == LISTEN_END_STARTUP_LOADED && !f->stopped) {
+        /* Taken and resumed: the load itself happens now, and is asked of the runtime
+         * (listen_fsm.h, the verification). */
+        f->retries = 0;
+        f->retry_at = 0;
+        f->verify_by = now + f->cfg.timeout_ms;
+        f->verify_err = -ETIMEDOUT;
+        f->phase = P_VERIFY;
+        return;
+    }
+    if (f->stopped && f->end_after_resume == LISTEN_END_STARTUP_LOADED)
+        f->end_after_resume = LISTEN_END_UNVERIFIED;
+    finish(f, f->end_after_resume);
+}
+
+/* The verification: ALREADY_ACTIVE is the startup load, a load error its failure. */
+static void replied_verify(struct listen_fsm *f, int64_t now, const struct listen_reply *r)
+{
+    f->verify_err = r->err;
+    f->verify_hr = r->hr;
+    if (r->err == 0 && r->hr == LISTEN_HR_ALREADY_ACTIVE) {
+        finish(f, LISTEN_END_STARTUP_LOADED);
+    } else if (r->err == 0 && r->hr != LISTEN_HR_NOT_YET_AVAILABLE) {
+        /* A load error: the runtime had no profiler and could not load this one. S_OK: it
+         * had none and has just loaded this one on attach; the startup load failed all
+         * the same, and the profiler now runs as an attached one. */
+        finish(f, LISTEN_END_STARTUP_FAILED);
+    } else if (!f->stopped && now + backoff(f) < f->verify_by) {
+        /* Still starting (the runtime answers the profiler commands once it runs: its
+         * startup load is over by then), or this connection failed: asked again. */
+        f->retry_at = now + backoff(f);
+        f->retries++;
+    } else {
+        finish(f, LISTEN_END_UNVERIFIED);
+    }
+}
+
 void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_reply *r)
 {
     enum listen_cmd cmd = f->inflight;
@@ -149,122 +293,14 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
             finish(f, cmd == LISTEN_CMD_ATTACH && ok ? LISTEN_END_ATTACHED : LISTEN_END_FAILED);
         return;
     }
-
     switch (cmd) {
-    case LISTEN_CMD_PROCESS_INFO:
-        if (r->err == 0 && r->hr == LISTEN_HR_UNKNOWN_COMMAND && f->info_attempt < 2)
-            f->info_attempt++;
-        else if (!ok)
-            fail(f, cmd, r->err, r->hr);
-        else
-            f->phase = P_SELECT;
-        return;
-    case LISTEN_CMD_ENVIRONMENT:
-        /* A runtime that does not answer it (older than .NET 6: UNKNOWN_COMMAND), or whose
-         * answer could not be read, is taken to pause: the default. */
-        if (!ok || r->pauses != 0) {
-            f->phase = P_DELIVER;
-            return;
-        }
-        f->paused = false;
-        if (!f->cfg.attach_allowed)
-            finish(f, LISTEN_END_STARTUP_ONLY);
-        else if (f->cfg.env_count && !f->cfg.env_running)
-            finish(f, LISTEN_END_ENV_RUNNING);
-        else
-            f->phase = P_DELIVER;
-        return;
-    case LISTEN_CMD_SETENV:
-        if (!ok) {
-            fail(f, cmd, r->err, r->hr);
-            return;
-        }
-        f->env_sent++;
-        if (++f->env_next >= f->cfg.env_count)
-            after_env(f);
-        return;
-    case LISTEN_CMD_STARTUP:
-        if (f->first_startup < 0)
-            f->first_startup = now;
-        if (r->err == 0 && r->hr == LISTEN_HR_INVALIDARG &&
-            now >= f->first_startup + PAUSE_POINT_WAIT_MS) {
-            /* Running, we take it; but the resume goes out all the same (a no-op for a runtime
-             * that runs, and the guarantee if we are wrong). Then a profiler that loads on
-             * attach gets AttachProfiler (a runtime served before answers that one is loaded
-             * already); another ends here. */
-            f->was_running = true;
-            f->end_after_resume = LISTEN_END_STARTUP_ONLY;
-            f->phase = P_RESUME;
-        } else if (r->err == 0 && r->hr == LISTEN_HR_INVALIDARG &&
-                   now + backoff(f) < f->resume_by) {
-            f->retry_at = now + backoff(f);
-            f->retries++;
-        } else if (!ok) {
-            fail(f, cmd, r->err, r->hr);
-        } else {
-            f->end_after_resume = LISTEN_END_STARTUP_LOADED;
-            f->phase = P_RESUME;
-        }
-        return;
-    case LISTEN_CMD_ATTACH:
-        if (r->err == 0 && r->hr == LISTEN_HR_NOT_YET_AVAILABLE &&
-            now + backoff(f) < f->started + f->cfg.timeout_ms) {
-            f->retry_at = now + backoff(f);
-            f->retries++;
-        } else if (!ok) {
-            fail(f, cmd, r->err, r->hr);
-        } else {
-            finish(f, LISTEN_END_ATTACHED);
-        }
-        return;
-    case LISTEN_CMD_RESUME:
-        f->resume_sent = true;
-        f->resumed = ok;
-        if (f->was_running && !f->stopped && f->end_after_resume == LISTEN_END_STARTUP_ONLY &&
-            f->cfg.attach_allowed) {
-            f->paused = false;
-            after_env(f);
-            return;
-        }
-        if (!ok && f->end_after_resume != LISTEN_END_FAILED) {
-            f->failed_cmd = cmd;
-            f->err = r->err;
-            f->hr = r->hr;
-            f->end_after_resume = LISTEN_END_FAILED;
-        }
-        if (ok && f->end_after_resume == LISTEN_END_STARTUP_LOADED && !f->stopped) {
-            /* Taken and resumed: the load itself happens now, and is asked of the runtime
-             * (listen_fsm.h, the verification). */
-            f->retries = 0;
-            f->retry_at = 0;
-            f->verify_by = now + f->cfg.timeout_ms;
-            f->verify_err = -ETIMEDOUT;
-            f->phase = P_VERIFY;
-            return;
-        }
-        if (f->stopped && f->end_after_resume == LISTEN_END_STARTUP_LOADED)
-            f->end_after_resume = LISTEN_END_UNVERIFIED;
-        finish(f, f->end_after_resume);
-        return;
-    case LISTEN_CMD_VERIFY:
-        f->verify_err = r->err;
-        f->verify_hr = r->hr;
-        if (r->err == 0 && r->hr == LISTEN_HR_ALREADY_ACTIVE) {
-            finish(f, LISTEN_END_STARTUP_LOADED);
-        } else if (r->err == 0 && r->hr != LISTEN_HR_NOT_YET_AVAILABLE) {
-            /* A load error: the runtime had no profiler and could not load this one. S_OK: it
-             * had none and has just loaded this one on attach; the startup load failed all
-             * the same, and the profiler now runs as an attached one. */
-            finish(f, LISTEN_END_STARTUP_FAILED);
-        } else if (!f->stopped && now + backoff(f) < f->verify_by) {
-            /* Still starting (the runtime answers the profiler commands once it runs: its
-             * startup load is over by then), or this connection failed: asked again. */
-            f->retry_at = now + backoff(f);
-            f->retries++;
-        } else {
-            finish(f, LISTEN_END_UNVERIFIED);
-        }
-        return;
+    case LISTEN_CMD_PROCESS_INFO: replied_info(f, r); return;
+    case LISTEN_CMD_ENVIRONMENT: replied_env(f, r); return;
+    case LISTEN_CMD_SETENV: replied_setenv(f, r); return;
+    case LISTEN_CMD_STARTUP: replied_startup(f, now, r); return;
+    case LISTEN_CMD_ATTACH: replied_attach(f, now, r); return;
+    case LISTEN_CMD_RESUME: replied_resume(f, now, r); return;
+    case LISTEN_CMD_VERIFY: replied_verify(f, now, r); return;
     case LISTEN_CMD_NONE: return;
     }
 }
@@ -302,6 +338,14 @@ void listen_fsm_gone(struct listen_fsm *f)
         return;
     f->inflight = LISTEN_CMD_NONE;
     finish(f, LISTEN_END_GONE);
+}
+
+void listen_fsm_connected(struct listen_fsm *f)
+{
+    /* The runtime holds one connection at a time: one that comes while the resume is in flight
+     * follows the resume's answer, read or not yet. */
+    if (f->resume_sent || f->inflight == LISTEN_CMD_RESUME)
+        f->seen_after_resume = true;
 }
 
 void listen_fsm_stop(struct listen_fsm *f, int64_t now)

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `--listen`'s state machine for one runtime instance: the commands, the replies fed to it, how
+ * it ends (pure: no I/O).
+ */
 #ifndef CLRATTACH_LISTEN_FSM_H
 #define CLRATTACH_LISTEN_FSM_H
 
@@ -114,7 +118,11 @@ struct listen_fsm {
     enum listen_cmd inflight;
     bool paused; /* taken to pause at startup (the resume is owed until sent) */
     bool resume_sent;
-    bool resumed; /* ResumeRuntime answered with success */
+    bool resumed;           /* ResumeRuntime answered with success */
+    bool resume_answered;   /* ResumeRuntime answered at all (false: no answer, or not sent) */
+    bool startup_taken;     /* StartupProfiler answered S_OK: the runtime holds the path, and
+                               loads it once resumed, whatever happens to this instance after */
+    bool seen_after_resume; /* the runtime connected again after ResumeRuntime went out */
     bool deadline_hit;
     bool stopped;          /* listen_fsm_stop() */
     bool was_running;      /* said it pauses, but ran already (StartupProfiler refused) */
@@ -148,6 +156,11 @@ void listen_fsm_replied(struct listen_fsm *f, int64_t now, const struct listen_r
 void listen_fsm_selected(struct listen_fsm *f, bool match);
 void listen_fsm_delivered(struct listen_fsm *f, int err);
 void listen_fsm_gone(struct listen_fsm *f);
+
+/* The runtime connected again (a new connection advertised with its cookie). Once the resume
+ * went out this is what says it runs (seen_after_resume): a runtime that exits as it resumes
+ * never comes back. */
+void listen_fsm_connected(struct listen_fsm *f);
 
 /* We are stopping (SIGTERM): a runtime that may be paused gets its resume next (after the
  * command in flight, if any) and the instance ends as failed with -EINTR; one that runs ends at

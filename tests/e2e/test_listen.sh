@@ -9,8 +9,10 @@
 #       with clrattach in a PID namespace of its own (a sidecar's view) no node-side pid at all;
 #   (b) the app is resumed when a step fails: a variable over the cap once {dir} is expanded, a
 #       delivery into a read-only directory (real runtime); the fake runtime refusing
-#       SetEnvironmentVariable, refusing StartupProfiler, never answering StartupProfiler, and
-#       SIGTERM while StartupProfiler goes unanswered;
+#       SetEnvironmentVariable, refusing StartupProfiler (the next step for its answer kept),
+#       never answering StartupProfiler, refusing ProcessInfo (protocol_error: nothing was sent
+#       to load), never answering ResumeRuntime once StartupProfiler took the path (what was
+#       delivered is kept, and why said), and SIGTERM while StartupProfiler goes unanswered;
 #   (c) watch --listen: an app restarted (a new runtime instance, a new cookie) is served again,
 #       one result per instance;
 #   (d) a runtime whose port is "nosuspend" gets a plain attach (the sample profiler);
@@ -221,8 +223,56 @@ for how in "--refuse setenv" "--refuse startup" "--stall startup"; do
     else
         fail "listen-fake$name-resumed" "exit $WRC $(cat "$LOUT" "$LERR" "$WORK/fake.$name.log")"
     fi
+    # A refused step keeps the runtime's next step for its answer (E_FAIL: check --clsid), and
+    # the resume's state follows it.
+    if [ "$how" = "--refuse startup" ]; then
+        NS=$(json_get "$LOUT" next_step)
+        case "$NS" in
+        "Check \`--clsid\`"*"; the runtime was resumed") ok "listen-refused-next-step-kept" ;;
+        *) fail "listen-refused-next-step-kept" "next_step: '$NS'" ;;
+        esac
+    fi
     kill -KILL "$FP" 2>/dev/null
 done
+
+# ProcessInfo refused: no profiler was delivered or sent, so not load_failed (7) but
+# protocol_error (9), naming ProcessInfo; the runtime is resumed all the same.
+listen_bg refinfo attach "${LISTEN[@]}" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+python3 "$FAKE" connect-good "$SOCK" --refuse processinfo >/dev/null 2>"$WORK/fake.refinfo.log" &
+FP=$!
+TARGET_PIDS+=("$FP")
+wait_exit "$LPID" 20
+if [ "$WRC" -eq 9 ] && [ "$(json_get "$LOUT" outcome)" = protocol_error ] &&
+    [ "$(json_get "$LOUT" resumed)" = True ] && [ -z "$(json_get "$LOUT" delivered_path)" ] &&
+    json_get "$LOUT" error | grep -q 'refused ProcessInfo.*no profiler was sent' &&
+    ! grep -q 'request 03/' "$WORK/fake.refinfo.log"; then
+    ok "listen-processinfo-refused-protocol"
+else
+    fail "listen-processinfo-refused-protocol" "exit $WRC $(cat "$LOUT" "$LERR" "$WORK/fake.refinfo.log")"
+fi
+kill -KILL "$FP" 2>/dev/null
+
+# ResumeRuntime never answered once StartupProfiler took the path: the runtime may still resume
+# and load it, so what was delivered stays (a fresh directory: nothing reused), and the result
+# says why and that the resume got no answer.
+rm -rf "${SHARE:?}"/*
+listen_bg stallresume attach "${LISTEN[@]}" --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json \
+    --timeout 2
+python3 "$FAKE" connect-good "$SOCK" --stall resume >/dev/null 2>"$WORK/fake.stallresume.log" &
+FP=$!
+TARGET_PIDS+=("$FP")
+wait_exit "$LPID" 20
+DP=$(json_get "$LOUT" delivered_path)
+if [ "$WRC" -eq 9 ] && [ "$(json_get "$LOUT" outcome)" = protocol_error ] &&
+    [ "$(json_get "$LOUT" resumed)" = False ] && [ "$(json_get "$LOUT" removed)" != True ] &&
+    [ "$(json_get "$LOUT" reused)" != True ] && [ -n "$DP" ] && [ -f "$SHARE/${DP#/mnt/}" ] &&
+    json_get "$LOUT" error | grep -q '^ResumeRuntime.*; what was delivered is kept: the runtime took StartupProfiler' &&
+    json_get "$LOUT" next_step | grep -q 'ResumeRuntime got no answer'; then
+    ok "listen-resume-unanswered-delivery-kept"
+else
+    fail "listen-resume-unanswered-delivery-kept" "exit $WRC '$DP' $(ls "$SHARE") $(cat "$LOUT" "$LERR" "$WORK/fake.stallresume.log")"
+fi
+kill -KILL "$FP" 2>/dev/null
 
 # SIGTERM while StartupProfiler goes unanswered: the resume still goes out before clrattach
 # leaves.

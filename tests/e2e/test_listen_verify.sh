@@ -12,7 +12,8 @@
 #       ERROR_MOD_NOT_FOUND; the app runs on;
 #   (d) the fake runtime (connect mode) refusing the verification with another error:
 #       startup_load_failed; never answering it: protocol_error (exit 9), "not known", within
-#       --timeout of the resume, never loaded_at_startup.
+#       --timeout of the resume, never loaded_at_startup; exiting as it resumes: protocol_error,
+#       without saying that the app runs on.
 . "$(dirname "$0")/lib.sh"
 require_env
 require_vendorinert listen-verify
@@ -125,35 +126,57 @@ if serve missing-dep --profiler "$WORK/vinohelper" --clsid "$VI_CLSID"; then
 fi
 end_apps
 
-# (d) The fake runtime: the verification refused, or never answered.
-for how in refuse stall; do
-    LOUT="$WORK/verify.fake-$how.out"
-    LERR="$WORK/verify.fake-$how.err"
+# serve_fake NAME FAKE-ARGS...: a one-shot attach --listen (--timeout 2) and the fake runtime in
+# connect mode with FAKE-ARGS; its output in $LOUT/$LERR, its exit status in $LRC, its time in
+# $T (s), the fake's log in $WORK/fake.NAME.log.
+serve_fake() {
+    local name=$1 t0
+    shift
+    LOUT="$WORK/verify.fake-$name.out"
+    LERR="$WORK/verify.fake-$name.err"
     rm -f "$SOCK"
     timeout 30 "$CLRATTACH" attach --listen "$SOCK" --deliver-dir "$SHARE" --events off -o json \
         --profiler "$PROBE" --clsid "$PROBE_CLSID" --timeout 2 >"$LOUT" 2>"$LERR" &
     LPID=$!
     for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
-    python3 "$FAKE" connect-good "$SOCK" --$how attach >/dev/null 2>"$WORK/fake.$how.log" &
+    python3 "$FAKE" connect-good "$SOCK" "$@" >/dev/null 2>"$WORK/fake.$name.log" &
     FP=$!
     TARGET_PIDS+=("$FP")
-    T0=$(date +%s)
+    t0=$(date +%s)
     wait "$LPID"
     LRC=$?
-    T=$(($(date +%s) - T0))
+    T=$(($(date +%s) - t0))
     kill -KILL "$FP" 2>/dev/null
     wait "$FP" 2>/dev/null
+}
+
+# (d) The fake runtime: the verification refused, or never answered.
+for how in refuse stall; do
+    serve_fake "$how" "--$how" attach
     want_rc=7 want=startup_load_failed
     [ $how = stall ] && want_rc=9 want=protocol_error
     if [ "$LRC" -eq $want_rc ] && [ "$(json_get "$LOUT" outcome)" = $want ] &&
         [ "$(json_get "$LOUT" resumed)" = True ] && grep -q '^resumed' "$WORK/fake.$how.log" &&
         grep -q 'request 03/01 attach' "$WORK/fake.$how.log" && [ "$T" -le 10 ] &&
-        { [ $how = refuse ] || grep -q 'is not known' "$LERR"; }; then
+        { [ $how = refuse ] || { grep -q 'is not known' "$LERR" && grep -q 'the app runs on' "$LERR"; }; }; then
         ok "listen-verify-fake-$how"
     else
         fail "listen-verify-fake-$how" "exit $LRC after ${T}s $(cat "$LOUT" "$LERR" "$WORK/fake.$how.log")"
     fi
 done
+
+# A runtime that exits as it resumes never connects again: not verified (protocol_error), and
+# the result does not say that the app runs on.
+serve_fake exit --exit-after resume
+if [ "$LRC" -eq 9 ] && [ "$(json_get "$LOUT" outcome)" = protocol_error ] &&
+    [ "$(json_get "$LOUT" resumed)" = True ] && grep -q '^exited' "$WORK/fake.exit.log" &&
+    ! grep -q 'request 03/01 attach' "$WORK/fake.exit.log" &&
+    json_get "$LOUT" error | grep -q 'did not connect again' &&
+    ! grep -q 'runs on' "$LOUT" "$LERR"; then
+    ok "listen-verify-fake-exit-not-said-running"
+else
+    fail "listen-verify-fake-exit-not-said-running" "exit $LRC $(cat "$LOUT" "$LERR" "$WORK/fake.exit.log")"
+fi
 
 echo "listen-verify: $PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

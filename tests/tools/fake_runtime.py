@@ -53,7 +53,8 @@ the 34-byte advertisement (ADVR_V1, cookie, pid, reserved) first on every connec
                          them, and prints "flood <connected>"
 Connect-mode options: --cookie HEX (16 bytes; random by default), --nosuspend,
   --refuse CMD (answer that command with an error: setenv, startup, environment, processinfo,
-  resume), --stall CMD (never answer it), --count N.
+  resume), --stall CMD (never answer it), --exit-after CMD (answer it, then exit at once: a
+  runtime that dies as it resumes), --count N.
 
 Options (any listening mode):
   --socket PATH          binds there instead of under its own name: an impostor of another
@@ -341,6 +342,10 @@ def connect_good(path, cookie, nspid, opts, log):
             hr = {"attach": 0x8013135B, "startup": 0x80070057}.get(name, 0x80131385)
             conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", hr)))
         conn.close()
+        if name == opts["exit_after"]:
+            log.write("exited\n")
+            log.flush()
+            os._exit(0)
 
 
 def connect_main(mode, path, args):
@@ -352,7 +357,7 @@ def connect_main(mode, path, args):
     print("ready %d %s" % (nspid, path), flush=True)
     if mode == "connect-good":
         opts = {"nosuspend": "--nosuspend" in args, "refuse": opt("--refuse"),
-                "stall": opt("--stall")}
+                "stall": opt("--stall"), "exit_after": opt("--exit-after")}
         connect_good(path, cookie, nspid, opts, log)
     elif mode in ("connect-none", "connect-bad", "connect-slow"):
         while True:

@@ -340,6 +340,22 @@ static void test_resume_failure_reported(void **state)
     assert_int_equal(f.failed_cmd, LISTEN_CMD_RESUME);
     assert_false(f.resumed);
     assert_true(f.resume_sent);
+    /* No answer, after StartupProfiler took the path: the runtime may still load it. */
+    assert_false(f.resume_answered);
+    assert_true(f.startup_taken);
+
+    /* Refused (answered with an error): answered, not resumed. */
+    listen_fsm_init(&f, &base_cfg, 0);
+    to_paused_delivered(&f);
+    expect_send(&f, 0, LISTEN_CMD_STARTUP, 0);
+    reply(&f, 0, 0, 0x80004005u);
+    assert_false(f.startup_taken);
+    expect_send(&f, 0, LISTEN_CMD_RESUME, 0);
+    reply(&f, 0, 0, 0x80004005u);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_FAILED);
+    assert_int_equal(f.failed_cmd, LISTEN_CMD_STARTUP);
+    assert_true(f.resume_answered);
+    assert_false(f.resumed);
 }
 
 static void test_nosuspend_attach(void **state)
@@ -455,6 +471,32 @@ static void to_resumed(struct listen_fsm *f, const struct listen_fsm_cfg *cfg, i
     reply(f, now, 0, 0);
     assert_true(f->resumed);
     expect_send(f, now, LISTEN_CMD_VERIFY, 0);
+}
+
+/* Seen after the resume: a connection once the resume went out (or while it was in flight: the
+ * runtime holds one at a time); none before counts. */
+static void test_seen_after_resume(void **state)
+{
+    struct listen_fsm f;
+    (void)state;
+
+    listen_fsm_init(&f, &base_cfg, 0);
+    to_paused_delivered(&f);
+    listen_fsm_connected(&f);
+    expect_send(&f, 0, LISTEN_CMD_STARTUP, 0);
+    reply(&f, 0, 0, 0);
+    listen_fsm_connected(&f);
+    assert_false(f.seen_after_resume);
+    expect_send(&f, 0, LISTEN_CMD_RESUME, 0);
+    listen_fsm_connected(&f);
+    assert_true(f.seen_after_resume);
+
+    /* Resumed, never back: the verification ends unverified, not seen. */
+    to_resumed(&f, &base_cfg, 0);
+    listen_fsm_unsent(&f);
+    expect_action(&f, base_cfg.timeout_ms, LISTEN_DONE);
+    assert_int_equal(listen_fsm_end(&f), LISTEN_END_UNVERIFIED);
+    assert_false(f.seen_after_resume);
 }
 
 static void test_verify_load_error(void **state)
@@ -606,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_startup_before_pause_point_retried),
         cmocka_unit_test(test_resume_deadline_overrides),
         cmocka_unit_test(test_resume_failure_reported),
+        cmocka_unit_test(test_seen_after_resume),
         cmocka_unit_test(test_nosuspend_attach),
         cmocka_unit_test(test_gone),
         cmocka_unit_test(test_stop),
