@@ -142,6 +142,9 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a $(LIB_BUILD_T
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_BUILD_TIME) \
 	    $(BUILD)/libclrattach.a -lcmocka $(LDLIBS_TOOL) -lseccomp
 
+# Tests of profiler/ include its sources (profiler/ is not in libclrattach.a).
+$(BUILD)/tests/test_envload: profiler/envload_conf.c profiler/envload_conf.h
+
 # The e2e harness that hides openat2 (ENOSYS) from what it runs: tests/e2e/test_no_openat2.sh.
 NO_OPENAT2 := $(BUILD)/tests/no_openat2
 $(NO_OPENAT2): tests/tools/no_openat2.c
