@@ -37,22 +37,12 @@ start_loaded() {
         --env "CORECLR_PROFILER_PATH=$(ns_path "$2")/libclrenvload.so" --env VENDOR_SETTING_C=app
 }
 
-# report PID: vendorinert's report (pid 1 in the app's namespace), waited for briefly.
-report() {
-    local i
-    for i in $(seq 1 30); do
-        [ -s "/proc/$1/root/tmp/vendorprof-1.json" ] && { cat "/proc/$1/root/tmp/vendorprof-1.json"; return 0; }
-        sleep 0.1
-    done
-    return 1
-}
-
 # (a) The settings reach getenv(); the profiler runs from its own directory.
 SETTINGS='VENDOR_SETTING_A=from the loader\nVENDOR_SETTING_B=x=y\nVENDOR_SETTING_C=loader\n'
 D=$(loader_dir relative "clrenvload 1\nprofiler=vi/$VI_LIB\n$SETTINGS")
 if start_loaded envload-relative "$D"; then
     P=$TARGET_PID
-    REP=$(report "$P")
+    REP=$(vp_report "$P" /tmp/vendorprof-1.json)
     if python3 - "$REP" "$(ns_path "$D")" <<'PY' && ! grep -q clrenvload "$TARGET_LOG"; then
 import json, sys
 r, d = json.loads(sys.argv[1]), sys.argv[2]
@@ -76,7 +66,7 @@ fi
 
 D=$(loader_dir absolute "clrenvload 1\nprofiler=$(ns_path "$VI")/$VI_LIB\nVENDOR_SETTING_A=abs\n")
 if start_loaded envload-absolute "$D"; then
-    REP=$(report "$TARGET_PID")
+    REP=$(vp_report "$TARGET_PID" /tmp/vendorprof-1.json)
     if python3 - "$REP" "$(ns_path "$VI")" <<'PY'; then
 import json, sys
 r, d = json.loads(sys.argv[1]), sys.argv[2]
@@ -97,7 +87,7 @@ refused() { # name, settings ("-": no file), the stderr line expected (grep -x p
     local want=${3//@D@/$(ns_path "$D")}
     if start_loaded "envload-$1" "$D"; then
         if [ "$(grep -c '^clrenvload: ' "$TARGET_LOG")" = 1 ] && grep -qx "$want" "$TARGET_LOG" &&
-            ! report "$TARGET_PID" >/dev/null && ! grep -q "$VI_LIB" "/proc/$TARGET_PID/maps"; then
+            ! vp_report "$TARGET_PID" /tmp/vendorprof-1.json >/dev/null && ! grep -q "$VI_LIB" "/proc/$TARGET_PID/maps"; then
             ok "envload-$1-app-runs-on"
         else
             fail "envload-$1-app-runs-on" "want '$want', log: $(cat "$TARGET_LOG")"
