@@ -162,8 +162,8 @@ $(BUILD)/nohook/NoStartupHook.dll: $(wildcard tests/nohook/*.cs tests/nohook/*.c
 	dotnet build tests/nohook/NoStartupHook.csproj -c Release -o $(BUILD)/nohook --nologo -v q
 
 # linux/arm64, cross-compiled here (docs/deploy.md): $(ARM64_BUILD) holds the dynamic clrattach,
-# the glibc and musl sample profilers and the unit tests, built by this Makefile run again with
-# the aarch64 compilers; `make static ARCH=arm64` gives build/static-arm64/clrattach.
+# the glibc and musl sample profilers and env loaders, and the unit tests, built by this Makefile
+# run again with the aarch64 compilers; `make static ARCH=arm64` gives build/static-arm64/clrattach.
 # `make test-arm64` runs them under qemu-user against an arm64 CoreCLR (tests/arm64/run.sh).
 ARM64_BUILD := $(BUILD)/arm64
 ARM64_MAKE  := $(MAKE) --no-print-directory BUILD=$(ARM64_BUILD) SAN= SECCOMP_ARCH=aarch64 \
