@@ -58,7 +58,9 @@ static char *read_conf(const char *path, size_t *ret_len, const char **ret_why)
     struct stat st;
     char *buf = NULL;
     size_t len = 0;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) < 0) {
+        *ret_why = strerror(errno);
+    } else if (!S_ISREG(st.st_mode)) {
         *ret_why = "not a regular file";
     } else if (!(buf = malloc(ENVLOAD_CONF_MAX + 1))) {
         *ret_why = strerror(ENOMEM);
