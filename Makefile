@@ -52,13 +52,15 @@ CMD_SRCS  := $(sort $(wildcard cmd/clrattach/*.c))
 CMD_OBJS  := $(CMD_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-PROF_SRCS := $(sort $(wildcard profiler/*.c))
+# The env loader (profiler/envload.c) shares the folder, not the library.
+ENVLOAD_SRCS := profiler/envload.c profiler/envload_conf.c
+PROF_SRCS := $(filter-out $(ENVLOAD_SRCS),$(sort $(wildcard profiler/*.c)))
 
 .PHONY: all test unit e2e target clean lint format-check deps help demo static test-containers
-all: $(BUILD)/clrattach $(BUILD)/libclrprobe.so
+all: $(BUILD)/clrattach $(BUILD)/libclrprobe.so $(BUILD)/libclrenvload.so
 
 help:
-	@echo "make [all]        build $(BUILD)/clrattach and $(BUILD)/libclrprobe.so"
+	@echo "make [all]        build $(BUILD)/clrattach, $(BUILD)/libclrprobe.so and $(BUILD)/libclrenvload.so"
 	@echo "make deps         install the Debian packages the build and tests need"
 	@echo "make test         unit tests, then end-to-end tests against a real .NET runtime"
 	@echo "make SAN=1 test   the same under ASan+UBSan"
@@ -125,10 +127,23 @@ $(BUILD)/libclrprobe.so: $(PROF_SRCS) $(wildcard profiler/*.h)
 	$(CC) $(PROF_CFLAGS) $(PROF_LDFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs -Wl,-z,now \
 	    -Wl,-z,relro -o $@ $(PROF_SRCS) -lpthread
 
+# The env loader, a product of its own too (docs/profiler.md): a setenv() of its settings file's
+# variables, then the real profiler. Its one export is checked as the musl builds' are.
+$(BUILD)/libclrenvload.so: $(ENVLOAD_SRCS) profiler/envload_conf.h profiler/corprof.h \
+                           profiler/exports.map
+	@mkdir -p $(dir $@)
+	$(CC) $(PROF_CFLAGS) $(PROF_LDFLAGS) -fPIC -shared -fvisibility=hidden \
+	    -Wl,--version-script=profiler/exports.map -Wl,-z,defs -Wl,-z,now -Wl,-z,relro \
+	    -o $@ $(ENVLOAD_SRCS) -ldl -lpthread
+	$(call only_dllgetclassobject,$@)
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libclrattach.a $(LIB_BUILD_TIME)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_BUILD_TIME) \
 	    $(BUILD)/libclrattach.a -lcmocka $(LDLIBS_TOOL) -lseccomp
+
+# Tests of profiler/ include its sources (profiler/ is not in libclrattach.a).
+$(BUILD)/tests/test_envload: profiler/envload_conf.c profiler/envload_conf.h
 
 # The e2e harness that hides openat2 (ENOSYS) from what it runs: tests/e2e/test_no_openat2.sh.
 NO_OPENAT2 := $(BUILD)/tests/no_openat2
@@ -147,19 +162,21 @@ $(BUILD)/nohook/NoStartupHook.dll: $(wildcard tests/nohook/*.cs tests/nohook/*.c
 	dotnet build tests/nohook/NoStartupHook.csproj -c Release -o $(BUILD)/nohook --nologo -v q
 
 # linux/arm64, cross-compiled here (docs/deploy.md): $(ARM64_BUILD) holds the dynamic clrattach,
-# the glibc and musl sample profilers and the unit tests, built by this Makefile run again with
-# the aarch64 compilers; `make static ARCH=arm64` gives build/static-arm64/clrattach.
+# the glibc and musl sample profilers and env loaders, and the unit tests, built by this Makefile
+# run again with the aarch64 compilers; `make static ARCH=arm64` gives build/static-arm64/clrattach.
 # `make test-arm64` runs them under qemu-user against an arm64 CoreCLR (tests/arm64/run.sh).
 ARM64_BUILD := $(BUILD)/arm64
 ARM64_MAKE  := $(MAKE) --no-print-directory BUILD=$(ARM64_BUILD) SAN= SECCOMP_ARCH=aarch64 \
                CC=aarch64-linux-gnu-gcc MUSL_CC=aarch64-linux-musl-gcc
 ARM64_UNIT_BINS := $(UNIT_BINS:$(BUILD)/%=$(ARM64_BUILD)/%)
 .PHONY: arm64 arm64-unit test-arm64 FORCE
-arm64: $(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so
-# The sub-make knows the sources each of these depends on. These three share no intermediate
-# file, so a parallel make may build them side by side; the unit tests share libclrattach.a
-# with clrattach, hence one sub-make for all of them, after it.
-$(ARM64_BUILD)/clrattach $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so: FORCE
+ARM64_PROFILERS := $(ARM64_BUILD)/libclrprobe.so $(ARM64_BUILD)/musl/libclrprobe.so \
+                   $(ARM64_BUILD)/libclrenvload.so $(ARM64_BUILD)/musl/libclrenvload.so
+arm64: $(ARM64_BUILD)/clrattach $(ARM64_PROFILERS)
+# The sub-make knows the sources each of these depends on. These share no intermediate file,
+# so a parallel make may build them side by side; the unit tests share libclrattach.a with
+# clrattach, hence one sub-make for all of them, after it.
+$(ARM64_BUILD)/clrattach $(ARM64_PROFILERS): FORCE
 	+$(ARM64_MAKE) $@
 FORCE:
 arm64-unit: $(ARM64_BUILD)/clrattach
@@ -240,7 +257,8 @@ test-lint:
 	tests/lint/run.sh
 
 format-check:
-	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) lib/*/*.h \
+	clang-format --dry-run --Werror $(LIB_SRCS) $(CMD_SRCS) $(PROF_SRCS) $(ENVLOAD_SRCS) \
+	    profiler/envload_conf.h lib/*/*.h \
 	    $(wildcard cmd/clrattach/*.h tools/*.c)
 
 clean:

@@ -11,7 +11,7 @@
 
 FUZZ_TARGETS ?= ipc advert ipc_environ proc_stat proc_status proc_environ proc_cmdline socket_name mountinfo maps \
                 k8s_status k8s_pod k8s_config clientdata elfinfo rid ldsearch tarstream render \
-                procindex assembly
+                procindex assembly envload
 FUZZ_SECONDS ?= 20
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
@@ -22,9 +22,11 @@ FUZZ_CFLAGS  := -std=gnu11 -O1 -g -D_GNU_SOURCE -DCLRATTACH_VERSION='"$(VERSION)
 # on err.c's vsnprintf wrapper), so lib/ gets them as warnings and only the harnesses -Werror.
 FUZZ_LIB_WARN := $(filter-out -Werror,$(WARN))
 
-# Everything under lib/ plus the probe's client-data parser: the archive lets each target pull
-# in only the objects it uses. Instrumented with fuzzer-no-link: coverage without a second main.
-FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_DIR)/profiler/clientdata.o
+# Everything under lib/ plus the parsers of profiler/ (the probe's client data, the env loader's
+# settings file): the archive lets each target pull in only the objects it uses. Instrumented
+# with fuzzer-no-link: coverage without a second main.
+FUZZ_PROF_OBJS := profiler/clientdata.o profiler/envload_conf.o
+FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_DIR)/%.o) $(FUZZ_PROF_OBJS:%=$(FUZZ_DIR)/%)
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 REPLAY_DIR    := $(BUILD)/fuzz-replay
 REPLAY_BINS   := $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
@@ -49,13 +51,13 @@ fuzz: $(FUZZ_BINS)
 
 # The replay build: the harness, fuzz/replay_main.c as main, the normal library archive.
 $(REPLAY_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/replay_main.c fuzz/fuzz.h $(BUILD)/libclrattach.a \
-                      $(BUILD)/profiler/clientdata.o
+                      $(FUZZ_PROF_OBJS:%=$(BUILD)/%)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< fuzz/replay_main.c $(BUILD)/libclrattach.a \
-	    $(BUILD)/profiler/clientdata.o $(LDLIBS_TOOL)
+	    $(FUZZ_PROF_OBJS:%=$(BUILD)/%) $(LDLIBS_TOOL)
 
-# Kept: make would otherwise delete it as an intermediate and relink every replay binary.
-.SECONDARY: $(BUILD)/profiler/clientdata.o
+# Kept: make would otherwise delete them as intermediates and relink every replay binary.
+.SECONDARY: $(FUZZ_PROF_OBJS:%=$(BUILD)/%)
 
 fuzz-replay: $(REPLAY_BINS)
 	fuzz/replay.sh $(REPLAY_DIR) $(FUZZ_TARGETS)

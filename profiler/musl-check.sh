@@ -16,37 +16,24 @@ fails=0
 cat >"$work/host.c" <<'C'
 /* dlopen()s a probe and asks for its class factory, as the runtime does. Exit 0 when the CLSID
  * is served and a foreign one refused, 2 when dlopen fails, 1 otherwise. */
-#include <dlfcn.h>
-#include <stdint.h>
-#include <stdio.h>
-struct guid { uint32_t a; uint16_t b, c; uint8_t d[8]; };
-typedef int32_t (*gco_fn)(const struct guid *, const struct guid *, void **);
+#include "check_host.h"
 int main(int argc, char **argv)
 {
-    static const struct guid ours = {0x5F3C8A2E, 0x7B14, 0x4C8D,
-                                     {0x9E, 0x61, 0x2A, 0x0B, 0x7D, 0x3C, 0x9F, 0x41}};
-    static const struct guid other = {0x5F3C8A2E, 0x7B14, 0x4C8D,
-                                      {0x9E, 0x61, 0x2A, 0x0B, 0x7D, 0x3C, 0x9F, 0x42}};
-    static const struct guid iid_cf = {1, 0, 0, {0xC0, 0, 0, 0, 0, 0, 0, 0x46}};
-    void *h, *cf = NULL, *none = NULL;
-    gco_fn f;
+    void *cf = NULL, *none = NULL;
     if (argc != 2)
         return 1;
-    h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        printf("dlopen: %s\n", dlerror());
-        return 2;
-    }
-    f = (gco_fn)dlsym(h, "DllGetClassObject");
+    gco_fn f = host_load(argv[1]);
     if (!f)
         return 1;
-    int32_t hr = f(&ours, &iid_cf, &cf), hr2 = f(&other, &iid_cf, &none);
+    int32_t hr = f(&probe_clsid, &iid_classfactory, &cf);
+    int32_t hr2 = f(&other_clsid, &iid_classfactory, &none);
     printf("ours 0x%08x, other 0x%08x\n", (unsigned)hr, (unsigned)hr2);
     return hr == 0 && cf && (uint32_t)hr2 == 0x80040111u && !none ? 0 : 1;
 }
 C
-${HOST_CC:-gcc} -o "$work/host-glibc" "$work/host.c" -ldl
-${HOST_MUSL_CC:-musl-gcc} -o "$work/host-musl" "$work/host.c"
+here=$(cd "$(dirname "$0")" && pwd)
+${HOST_CC:-gcc} -I"$here" -o "$work/host-glibc" "$work/host.c" -ldl
+${HOST_MUSL_CC:-musl-gcc} -I"$here" -o "$work/host-musl" "$work/host.c"
 p=${CHECK_PREFIX:-}
 
 expect() { # name, expected exit, host, so

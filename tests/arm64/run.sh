@@ -113,8 +113,15 @@ done
 unset CLRATTACH_TEST_EMULATOR
 
 # --- the arm64 profilers under the arm64 loaders --------------------------------------------
-HOST_CC=aarch64-linux-gnu-gcc HOST_MUSL_CC=aarch64-linux-musl-gcc CHECK_PREFIX=arm64-profiler- \
-    timeout 300 "$ROOT/profiler/musl-check.sh" "$A64_PROBE" "$A64_MUSL_PROBE" >"$WORK/musl-check" 2>&1
+# The probes, then the env loaders forwarding to the probe of their own C library.
+{
+    HOST_CC=aarch64-linux-gnu-gcc HOST_MUSL_CC=aarch64-linux-musl-gcc CHECK_PREFIX=arm64-profiler- \
+        timeout 300 "$ROOT/profiler/musl-check.sh" "$A64_PROBE" "$A64_MUSL_PROBE"
+    HOST_CC=aarch64-linux-gnu-gcc timeout 300 "$ROOT/profiler/envload-check.sh" \
+        "$A64/libclrenvload.so" "$A64_PROBE" arm64-glibc
+    HOST_CC=aarch64-linux-musl-gcc timeout 300 "$ROOT/profiler/envload-check.sh" \
+        "$A64/musl/libclrenvload.so" "$A64_MUSL_PROBE" arm64-musl
+} >"$WORK/musl-check" 2>&1
 while read -r line; do
     case $line in
     "ok "*) ok "${line#ok }" ;;

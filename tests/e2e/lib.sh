@@ -25,6 +25,15 @@ VI_CLSID="{918728DD-259F-4A6A-AC2B-B85E1B658318}"
 require_vendorinert() {
     [ -e "$VI/$VI_LIB" ] || { echo "FAIL $1-prerequisites: $VI/$VI_LIB missing (make vendorprof)"; exit 1; }
 }
+# vp_report PID PATH: the vendor profiler's report in the target (JSON), waited for briefly.
+vp_report() {
+    local i
+    for i in $(seq 1 50); do
+        [ -s "/proc/$1/root$2" ] && { cat "/proc/$1/root$2"; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
 # Outside /tmp: every target mounts its own tmpfs over /tmp, and --pre commands read from here.
 mkdir -p "$ROOT/$BUILD"
 WORK=$(mktemp -d "$ROOT/$BUILD/e2e.XXXXXX")

@@ -13,16 +13,6 @@ for f in "$VP/libvendorprof.so" "$VP/lib/libvendorhelper.so" "$VP/vendor.conf"; 
     [ -e "$f" ] || { echo "FAIL vendor-prerequisites: $f missing (make vendorprof)"; exit 1; }
 done
 
-# vp_report PID PATH: the vendor profiler's report in the target (JSON), waited for briefly.
-vp_report() {
-    local i
-    for i in $(seq 1 50); do
-        [ -s "/proc/$1/root$2" ] && { cat "/proc/$1/root$2"; return 0; }
-        sleep 0.1
-    done
-    return 1
-}
-
 # 1. A profiler directory: delivered whole, names kept; the profiler found its config beside
 # itself and its helper through $ORIGIN/lib.
 if start_target vendor-dir --pidns --uid 1000; then
