@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <linux/capability.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "flow/ps.h"
@@ -79,6 +80,10 @@ static int print_ps(const struct common *co, const struct ps_entry *list, size_t
             p->runtime_rid[0] ? p->runtime_rid : "-",
             p->command_line[0] ? p->command_line : p->detail);
     }
+    /* A paused runtime looks ready in the table: its next step is said once, below it. */
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i].state, "paused") == 0)
+            say(stderr, "clrattach: ps: pid %d is %s", (int)list[i].pid, list[i].detail);
     return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "target/creds.h"
 #include "target/diag_socket.h"
 #include "runtime/ipc_conn.h"
+#include "runtime/ipc_environ.h"
 #include "target/proc_environ.h"
 #include "target/procindex.h"
 #include "base/render.h"
@@ -30,6 +31,40 @@ static int cmp_pid(const void *a, const void *b)
 static const char *diagnostics_off(const struct target *t)
 {
     return proc_environ_diagnostics_off(t->environ, t->environ_len);
+}
+
+/* One of the target's variables, DOTNET_NAME else COMPlus_NAME as the runtime looks them up,
+ * copied into buf; NULL when neither is set. */
+static const char *clr_var(const struct target *t, const char *name, char *buf, size_t size)
+{
+    const char *prefixes[] = {"DOTNET_", "COMPlus_"};
+    for (size_t i = 0; i < 2; i++) {
+        char full[64];
+        const char *v;
+        size_t n;
+        snprintf(full, sizeof(full), "%s%s", prefixes[i], name);
+        if (target_getenv(t, full, &v, &n) == 1) {
+            snprintf(buf, size, "%.*s", (int)(n < size ? n : size - 1), v);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Is this runtime paused at startup, waiting for a ResumeRuntime? Its environment asks for a
+ * pause (a suspending diagnostic port) and System.Private.CoreLib.dll is not mapped yet: the
+ * runtime pauses before it loads any managed code, and a runtime that ran has it mapped for
+ * good. Without a readable environment the maps alone decide. */
+static bool paused_at_startup(const struct target *t)
+{
+    if (t->environ) {
+        char ports[4097], susp[64];
+        if (!ipc_environ_pauses_vars(
+                clr_var(t, "DiagnosticPorts", ports, sizeof(ports)),
+                clr_var(t, "DefaultDiagnosticPortSuspend", susp, sizeof(susp))))
+            return false;
+    }
+    return target_maps_has(t, "System.Private.CoreLib.dll") == 0;
 }
 
 /* The ProcessInfo exchanges in flight: one poll loop waits on all of them, under ONE deadline
@@ -319,7 +354,15 @@ static int inspect(int proc_dirfd, pid_t pid, bool asked, struct procindex *x, u
                  "%u (another user bound its name)",
                  (unsigned)s.owner, (unsigned)en->uid);
         break;
-    case SOCKET_FOUND: en->state = "ready"; break;
+    case SOCKET_FOUND:
+        en->state = "ready";
+        if (paused_at_startup(&t)) {
+            en->state = "paused";
+            snprintf(en->detail, sizeof(en->detail),
+                     "paused at startup, waiting for ResumeRuntime: attach --startup (or watch "
+                     "--startup) loads a profiler now; a plain attach is refused until it runs");
+        }
+        break;
     case SOCKET_FOUND_UNKEYED:
         en->state = "unkeyed";
         diag_socket_unkeyed_detail(s.key, t.stat.starttime, en->detail, sizeof(en->detail));

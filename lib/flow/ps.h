@@ -21,7 +21,7 @@ struct ps_entry {
     char command_line[512];
     char tmpdir[256];
     char socket_name[96];
-    const char *state; /* ready | unkeyed | stale | no_access | not_a_socket | disabled |
+    const char *state; /* ready | paused | unkeyed | stale | no_access | not_a_socket | disabled |
                           refused (its /proc data breaks a rule: detail says which) |
                           no_answer (asked, no reply before the deadline),
                           unreachable (its TMPDIR's filesystem did not answer in time) */
