@@ -182,7 +182,7 @@ pod = json.load(open(D + "/pods/shop/orders-7d9c8b6f5-x2x7k/pod.json"))
 r = e["regarding"]
 assert r == {"apiVersion": "v1", "kind": "Pod", "name": "orders-7d9c8b6f5-x2x7k", "namespace": "shop",
              "uid": pod["metadata"]["uid"], "fieldPath": "spec.containers{app}"}, r
-assert e["note"] == "Attached profiler libclrprobe.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41} to .NET pid 1 (node-side pid 4242, uid 1654) in 142 ms: /tmp/clrprobe-ab12.so", e["note"]
+assert e["note"] == "Attached profiler libclrprobe.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41} to .NET pid 1 (pid 4242 as seen from clrattach\x27s PID namespace, uid 1654) in 142 ms: /tmp/clrprobe-ab12.so", e["note"]
 '
 check plugin-line-and-summary '
 l = lines()
@@ -512,6 +512,35 @@ by = {p["pod"]: p for p in doc["pods"]}
 assert by["p1"]["result"] is None and by["p1"]["outcome"] == "error" and "no result" in by["p1"]["message"], by["p1"]
 assert by["p2"]["event"].startswith("Event not posted: the pod could not (could not report the Event"), by["p2"]
 assert "nor could this machine" in by["p2"]["event"], by["p2"]
+'
+
+# ---- 8b. the fallback Event's words, and a Role that grants events on the core group only ------
+# The ephemeral container sees the app's pid as the app does (no "node-side" pid); a streamed
+# profiler is named by the file it became; the pod's reason is cut at a word; a 403 on
+# events.k8s.io/v1 posts the same Event as core/v1.
+D=$WORK/eventwords
+cluster "$D"
+export LONGWHY="clrattach: warning: could not report the Event: k8s: POST /apis/events.k8s.io/v1/namespaces/shop/events: 403 Forbidden: events.events.k8s.io is forbidden: User system:serviceaccount:shop:default cannot create resource events in API group events.k8s.io in the namespace shop"
+pod "$D" shop p1 result='{"command":"attach","outcome":"attached","exit_code":0,"pid":8,"ns_pid":8,"uid":1654,"profiler":"-","clsid":"{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}","delivered_path":"/tmp/clrattach-3f2a/libclrprobe.so","duration_ms":90}' logs="$LONGWHY"
+: >"$D/events-group-forbidden"
+run_plugin "$D" p1 -n shop -c app --clsid "$CLSID" --name clrattach-w -o json
+check plugin-event-core-v1-fallback '
+(e,) = events()
+assert e["apiVersion"] == "v1" and e["kind"] == "Event", e
+assert e["involvedObject"]["kind"] == "Pod" and e["involvedObject"]["name"] == "p1", e
+assert e["reason"] == "ProfilerAttached" and e["type"] == "Normal" and e["count"] == 1, e
+assert e["reportingComponent"] == "clrattach.dev/clrattach" and e["source"]["component"] == "clrattach", e
+m = e["message"]
+assert m.startswith("Attached profiler (streamed) libclrprobe.so {5F3C8A2E"), m
+assert "to .NET pid 8 (uid 1654)" in m and "node-side" not in m and "-  " not in m, m
+doc = json.loads(out)
+ev = doc["pods"][0]["event"]
+assert ev.startswith("Event posted from here as core/v1 (events.k8s.io/v1 was forbidden)"), ev
+why = ev.split("the pod could not: ", 1)[1]
+assert why.endswith("...)") and len(why) < 215, why
+cut = why[:-4]
+LONG = os.environ["LONGWHY"][len("clrattach: warning: "):]
+assert LONG.startswith(cut) and LONG[len(cut)] == " ", (cut, LONG[len(cut):len(cut) + 10])
 '
 
 # ---- 9. usage errors: exit 2 before any kubectl call ---------------------------------------------

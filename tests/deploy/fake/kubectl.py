@@ -15,6 +15,7 @@
   deployments/NS/NAME.json, statefulsets/NS/NAME.json   workloads
   events/*.json             (written) each `kubectl create -f -`
   create-fails              `kubectl create` fails
+  events-group-forbidden    `kubectl create` of an events.k8s.io/v1 Event is forbidden (403)
 """
 import json
 import os
@@ -274,7 +275,12 @@ def main(argv):
         if os.path.exists(os.path.join(D, "create-fails")):
             fail('events.events.k8s.io is forbidden: User "u" cannot create resource', 1)
         body = sys.stdin.read()
-        json.loads(body)  # the plugin must write JSON
+        doc = json.loads(body)  # the plugin must write JSON
+        if (os.path.exists(os.path.join(D, "events-group-forbidden"))
+                and doc.get("apiVersion") == "events.k8s.io/v1"):
+            fail('events.events.k8s.io '
+                 'is forbidden: User "u" cannot create resource "events" in API group '
+                 '"events.k8s.io" in the namespace "shop"', 1)
         os.makedirs(os.path.join(D, "events"), exist_ok=True)
         fd, _ = tempfile.mkstemp(suffix=".json", dir=os.path.join(D, "events"))
         os.write(fd, body.encode())
