@@ -274,13 +274,21 @@ static void query_start(struct ps_query *q, struct procindex *x, struct target *
 }
 
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, bool asked, struct procindex *x, unsigned flags,
-                   struct ps_query *q, struct ps_entry *list, size_t idx)
+static int inspect(int proc_dirfd, pid_t pid, bool asked, const char *cgroup, struct procindex *x,
+                   unsigned flags, struct ps_query *q, struct ps_entry *list, size_t idx)
 {
     struct ps_entry *en = &list[idx];
     struct target t;
     struct cla_error e = {0};
     int r = target_open(proc_dirfd, pid, &t, &e);
+    if (r >= 0 && cgroup) {
+        /* Only the processes of that cgroup, each listed as if asked for by pid. */
+        if (!target_cgroup_contains(&t, cgroup)) {
+            target_close(&t);
+            return 0;
+        }
+        asked = true;
+    }
     if (r == -EPROTO) {
         /* Its /proc data breaks a rule (a TMPDIR clrattach refuses): listed, with the reason,
          * since an attach would be refused too; whether it runs .NET cannot be told. */
@@ -378,7 +386,7 @@ out:
     return listed;
 }
 
-int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
+int ps_scan(int proc_dirfd, pid_t only, const char *cgroup, bool query, int64_t timeout_ms,
             struct ps_entry **ret_entries, size_t *ret_n, struct cla_error *e)
 {
     /* The index points at every process that can give a row: a socket name for its namespace
@@ -409,8 +417,9 @@ int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
         if (only > 0 ? p->pid != only
-                     : !(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
-                                     PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
+                     : !cgroup &&
+                           !(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
+                                         PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
             continue;
         if (n == alloc) {
             size_t na = alloc ? alloc * 2 : 16;
@@ -424,7 +433,7 @@ int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
         }
         if (q)
             query_wait(q, list, PS_QUERIES_IN_FLIGHT_MAX); /* a free slot */
-        if (inspect(proc_dirfd, p->pid, only > 0, x, p->flags, q, list, n))
+        if (inspect(proc_dirfd, p->pid, only > 0, cgroup, x, p->flags, q, list, n))
             n++;
     }
     if (q)

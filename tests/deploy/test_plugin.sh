@@ -74,6 +74,15 @@ open(d + "/result.json", "w").write(kv.get("result", "{}"))
 open(d + "/logs.txt", "w").write(kv.get("logs", kv.get("result", "")) + "\n")
 if "probe" in kv:
     open(d + "/probe.txt", "w").write(kv["probe"] + "\n")
+if "pidprobe" in kv:
+    open(d + "/pidprobe.txt", "w").write(kv["pidprobe"] + "\n")
+if "share" in kv:
+    spec["shareProcessNamespace"] = True
+    pod["spec"] = spec
+    for st in status.get("containerStatuses", []):
+        st["containerID"] = "containerd://" + hashlib.sha256(st["name"].encode()).hexdigest() \
+            if kv["share"] != "noid" else ""
+    json.dump(pod, open(d + "/pod.json", "w"))
 for f in ("hang", "attach-fails", "conflict"):
     if f in kv:
         open(d + "/" + f, "w").close()
@@ -397,7 +406,51 @@ assert by["u-root"]["outcome"] == "permission_denied" and "root" in by["u-root"]
 assert len(puts("shop/u-root")) == 1
 assert RC == 5, RC
 '
+# ---- 5b. a pod whose containers share one PID namespace (deploy/base): pid 1 is the pause ------
+# process; the app's is found by its container's ID (a probe running ps --match-cgroup), unless
+# --pid names it.
+D=$WORK/share
+cluster "$D"
+APPID=$(python3 -c 'import hashlib; print(hashlib.sha256(b"app").hexdigest())')
+export APPID
+PS8='{"command":"ps","processes":[{"pid":8,"ns_pid":8,"uid":1654,"gid":1655,"comm":"dotnet","command_line":"dotnet /app/Orders.dll","state":"ready"}]}'
+PS2='{"command":"ps","processes":[{"pid":8,"ns_pid":8,"uid":1654,"gid":1655,"state":"ready"},{"pid":31,"ns_pid":31,"uid":1654,"gid":1655,"state":"ready"}]}'
+pod "$D" shop s-one share=1 result="$ATTACHED" logs="$POSTED" pidprobe="$PS8"
+pod "$D" shop s-two share=1 pidprobe="$PS2"
+pod "$D" shop s-none share=1 pidprobe='{"command":"ps","processes":[]}'
+pod "$D" shop s-noid share=noid
+pod "$D" shop s-learn share=1 uid=none result="$ATTACHED" logs="$POSTED" pidprobe="$PS8"
+run_plugin "$D" s-one s-two s-none s-noid s-learn -n shop -c app --clsid "$CLSID" --name clrattach-s -o json
+check plugin-shared-pidns-finds-app '
+p = ec("shop/s-one", "clrattach-s-pid")
+assert p["command"] == ["/clrattach", "ps", "--match-cgroup", os.environ["APPID"], "-o", "json"], p
+assert p["targetContainerName"] == "app" and p["securityContext"]["runAsUser"] == 1654, p
+c = ec("shop/s-one", "clrattach-s")
+assert c["command"][2:4] == ["--pid", "8"], c["command"]
+doc = json.loads(out)
+by = {p["pod"]: p for p in doc["pods"]}
+assert by["s-one"]["outcome"] == "attached", by["s-one"]
+assert by["s-two"]["outcome"] == "usage_error" and "pids 8 31" in by["s-two"]["message"] and "--pid" in by["s-two"]["message"], by["s-two"]
+assert by["s-none"]["outcome"] == "not_dotnet" and "--pid" in by["s-none"]["message"], by["s-none"]
+assert by["s-noid"]["outcome"] == "error" and "container ID" in by["s-noid"]["message"], by["s-noid"]
+for pod in ("s-two", "s-none", "s-noid"):
+    assert not [b for b in puts("shop/" + pod) if b["spec"]["ephemeralContainers"][-1]["name"] == "clrattach-s"], pod
+# No uid in the spec: the probe runs as nobody, and its answer gives the uid too.
+p = ec("shop/s-learn", "clrattach-s-pid")
+assert p["securityContext"]["runAsUser"] == 65532, p
+c = ec("shop/s-learn", "clrattach-s")
+assert c["command"][2:4] == ["--pid", "8"] and c["securityContext"]["runAsUser"] == 1654 and c["securityContext"]["runAsGroup"] == 1655, c
+'
+run_plugin "$D" s-one -n shop -c app --clsid "$CLSID" --name clrattach-t --pid 12
+check plugin-shared-pidns-pid-given '
+assert not os.path.exists(D + "/pods/shop/s-one/put-clrattach-t-pid.json")
+c = ec("shop/s-one", "clrattach-t")
+assert c["command"][2:4] == ["--pid", "12"], c["command"]
+assert RC == 0, RC
+'
+
 # --uid overrides: no probe; the spec's own runAsUser skips it too (case 1).
+D=$WORK/uid
 run_plugin "$D" u-learn -n shop -c app --clsid "$CLSID" --name clrattach-v --uid 2000 --gid 2001
 check plugin-uid-option-skips-probe '
 assert not os.path.exists(D + "/pods/shop/u-learn/put-clrattach-v-uid.json")

@@ -7,6 +7,7 @@
   pods/NS/NAME/result.json  the attach container's termination message (its exit_code is the
                             container's exit code); logs.txt its logs
   pods/NS/NAME/probe.txt    the uid probe's logs (`clrattach ps --pid N -o json`)
+  pods/NS/NAME/pidprobe.txt the pid probe's logs (`clrattach ps --match-cgroup ID -o json`)
   pods/NS/NAME/hang         the attach container runs for good (no result)
   pods/NS/NAME/attach-fails the first `kubectl attach` fails
   pods/NS/NAME/conflict     the first PUT of ephemeral containers answers 409
@@ -73,7 +74,7 @@ def pod_view(ns, name):
         sts = []
         for ec in ecs:
             n = ec["name"]
-            if n.endswith("-uid"):
+            if n.endswith(("-uid", "-pid")):
                 state = {"terminated": {"exitCode": 0, "reason": "Completed"}}
             elif os.path.exists(os.path.join(d, "hang")) or (
                     ec.get("stdinOnce") and not os.path.exists(os.path.join(d, "attached-" + n))):
@@ -254,7 +255,8 @@ def main(argv):
         return
     if verb == "logs":
         d = pod_dir(ns, pos[0])
-        f = "probe.txt" if opts["-c"].endswith("-uid") else "logs.txt"
+        f = ("probe.txt" if opts["-c"].endswith("-uid")
+             else "pidprobe.txt" if opts["-c"].endswith("-pid") else "logs.txt")
         sys.stdout.write(open(os.path.join(d, f)).read())
         return
     if verb == "attach":
