@@ -2,9 +2,10 @@
 CC      ?= gcc
 BUILD   ?= build
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
-# The commit `clrattach version` names ("-dirty" with uncommitted changes); a build from a
-# source copy without .git (the image's builder) is given it: make COMMIT=...
-COMMIT  ?= $(shell git describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null || echo unknown)
+# The commit `clrattach version` names ("-dirty" with uncommitted changes): from git, or in a
+# `git archive` copy from the COMMIT file it fills in (scripts/commit.sh); a source copy with
+# neither (the image's builder) is given it: make COMMIT=...
+COMMIT  ?= $(shell scripts/commit.sh)
 # The components a static build links (scripts/build-static.sh writes the file it names); "-"
 # for a dynamic build, whose `clrattach version` names the system libraries it runs with.
 COMPONENTS ?= -

@@ -410,9 +410,9 @@ fi
 # with musl, and the static binary is the product, not a test build. SECCOMP_ARCH names the
 # architecture whose syscall numbers a build-time filter is generated for.
 # COMMIT: what `clrattach version` and the SBOM name; a source copy without .git (the image's
-# builder) is given it in the environment.
-COMMIT=${COMMIT:-$(git -C "$ROOT" describe --always --dirty --abbrev=40 --exclude='*' 2>/dev/null ||
-    echo unknown)}
+# builder) is given it in the environment, else scripts/commit.sh finds it (git, or the COMMIT
+# file of a `git archive` copy).
+[ "${COMMIT:-unknown}" != unknown ] || COMMIT=$("$ROOT/scripts/commit.sh")
 make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" SAN= \
     SECCOMP_ARCH="$ARCH" COMPONENTS="$COMPONENTS" COMMIT="$COMMIT" \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \

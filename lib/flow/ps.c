@@ -14,6 +14,7 @@
 #include "target/creds.h"
 #include "target/diag_socket.h"
 #include "runtime/ipc_conn.h"
+#include "runtime/ipc_environ.h"
 #include "target/proc_environ.h"
 #include "target/procindex.h"
 #include "base/render.h"
@@ -30,6 +31,40 @@ static int cmp_pid(const void *a, const void *b)
 static const char *diagnostics_off(const struct target *t)
 {
     return proc_environ_diagnostics_off(t->environ, t->environ_len);
+}
+
+/* One of the target's variables, DOTNET_NAME else COMPlus_NAME as the runtime looks them up,
+ * copied into buf; NULL when neither is set. */
+static const char *clr_var(const struct target *t, const char *name, char *buf, size_t size)
+{
+    const char *prefixes[] = {"DOTNET_", "COMPlus_"};
+    for (size_t i = 0; i < 2; i++) {
+        char full[64];
+        const char *v;
+        size_t n;
+        snprintf(full, sizeof(full), "%s%s", prefixes[i], name);
+        if (target_getenv(t, full, &v, &n) == 1) {
+            snprintf(buf, size, "%.*s", (int)(n < size ? n : size - 1), v);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Is this runtime paused at startup, waiting for a ResumeRuntime? Its environment asks for a
+ * pause (a suspending diagnostic port) and System.Private.CoreLib.dll is not mapped yet: the
+ * runtime pauses before it loads any managed code, and a runtime that ran has it mapped for
+ * good. Without a readable environment the maps alone decide. */
+static bool paused_at_startup(const struct target *t)
+{
+    if (t->environ) {
+        char ports[4097], susp[64];
+        if (!ipc_environ_pauses_vars(
+                clr_var(t, "DiagnosticPorts", ports, sizeof(ports)),
+                clr_var(t, "DefaultDiagnosticPortSuspend", susp, sizeof(susp))))
+            return false;
+    }
+    return target_maps_has(t, "System.Private.CoreLib.dll") == 0;
 }
 
 /* The ProcessInfo exchanges in flight: one poll loop waits on all of them, under ONE deadline
@@ -239,13 +274,21 @@ static void query_start(struct ps_query *q, struct procindex *x, struct target *
 }
 
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
-static int inspect(int proc_dirfd, pid_t pid, bool asked, struct procindex *x, unsigned flags,
-                   struct ps_query *q, struct ps_entry *list, size_t idx)
+static int inspect(int proc_dirfd, pid_t pid, bool asked, const char *cgroup, struct procindex *x,
+                   unsigned flags, struct ps_query *q, struct ps_entry *list, size_t idx)
 {
     struct ps_entry *en = &list[idx];
     struct target t;
     struct cla_error e = {0};
     int r = target_open(proc_dirfd, pid, &t, &e);
+    if (r >= 0 && cgroup) {
+        /* Only the processes of that cgroup, each listed as if asked for by pid. */
+        if (!target_cgroup_contains(&t, cgroup)) {
+            target_close(&t);
+            return 0;
+        }
+        asked = true;
+    }
     if (r == -EPROTO) {
         /* Its /proc data breaks a rule (a TMPDIR clrattach refuses): listed, with the reason,
          * since an attach would be refused too; whether it runs .NET cannot be told. */
@@ -319,7 +362,15 @@ static int inspect(int proc_dirfd, pid_t pid, bool asked, struct procindex *x, u
                  "%u (another user bound its name)",
                  (unsigned)s.owner, (unsigned)en->uid);
         break;
-    case SOCKET_FOUND: en->state = "ready"; break;
+    case SOCKET_FOUND:
+        en->state = "ready";
+        if (paused_at_startup(&t)) {
+            en->state = "paused";
+            snprintf(en->detail, sizeof(en->detail),
+                     "paused at startup, waiting for ResumeRuntime: attach --startup (or watch "
+                     "--startup) loads a profiler now; a plain attach is refused until it runs");
+        }
+        break;
     case SOCKET_FOUND_UNKEYED:
         en->state = "unkeyed";
         diag_socket_unkeyed_detail(s.key, t.stat.starttime, en->detail, sizeof(en->detail));
@@ -335,7 +386,7 @@ out:
     return listed;
 }
 
-int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
+int ps_scan(int proc_dirfd, pid_t only, const char *cgroup, bool query, int64_t timeout_ms,
             struct ps_entry **ret_entries, size_t *ret_n, struct cla_error *e)
 {
     /* The index points at every process that can give a row: a socket name for its namespace
@@ -366,8 +417,9 @@ int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
     for (size_t i = 0; i < procindex_count(x); i++) {
         const struct procindex_proc *p = procindex_at(x, i);
         if (only > 0 ? p->pid != only
-                     : !(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
-                                     PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
+                     : !cgroup &&
+                           !(p->flags & (PROCINDEX_SOCKET | PROCINDEX_DISABLED | PROCINDEX_REFUSED |
+                                         PROCINDEX_UNKNOWN | PROCINDEX_UNREACHABLE)))
             continue;
         if (n == alloc) {
             size_t na = alloc ? alloc * 2 : 16;
@@ -381,7 +433,7 @@ int ps_scan(int proc_dirfd, pid_t only, bool query, int64_t timeout_ms,
         }
         if (q)
             query_wait(q, list, PS_QUERIES_IN_FLIGHT_MAX); /* a free slot */
-        if (inspect(proc_dirfd, p->pid, only > 0, x, p->flags, q, list, n))
+        if (inspect(proc_dirfd, p->pid, only > 0, cgroup, x, p->flags, q, list, n))
             n++;
     }
     if (q)

@@ -55,25 +55,27 @@ static void env_names(const struct attach_result *r, char *buf, size_t size)
 }
 
 /*
- * "1 (node-side pid 4242, uid 1000, .NET 10.0.12": the pid in the app's PID namespace, then what
- * clrattach knows of the process from its own side, for ".NET pid %s)". A runtime that connected
- * to --listen gave its pid in a message (its word); with no pid in clrattach's PID namespace (a
- * sidecar sharing only a volume) no node-side pid is known, and none is named.
+ * "1 (pid 4242 as seen from clrattach's PID namespace, uid 1000, .NET 10.0.12": the pid in the
+ * app's PID namespace, then what clrattach knows of the process from its own side, for
+ * ".NET pid %s)". clrattach's view is named only where it differs from the app's (a sidecar or
+ * an ephemeral container sharing the app's PID namespace sees the same pid); it is never called
+ * the node's, since clrattach may not run on the node. A runtime that connected to --listen gave
+ * its pid in a message (its word); with no pid in clrattach's PID namespace (a sidecar sharing
+ * only a volume) none is named.
  */
-static void who(const struct attach_result *r, bool startup, char *buf, size_t size)
+static void who(const struct attach_result *r, char *buf, size_t size)
 {
-    char here[96];
+    char here[112] = "";
     if (r->listen && r->pid <= 0)
-        snprintf(here, sizeof(here), "the pid the runtime advertised");
+        snprintf(here, sizeof(here), "the pid the runtime advertised, ");
     else if (r->listen)
         snprintf(here, sizeof(here),
-                 "the pid the runtime advertised; pid %d as seen from clrattach's PID namespace",
+                 "the pid the runtime advertised; pid %d as seen from clrattach's PID namespace, ",
                  (int)r->pid);
-    else if (startup)
-        snprintf(here, sizeof(here), "node-side pid %d", (int)r->pid);
-    else
-        snprintf(here, sizeof(here), "pid %d as seen from clrattach's PID namespace", (int)r->pid);
-    snprintf(buf, size, "%d (%s, uid %u%s%s", (int)r->nspid, here, (unsigned)r->uid,
+    else if (r->pid != r->nspid)
+        snprintf(here, sizeof(here), "pid %d as seen from clrattach's PID namespace, ",
+                 (int)r->pid);
+    snprintf(buf, size, "%d (%suid %u%s%s", (int)r->nspid, here, (unsigned)r->uid,
              r->runtime_version[0] ? ", .NET " : "", r->runtime_version);
 }
 
@@ -94,7 +96,7 @@ static void other_event(const struct attach_result *r, const char *assembly, cha
                            : r->outcome == ATTACH_PERFMAP_DISABLED ? "PerfMapDisabled"
                                                                    : "StartupHookApplied";
         ret->spec.type = "Normal";
-        who(r, false, pid, sizeof(pid));
+        who(r, pid, sizeof(pid));
         snprintf(part, sizeof(part), "%s%s%s of .NET pid %s) in %lld ms: %.1024s", what,
                  perfmap ? "" : " ", perfmap ? "" : basename_of(assembly), pid,
                  (long long)r->duration_ms,
@@ -134,7 +136,7 @@ void result_text_event(const struct attach_result *r, const char *profiler,
         /* Not "attached": the runtime loaded it through Initialize as it started. */
         ret->spec.reason = "ProfilerLoadedAtStartup";
         ret->spec.type = "Normal";
-        who(r, true, pid, sizeof(pid));
+        who(r, pid, sizeof(pid));
         snprintf(part, sizeof(part),
                  "Loaded profiler %s %s at startup into .NET pid %s)%s, resumed after %lld ms: "
                  "%.1024s",
@@ -144,7 +146,7 @@ void result_text_event(const struct attach_result *r, const char *profiler,
     } else if (r->outcome == ATTACH_OK) {
         ret->spec.reason = "ProfilerAttached";
         ret->spec.type = "Normal";
-        who(r, false, pid, sizeof(pid));
+        who(r, pid, sizeof(pid));
         snprintf(
             part, sizeof(part), "Attached profiler %s %s to .NET pid %s) in %lld ms%s: %.1024s",
             basename_of(profiler), guid, pid, (long long)r->duration_ms, env, r->delivered_path);

@@ -170,9 +170,19 @@ int ipc_environ_pauses(const uint8_t *block, size_t len, struct cla_error *e)
                        len - off);
     const struct var *ports = vars[0].found ? &vars[0] : &vars[1];
     const struct var *susp = vars[2].found ? &vars[2] : &vars[3];
-    if (ports->found && (ports->long_value || ports_pause(ports->value)))
+    if (ports->found && ports->long_value)
         return 1;
-    if (susp->found && nonzero_hex(susp->value))
-        return 1;
-    return 0;
+    return ipc_environ_pauses_vars(ports->found ? ports->value : NULL,
+                                   susp->found ? susp->value : NULL);
+}
+
+int ipc_environ_pauses_vars(const char *ports, const char *suspend)
+{
+    if (ports) {
+        if (strlen(ports) > VALUE_MAX)
+            return 1;
+        if (ports_pause(ports))
+            return 1;
+    }
+    return suspend && nonzero_hex(suspend) ? 1 : 0;
 }

@@ -36,4 +36,10 @@ int ipc_environ_decode_head(const uint8_t *payload, size_t len, uint32_t *ret_bl
  * as hex). Returns 1 (pauses), 0 (does not), or -EPROTO for a malformed block. */
 int ipc_environ_pauses(const uint8_t *block, size_t len, struct cla_error *e);
 
+/* The same decision from the two values themselves (NULL when the variable is absent; the
+ * DOTNET_ name, else the COMPlus_ one), as an environment read elsewhere gives them (`ps` reads
+ * /proc/<pid>/environ). A port configuration longer than this module reads counts as pausing.
+ * Returns 1 or 0. */
+int ipc_environ_pauses_vars(const char *ports, const char *suspend);
+
 #endif

@@ -290,6 +290,15 @@ int target_read_file(const struct target *t, const char *name, size_t cap, char 
     return 0;
 }
 
+bool target_cgroup_contains(const struct target *t, const char *want)
+{
+    _cleanup_free_ char *buf = NULL;
+    size_t len;
+    if (target_read_file(t, "cgroup", PROC_CGROUP_MAX, &buf, &len, NULL) < 0)
+        return false;
+    return memmem(buf, len, want, strlen(want)) != NULL;
+}
+
 int target_maps_has(const struct target *t, const char *name)
 {
     _cleanup_close_ int fd = openat(t->procfd, "maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -89,6 +89,11 @@ void target_maps_drop(struct target *t);
 int target_read_file(const struct target *t, const char *name, size_t cap, char **ret_buf,
                      size_t *ret_len, struct cla_error *e);
 
+/* Does the target's /proc/<pid>/cgroup (read through the pinned dirfd, at most PROC_CGROUP_MAX
+ * bytes) hold `want`: a container ID, or any part of its cgroup path? A file that cannot be read
+ * holds nothing. */
+bool target_cgroup_contains(const struct target *t, const char *want);
+
 /* Reads the target's executable through /proc/<pid>/exe of the pinned dirfd, bounded by `cap`.
  * "exe" is a magic link of our own procfs: following it is the point (O_NOFOLLOW always fails
  * on it with ELOOP); the file is opened O_NONBLOCK|O_NOCTTY and must be regular. Its bytes are

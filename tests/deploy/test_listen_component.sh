@@ -72,6 +72,15 @@ for c in spec["containers"] + spec.get("initContainers", []):
           and (sc.get("seccompProfile") or pod_sc.get("seccompProfile"))
           and not sc.get("capabilities", {}).get("add"))
     check("listen-component-restricted-" + c["name"], ok, sc)
+# The sample profiler writes its report where the app's CLRPROBE_OUT says (getenv()): with the
+# app's root read-only, that must be on a writable mount of the app, or every startup load fails
+# with ERROR_WRITE_PROTECT.
+app_ro = app.get("securityContext", {}).get("readOnlyRootFilesystem")
+out = env.get("CLRPROBE_OUT") or ""
+writable = [m["mountPath"].rstrip("/") + "/" for m in app.get("volumeMounts", []) if not m.get("readOnly")]
+check("listen-component-report-writable",
+      not opt.get("--profiler", "").startswith("/profilers/") or not app_ro or
+      any(out.startswith(w) for w in writable), (out, writable))
 # Same uid in both: the socket can stay owner-only.
 uid = lambda c: c.get("securityContext", {}).get("runAsUser", pod_sc.get("runAsUser"))
 check("listen-component-same-uid", uid(app) == uid(side) and uid(side) not in (None, 0))

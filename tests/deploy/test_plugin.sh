@@ -74,6 +74,15 @@ open(d + "/result.json", "w").write(kv.get("result", "{}"))
 open(d + "/logs.txt", "w").write(kv.get("logs", kv.get("result", "")) + "\n")
 if "probe" in kv:
     open(d + "/probe.txt", "w").write(kv["probe"] + "\n")
+if "pidprobe" in kv:
+    open(d + "/pidprobe.txt", "w").write(kv["pidprobe"] + "\n")
+if "share" in kv:
+    spec["shareProcessNamespace"] = True
+    pod["spec"] = spec
+    for st in status.get("containerStatuses", []):
+        st["containerID"] = "containerd://" + hashlib.sha256(st["name"].encode()).hexdigest() \
+            if kv["share"] != "noid" else ""
+    json.dump(pod, open(d + "/pod.json", "w"))
 for f in ("hang", "attach-fails", "conflict"):
     if f in kv:
         open(d + "/" + f, "w").close()
@@ -182,7 +191,7 @@ pod = json.load(open(D + "/pods/shop/orders-7d9c8b6f5-x2x7k/pod.json"))
 r = e["regarding"]
 assert r == {"apiVersion": "v1", "kind": "Pod", "name": "orders-7d9c8b6f5-x2x7k", "namespace": "shop",
              "uid": pod["metadata"]["uid"], "fieldPath": "spec.containers{app}"}, r
-assert e["note"] == "Attached profiler libclrprobe.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41} to .NET pid 1 (node-side pid 4242, uid 1654) in 142 ms: /tmp/clrprobe-ab12.so", e["note"]
+assert e["note"] == "Attached profiler libclrprobe.so {5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41} to .NET pid 1 (pid 4242 as seen from clrattach\x27s PID namespace, uid 1654) in 142 ms: /tmp/clrprobe-ab12.so", e["note"]
 '
 check plugin-line-and-summary '
 l = lines()
@@ -397,7 +406,51 @@ assert by["u-root"]["outcome"] == "permission_denied" and "root" in by["u-root"]
 assert len(puts("shop/u-root")) == 1
 assert RC == 5, RC
 '
+# ---- 5b. a pod whose containers share one PID namespace (deploy/base): pid 1 is the pause ------
+# process; the app's is found by its container's ID (a probe running ps --match-cgroup), unless
+# --pid names it.
+D=$WORK/share
+cluster "$D"
+APPID=$(python3 -c 'import hashlib; print(hashlib.sha256(b"app").hexdigest())')
+export APPID
+PS8='{"command":"ps","processes":[{"pid":8,"ns_pid":8,"uid":1654,"gid":1655,"comm":"dotnet","command_line":"dotnet /app/Orders.dll","state":"ready"}]}'
+PS2='{"command":"ps","processes":[{"pid":8,"ns_pid":8,"uid":1654,"gid":1655,"state":"ready"},{"pid":31,"ns_pid":31,"uid":1654,"gid":1655,"state":"ready"}]}'
+pod "$D" shop s-one share=1 result="$ATTACHED" logs="$POSTED" pidprobe="$PS8"
+pod "$D" shop s-two share=1 pidprobe="$PS2"
+pod "$D" shop s-none share=1 pidprobe='{"command":"ps","processes":[]}'
+pod "$D" shop s-noid share=noid
+pod "$D" shop s-learn share=1 uid=none result="$ATTACHED" logs="$POSTED" pidprobe="$PS8"
+run_plugin "$D" s-one s-two s-none s-noid s-learn -n shop -c app --clsid "$CLSID" --name clrattach-s -o json
+check plugin-shared-pidns-finds-app '
+p = ec("shop/s-one", "clrattach-s-pid")
+assert p["command"] == ["/clrattach", "ps", "--match-cgroup", os.environ["APPID"], "-o", "json"], p
+assert p["targetContainerName"] == "app" and p["securityContext"]["runAsUser"] == 1654, p
+c = ec("shop/s-one", "clrattach-s")
+assert c["command"][2:4] == ["--pid", "8"], c["command"]
+doc = json.loads(out)
+by = {p["pod"]: p for p in doc["pods"]}
+assert by["s-one"]["outcome"] == "attached", by["s-one"]
+assert by["s-two"]["outcome"] == "usage_error" and "pids 8 31" in by["s-two"]["message"] and "--pid" in by["s-two"]["message"], by["s-two"]
+assert by["s-none"]["outcome"] == "not_dotnet" and "--pid" in by["s-none"]["message"], by["s-none"]
+assert by["s-noid"]["outcome"] == "error" and "container ID" in by["s-noid"]["message"], by["s-noid"]
+for pod in ("s-two", "s-none", "s-noid"):
+    assert not [b for b in puts("shop/" + pod) if b["spec"]["ephemeralContainers"][-1]["name"] == "clrattach-s"], pod
+# No uid in the spec: the probe runs as nobody, and its answer gives the uid too.
+p = ec("shop/s-learn", "clrattach-s-pid")
+assert p["securityContext"]["runAsUser"] == 65532, p
+c = ec("shop/s-learn", "clrattach-s")
+assert c["command"][2:4] == ["--pid", "8"] and c["securityContext"]["runAsUser"] == 1654 and c["securityContext"]["runAsGroup"] == 1655, c
+'
+run_plugin "$D" s-one -n shop -c app --clsid "$CLSID" --name clrattach-t --pid 12
+check plugin-shared-pidns-pid-given '
+assert not os.path.exists(D + "/pods/shop/s-one/put-clrattach-t-pid.json")
+c = ec("shop/s-one", "clrattach-t")
+assert c["command"][2:4] == ["--pid", "12"], c["command"]
+assert RC == 0, RC
+'
+
 # --uid overrides: no probe; the spec's own runAsUser skips it too (case 1).
+D=$WORK/uid
 run_plugin "$D" u-learn -n shop -c app --clsid "$CLSID" --name clrattach-v --uid 2000 --gid 2001
 check plugin-uid-option-skips-probe '
 assert not os.path.exists(D + "/pods/shop/u-learn/put-clrattach-v-uid.json")
@@ -512,6 +565,35 @@ by = {p["pod"]: p for p in doc["pods"]}
 assert by["p1"]["result"] is None and by["p1"]["outcome"] == "error" and "no result" in by["p1"]["message"], by["p1"]
 assert by["p2"]["event"].startswith("Event not posted: the pod could not (could not report the Event"), by["p2"]
 assert "nor could this machine" in by["p2"]["event"], by["p2"]
+'
+
+# ---- 8b. the fallback Event's words, and a Role that grants events on the core group only ------
+# The ephemeral container sees the app's pid as the app does (no "node-side" pid); a streamed
+# profiler is named by the file it became; the pod's reason is cut at a word; a 403 on
+# events.k8s.io/v1 posts the same Event as core/v1.
+D=$WORK/eventwords
+cluster "$D"
+export LONGWHY="clrattach: warning: could not report the Event: k8s: POST /apis/events.k8s.io/v1/namespaces/shop/events: 403 Forbidden: events.events.k8s.io is forbidden: User system:serviceaccount:shop:default cannot create resource events in API group events.k8s.io in the namespace shop"
+pod "$D" shop p1 result='{"command":"attach","outcome":"attached","exit_code":0,"pid":8,"ns_pid":8,"uid":1654,"profiler":"-","clsid":"{5F3C8A2E-7B14-4C8D-9E61-2A0B7D3C9F41}","delivered_path":"/tmp/clrattach-3f2a/libclrprobe.so","duration_ms":90}' logs="$LONGWHY"
+: >"$D/events-group-forbidden"
+run_plugin "$D" p1 -n shop -c app --clsid "$CLSID" --name clrattach-w -o json
+check plugin-event-core-v1-fallback '
+(e,) = events()
+assert e["apiVersion"] == "v1" and e["kind"] == "Event", e
+assert e["involvedObject"]["kind"] == "Pod" and e["involvedObject"]["name"] == "p1", e
+assert e["reason"] == "ProfilerAttached" and e["type"] == "Normal" and e["count"] == 1, e
+assert e["reportingComponent"] == "clrattach.dev/clrattach" and e["source"]["component"] == "clrattach", e
+m = e["message"]
+assert m.startswith("Attached profiler (streamed) libclrprobe.so {5F3C8A2E"), m
+assert "to .NET pid 8 (uid 1654)" in m and "node-side" not in m and "-  " not in m, m
+doc = json.loads(out)
+ev = doc["pods"][0]["event"]
+assert ev.startswith("Event posted from here as core/v1 (events.k8s.io/v1 was forbidden)"), ev
+why = ev.split("the pod could not: ", 1)[1]
+assert why.endswith("...)") and len(why) < 215, why
+cut = why[:-4]
+LONG = os.environ["LONGWHY"][len("clrattach: warning: "):]
+assert LONG.startswith(cut) and LONG[len(cut)] == " ", (cut, LONG[len(cut):len(cut) + 10])
 '
 
 # ---- 9. usage errors: exit 2 before any kubectl call ---------------------------------------------

@@ -86,3 +86,22 @@ PY
 ); then ok dynamic-version-system-libraries; else fail dynamic-version-system-libraries "$msg"; fi
 out=$("$STATIC" --version 2>&1)
 if [ "$out" = "clrattach $(cat "$ROOT/VERSION")" ]; then ok version-flag; else fail version-flag "$out"; fi
+
+# A build from `git archive` names its commit (COMMIT, filled in by export-subst), also when the
+# archive is unpacked inside another repository's work tree; a tree with neither says unknown.
+if head=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null); then
+    mkdir -p "$WORK/repo/archive" "$WORK/bare"
+    git -C "$WORK/repo" init -q
+    if git -C "$ROOT" archive HEAD | tar -x -C "$WORK/repo/archive" &&
+        make -s -C "$WORK/repo/archive" --no-print-directory build/gen/build_info.h >"$WORK/err" 2>&1 &&
+        grep -q "BUILD_INFO_COMMIT \"$head\"" "$WORK/repo/archive/build/gen/build_info.h"; then
+        ok archive-build-names-commit
+    else
+        fail archive-build-names-commit "$(cat "$WORK/err"; grep COMMIT "$WORK/repo/archive/build/gen/build_info.h" 2>&1)"
+    fi
+    cp -a "$ROOT/scripts" "$WORK/bare/" && printf '$Format:%%H$\n' >"$WORK/bare/COMMIT"
+    out=$("$WORK/bare/scripts/commit.sh")
+    if [ "$out" = unknown ]; then ok copy-without-commit-unknown; else fail copy-without-commit-unknown "$out"; fi
+else
+    fail archive-build-names-commit "not a git checkout: $ROOT"
+fi

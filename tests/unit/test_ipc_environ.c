@@ -117,6 +117,24 @@ static void test_malformed(void **state)
     assert_int_equal(ipc_environ_pauses(buf, len, &e), -EPROTO);
 }
 
+/* The same decision from two values, as `ps` takes them from /proc/<pid>/environ. */
+static void test_pauses_vars(void **state)
+{
+    char big[5000];
+    (void)state;
+    assert_int_equal(ipc_environ_pauses_vars(NULL, NULL), 0);
+    assert_int_equal(ipc_environ_pauses_vars(NULL, "1"), 1);
+    assert_int_equal(ipc_environ_pauses_vars(NULL, "0x0"), 0);
+    assert_int_equal(ipc_environ_pauses_vars("/d/p.sock", NULL), 1);
+    assert_int_equal(ipc_environ_pauses_vars("/d/p.sock,nosuspend", "0"), 0);
+    assert_int_equal(ipc_environ_pauses_vars("/d/p.sock,nosuspend", "1"), 1);
+    assert_int_equal(ipc_environ_pauses_vars("/l.sock,listen", NULL), 0);
+    /* Longer than the module reads: counted as pausing, never cut into a shorter meaning. */
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(ipc_environ_pauses_vars(big, NULL), 1);
+}
+
 static void test_head(void **state)
 {
     uint32_t n = 0;
@@ -139,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_port_tags),
         cmocka_unit_test(test_precedence_and_default_port),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_pauses_vars),
         cmocka_unit_test(test_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

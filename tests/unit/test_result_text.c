@@ -379,6 +379,14 @@ static void test_startup_load_words(void **state)
     assert_non_null(strstr(ev.note, "Loaded profiler p.so"));
     assert_non_null(strstr(ev.note, "with OTEL_A, OTEL_B set in its environment"));
     assert_null(strstr(ev.note, "secret"));
+    /* clrattach's own view of the pid, never called the node's. */
+    assert_non_null(strstr(ev.note, ".NET pid 1 (pid 5 as seen from clrattach's PID namespace"));
+    assert_null(strstr(ev.note, "node-side"));
+    /* A sidecar in the app's PID namespace sees the same pid: named once. */
+    r.pid = 6, r.nspid = 6;
+    result_text_event(&r, "p.so", &g, &when, &ev);
+    assert_non_null(strstr(ev.note, "into .NET pid 6 (uid 0)"));
+    assert_null(strstr(ev.note, "pid 6 as seen"));
     assert_string_equal(attach_outcome_name(ATTACH_STARTUP_LOADED), "loaded_at_startup");
     assert_int_equal(attach_outcome_exit_code(ATTACH_STARTUP_LOADED), 0);
 

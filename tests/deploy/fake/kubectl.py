@@ -7,6 +7,7 @@
   pods/NS/NAME/result.json  the attach container's termination message (its exit_code is the
                             container's exit code); logs.txt its logs
   pods/NS/NAME/probe.txt    the uid probe's logs (`clrattach ps --pid N -o json`)
+  pods/NS/NAME/pidprobe.txt the pid probe's logs (`clrattach ps --match-cgroup ID -o json`)
   pods/NS/NAME/hang         the attach container runs for good (no result)
   pods/NS/NAME/attach-fails the first `kubectl attach` fails
   pods/NS/NAME/conflict     the first PUT of ephemeral containers answers 409
@@ -15,6 +16,7 @@
   deployments/NS/NAME.json, statefulsets/NS/NAME.json   workloads
   events/*.json             (written) each `kubectl create -f -`
   create-fails              `kubectl create` fails
+  events-group-forbidden    `kubectl create` of an events.k8s.io/v1 Event is forbidden (403)
 """
 import json
 import os
@@ -72,7 +74,7 @@ def pod_view(ns, name):
         sts = []
         for ec in ecs:
             n = ec["name"]
-            if n.endswith("-uid"):
+            if n.endswith(("-uid", "-pid")):
                 state = {"terminated": {"exitCode": 0, "reason": "Completed"}}
             elif os.path.exists(os.path.join(d, "hang")) or (
                     ec.get("stdinOnce") and not os.path.exists(os.path.join(d, "attached-" + n))):
@@ -253,7 +255,8 @@ def main(argv):
         return
     if verb == "logs":
         d = pod_dir(ns, pos[0])
-        f = "probe.txt" if opts["-c"].endswith("-uid") else "logs.txt"
+        f = ("probe.txt" if opts["-c"].endswith("-uid")
+             else "pidprobe.txt" if opts["-c"].endswith("-pid") else "logs.txt")
         sys.stdout.write(open(os.path.join(d, f)).read())
         return
     if verb == "attach":
@@ -274,7 +277,12 @@ def main(argv):
         if os.path.exists(os.path.join(D, "create-fails")):
             fail('events.events.k8s.io is forbidden: User "u" cannot create resource', 1)
         body = sys.stdin.read()
-        json.loads(body)  # the plugin must write JSON
+        doc = json.loads(body)  # the plugin must write JSON
+        if (os.path.exists(os.path.join(D, "events-group-forbidden"))
+                and doc.get("apiVersion") == "events.k8s.io/v1"):
+            fail('events.events.k8s.io '
+                 'is forbidden: User "u" cannot create resource "events" in API group '
+                 '"events.k8s.io" in the namespace "shop"', 1)
         os.makedirs(os.path.join(D, "events"), exist_ok=True)
         fd, _ = tempfile.mkstemp(suffix=".json", dir=os.path.join(D, "events"))
         os.write(fd, body.encode())
