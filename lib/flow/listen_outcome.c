@@ -60,6 +60,9 @@ static void startup_failed(struct loop *l, struct inst *in)
     char vhr[16];
     hresult_format(f->verify_hr, vhr, sizeof(vhr));
     in->res.outcome = ATTACH_STARTUP_FAILED;
+    /* The answer that tells: the verification's, not StartupProfiler's S_OK. */
+    in->res.have_hresult = true;
+    in->res.hresult = f->verify_hr;
     if (f->verify_hr == 0) {
         /* Loaded now, on attach: what was delivered stays (it is mapped). */
         err_set(e, -EREMOTEIO,

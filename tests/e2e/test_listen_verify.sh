@@ -96,6 +96,7 @@ if serve wrong-clsid --profiler "$PROBE" --clsid "{00000000-1111-2222-3333-44444
     if [ "$LRC" -eq 7 ] && [ "$(json_get "$LOUT" outcome)" = startup_load_failed ] &&
         [ "$(json_get "$LOUT" resumed)" = True ] && [ "$(json_get "$LOUT" removed)" = True ] &&
         [ -z "$(json_get "$LOUT" verified)" ] &&
+        [ "$(json_get "$LOUT" hresult)" = 0x80040111 ] &&
         grep -q 'CLASS_E_CLASSNOTAVAILABLE' "$LERR" && grep -q 'clsid' "$LERR"; then
         ok "listen-verify-wrong-clsid-failed"
     else
@@ -117,6 +118,7 @@ cp "$VI/$VI_LIB" "$VI/vendor.conf" "$WORK/vinohelper/"
 if serve missing-dep --profiler "$WORK/vinohelper" --clsid "$VI_CLSID"; then
     if [ "$LRC" -eq 7 ] && [ "$(json_get "$LOUT" outcome)" = startup_load_failed ] &&
         [ "$(json_get "$LOUT" resumed)" = True ] && grep -q 'ERROR_MOD_NOT_FOUND' "$LERR" &&
+        [ "$(json_get "$LOUT" hresult)" = 0x8007007E ] &&
         json_get "$LOUT" dependency_check | grep -q 'not checked: libvendorhelper'; then
         ok "listen-verify-missing-dep-failed"
     else
