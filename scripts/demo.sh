@@ -17,13 +17,16 @@ log=$(mktemp)
 # The checkout is bind-mounted at /srv inside the app's namespace: under /tmp it would vanish
 # beneath the app's private tmpfs.
 [ -d /srv ] || mkdir -p /srv
-unshare --mount --propagation private --pid --fork --mount-proc sh -c \
+# --kill-child: the app (the namespace's pid 1) goes when unshare goes, however unshare ends, so
+# the demo never leaves it running behind.
+unshare --mount --propagation private --pid --fork --kill-child --mount-proc sh -c \
     "mount --bind '$PWD' /srv && cd / && mount -t tmpfs -o mode=1777 tmpfs /tmp && \
      exec env -i PATH=/usr/bin:/bin HOME=/tmp DOTNET_CLI_TELEMETRY_OPTOUT=1 \
      setpriv --reuid=1000 --regid=1000 --clear-groups \
      dotnet /srv/$BUILD/target/ClrTarget.dll --seconds 60" >"$log" 2>&1 &
 upid=$!
-trap 'kill -KILL $upid 2>/dev/null; wait 2>/dev/null; rm -f "$log"' EXIT
+pid=""
+trap 'kill -KILL $pid $upid 2>/dev/null; wait 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 1 300); do grep -q '^ready' "$log" && break; sleep 0.1; done
 grep -q '^ready' "$log" || { cat "$log" >&2; exit 1; }
 pid=$(tr -d ' ' </proc/$upid/task/$upid/children)
