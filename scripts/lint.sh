@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Static checks: the layer rules of lib/ (scripts/layers.sh), the README's Layout table against
-# them and the tree (scripts/layout_readme.py), calls banned by the house style (docs/style.md)
-# in lib/ and cmd/, then cppcheck.
+# them and the tree (scripts/layout_readme.py), the shape of lib/ and cmd/ (scripts/shape.py:
+# file and function lengths, include cycles, the comment each file opens with), calls banned by
+# the house style (docs/style.md) in lib/ and cmd/, then cppcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rc=0
 scripts/layers.sh || rc=1
 scripts/layout_readme.py || rc=1
+scripts/shape.py || rc=1
 banned='\b(sprintf|vsprintf|strcpy|strcat|strtok|atoi|atol|sscanf|system|popen|gets)[[:space:]]*\('
 if grep -RnE "$banned" lib cmd --include='*.c' --include='*.h' | grep -vE '^\S+:\s*(//|/?\*)'; then
     echo "lint: banned calls above (see docs/style.md)" >&2

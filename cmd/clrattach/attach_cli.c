@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The command line `attach` and `watch` share: their options parsed and checked, the operator's
+ * files read before the sandbox, the stop signals caught while a target holds our files, and
+ * one result reported (Event, termination log, stdout). */
 #include "attach_cli.h"
 
 #include <errno.h>

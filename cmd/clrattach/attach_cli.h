@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_ATTACH_CLI_H
-#define CLRATTACH_ATTACH_CLI_H
 /*
  * The command line of `attach` and `watch`: the options they share, what they set up before any
  * target is touched, and how one result is reported (the lines it prints are output.c's).
  */
+#ifndef CLRATTACH_ATTACH_CLI_H
+#define CLRATTACH_ATTACH_CLI_H
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

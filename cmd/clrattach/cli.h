@@ -1,6 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_CLI_H
-#define CLRATTACH_CLI_H
 /*
  * What the command files share: printing (output.c), the options every command takes
  * (options.c), and the command table's entry points (one cmd_*.c each). The command line that
@@ -9,6 +7,9 @@
  * One return convention throughout cmd/: a step returns CLI_GO_ON to let the command go on,
  * or the exit code to leave with (0 included: --help ends a command successfully).
  */
+#ifndef CLRATTACH_CLI_H
+#define CLRATTACH_CLI_H
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

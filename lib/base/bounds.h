@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_BOUNDS_H
-#define CLRATTACH_BOUNDS_H
-
 /*
  * Every size cap of clrattach, in one place. Anything read from a target (its /proc files, its
  * filesystem, its IPC replies) or from the network is bounded by one of these; a larger input is
  * rejected with -EPROTO/-E2BIG, never truncated silently.
  */
+#ifndef CLRATTACH_BOUNDS_H
+#define CLRATTACH_BOUNDS_H
 
 /* Error text. */
 #define CLA_ERR_MSG_MAX  512

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Filling a struct cla_error: set, prefix and hint, each cut to its buffer, all NULL-safe, and
+ * the errno names ("ELOOP") that messages show. */
 #include "base/err.h"
 
 #include <errno.h>

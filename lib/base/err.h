@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The one error type of clrattach and its setters: a negative errno-style code, a message that
+ * gathers context on the way up, and a next step for a person. */
 #ifndef CLRATTACH_ERR_H
 #define CLRATTACH_ERR_H
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Opening an output file the operator named: its last component never followed, the open never
+ * waiting, a regular file with one name checked on the fd, and emptied only then. */
 #include "base/opfile.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_OPFILE_H
-#define CLRATTACH_OPFILE_H
-
 /*
  * Files the operator names for clrattach to write (--termination-log, --ready-file). They are
  * written as root, often in a directory that others can write too (a shared emptyDir, a path the
@@ -12,6 +9,8 @@
  * name (a hard link) is kept, checked on the fd after the open. Truncation comes only after
  * those checks.
  */
+#ifndef CLRATTACH_OPFILE_H
+#define CLRATTACH_OPFILE_H
 
 #include <sys/types.h>
 

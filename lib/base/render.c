@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The escaping of render.h: a strict UTF-8 decoder, the class of each code point, and the
+ * renderings of text, command lines and messages built on them. */
 #include "base/render.h"
 
 #include <stdbool.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_RENDER_H
-#define CLRATTACH_RENDER_H
-
 /*
  * Rendering text a target controls (comm, command line, environment values, paths, the runtime's
  * ProcessInfo strings) for terminals, logs, JSON and Events. Pure: no I/O.
@@ -18,6 +15,8 @@
  *   - the backslash itself as \\, so every rendering reads back one way only.
  * Hex digits are lower case. Everything else, other UTF-8 included, is copied as it is.
  */
+#ifndef CLRATTACH_RENDER_H
+#define CLRATTACH_RENDER_H
 
 #include <stddef.h>
 #include <stdint.h>

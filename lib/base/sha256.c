@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* SHA-256: the portable compression function and, where the CPU has the x86 SHA extensions,
+ * the hardware one, chosen at run time. */
 #include "base/sha256.h"
 
 #include <errno.h>

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SHA256_H
-#define CLRATTACH_SHA256_H
-
 /*
  * SHA-256 (FIPS 180-4), pure and allocation-free. Names the delivered profiler file by its
  * content, so a re-attach never rewrites a library the target may still have mapped.
  */
+#ifndef CLRATTACH_SHA256_H
+#define CLRATTACH_SHA256_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SYSCALLS_H
-#define CLRATTACH_SYSCALLS_H
-
 /* The raw syscalls that the C libraries we build with (glibc 2.36, musl 1.2) either lack or
  * wrap only in later releases: one declaration each, with the number for kernels whose headers
  * predate it. Each returns what the kernel does: the result, or -1 with errno set. */
+#ifndef CLRATTACH_SYSCALLS_H
+#define CLRATTACH_SYSCALLS_H
 
 #include <linux/capability.h>
 #include <linux/openat2.h>

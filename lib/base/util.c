@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The small helpers of util.h that are not inline: decimal parsing, the monotonic clock, whole
+ * reads (capped) and writes of an fd, file type names. */
 #include "base/util.h"
 
 #include <string.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* What every layer uses: scope-bound cleanup and hand-off of fds and pointers, decimal parsing,
+ * a monotonic clock, whole reads and writes of an fd. */
 #ifndef CLRATTACH_UTIL_H
 #define CLRATTACH_UTIL_H
 

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Delivering a profiler directory: a private temporary tree filled and made read-only, renamed
+ * to its content-addressed name or an identical tree there reused, with a fallback name when
+ * another uid holds it; and undoing a delivery. */
 #include "deliver/deliver_dir.h"
 
 #include <dirent.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_DELIVER_DIR_H
-#define CLRATTACH_DELIVER_DIR_H
-
 /*
  * Placing a whole profiler directory (profdir.h) inside the target's filesystem view, names kept,
  * under one content-addressed name "<entry stem>-<digest16>", with every guarantee a single file
@@ -14,6 +11,8 @@
  * (or one refused, in a directory others may write) sends the tree to a fallback name of ours,
  * and a delivery first sweeps stale temporaries, as for a single file (deliver.h).
  */
+#ifndef CLRATTACH_DELIVER_DIR_H
+#define CLRATTACH_DELIVER_DIR_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Placing the profiler in a target: each candidate directory judged through the target's root,
+ * the delivery into the first that can take it, its undo, and the sweep of a stopped run's
+ * temporaries. */
 #include "deliver/place.h"
 
 #include <errno.h>

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PLACE_H
-#define CLRATTACH_PLACE_H
-
 /*
  * Placement's I/O half (placement.h is the pure one): each candidate directory is asked, through
  * the target's root, whether a .so can be mapped from there (statfs of the directory itself),
  * and the profiler is delivered into the first that takes it (deliver.h, deliver_dir.h). Acts in
  * the target's view: act as its user and open its root first (creds.h, target_open_root()).
  */
+#ifndef CLRATTACH_PLACE_H
+#define CLRATTACH_PLACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Finding and expanding {dir} and {entry} in client data ("{{" a literal brace), within the
+ * output's size. Pure: no I/O. */
 #include "deliver/placeholders.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PLACEHOLDERS_H
-#define CLRATTACH_PLACEHOLDERS_H
-
 /*
  * Placeholders in profiler client data. A vendor profiler's client data names its own files
  * (CLRIE's <AddInstrumentationMethod ConfigPath="..."/>), and those paths exist only once
@@ -13,6 +10,8 @@
  * `{word}` made of letters, digits and '_' that is not a placeholder is refused as a likely typo.
  * Pure: no I/O.
  */
+#ifndef CLRATTACH_PLACEHOLDERS_H
+#define CLRATTACH_PLACEHOLDERS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The candidate directories in the order they are tried, and the verdict on one from what its
+ * mount says. Pure: no I/O. */
 #include "deliver/placement.h"
 
 #include <stdio.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PLACEMENT_H
-#define CLRATTACH_PLACEMENT_H
-
 /*
  * Where in the target's view can the profiler go? It must be on a mount that is neither
  * read-only nor noexec as the TARGET sees it (a noexec /tmp makes dlopen fail with the same
@@ -10,6 +7,8 @@
  * /dev/shm/. Pure: the caller looks at each directory (statfs through the target's root) and
  * hands the flags it found to placement_judge().
  */
+#ifndef CLRATTACH_PLACEMENT_H
+#define CLRATTACH_PLACEMENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Reading a PE file as far as the checks need: whether it is a .NET assembly, and whether its
+ * StartupHook type has a static Initialize taking nothing, from the ECMA-335 metadata tables.
+ * Pure: no I/O. */
 #include "profset/assembly.h"
 
 #include <errno.h>

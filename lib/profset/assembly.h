@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_ASSEMBLY_H
-#define CLRATTACH_ASSEMBLY_H
-
 /*
  * Is a file a .NET assembly? A PE image whose optional header's data directory 14 (the CLI
  * header, ECMA-335 II.25.3.3) names a CLI header: what the runtime's loader needs before
@@ -9,6 +6,8 @@
  * runtime would only answer with an HRESULT of its ArgumentException). On buffers only: the
  * operator's bytes, read with their size known; every offset is checked against it.
  */
+#ifndef CLRATTACH_ASSEMBLY_H
+#define CLRATTACH_ASSEMBLY_H
 
 #include <stddef.h>
 #include <stdint.h>

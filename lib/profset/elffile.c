@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The piecewise read of an ELF file: the parser (elfinfo.h) runs again after each chunk it asks
+ * for is read, until it has all it needs, within the caller's rounds, bytes and deadline. */
 #include "profset/elffile.h"
 
 #include <errno.h>

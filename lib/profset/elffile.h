@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_ELFFILE_H
-#define CLRATTACH_ELFFILE_H
-
 /*
  * An ELF file read piecewise from an fd: only the parts the parser asks for. A file of the
  * target's can be any size and mostly holes (a sparse 64 MiB ".so" costs it nothing), so reading
@@ -10,6 +7,8 @@
  * written); elfinfo_parse_chunks() runs, and each time it names a chunk it lacks, that chunk is
  * read and the parse runs again, within a cap on bytes, on rounds and a deadline.
  */
+#ifndef CLRATTACH_ELFFILE_H
+#define CLRATTACH_ELFFILE_H
 
 #include <stdint.h>
 

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The loader's search list, built as glibc and musl build it: LD_LIBRARY_PATH, run paths with
+ * $ORIGIN expanded, musl's path file and the defaults, each directory once, within caps. Pure:
+ * no I/O. */
 #include "profset/ldsearch.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_LDSEARCH_H
-#define CLRATTACH_LDSEARCH_H
-
 /*
  * Where the target's dynamic loader will look for a library a profiler needs (DT_NEEDED), in the
  * order it looks, so that a missing dependency is named before the runtime's dlopen() fails with
@@ -15,6 +12,8 @@
  * file or /lib:/usr/local/lib:/usr/lib. Both first match an already loaded object by name; that
  * is the caller's check against the target's maps.
  */
+#ifndef CLRATTACH_LDSEARCH_H
+#define CLRATTACH_LDSEARCH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The in-memory profiler directory: files added with their bytes (shared objects parsed), the
+ * tree sealed (sorted, its manifest digested), its entry library chosen. Pure: no I/O. */
 #include "profset/profdir.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROFDIR_H
-#define CLRATTACH_PROFDIR_H
-
 /*
  * A profiler directory: what vendor profilers ship (the CLR Instrumentation Engine with its
  * plugin and config, Datadog, OpenTelemetry, ...): an entry library that exports
@@ -14,6 +11,8 @@
  * profdir_read.h fills it, from a directory on disk or a tar stream, and is what a loader calls.
  * Caps: PROFDIR_FILES_MAX entries, PROFDIR_DEPTH_MAX levels, PROFILER_MAX_SIZE bytes in all.
  */
+#ifndef CLRATTACH_PROFDIR_H
+#define CLRATTACH_PROFDIR_H
 
 #include <stdbool.h>
 #include <stddef.h>

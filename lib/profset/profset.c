@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Loading the profiler the operator gave (a file, a bundle with a build per RID, a directory,
+ * or a file or tar stream on stdin) into a set of builds, and choosing the one for a RID. */
 #include "profset/profset.h"
 
 #include <dirent.h>

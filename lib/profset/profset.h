@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROFSET_H
-#define CLRATTACH_PROFSET_H
-
 /*
  * The profiler as the operator gave it:
  *   - one shared object;
@@ -14,6 +11,8 @@
  * build for a target is then chosen by its RID, and one that cannot load there (wrong machine,
  * wrong libc) is refused before anything is sent: the runtime's only answer would be 0x8007007E.
  */
+#ifndef CLRATTACH_PROFSET_H
+#define CLRATTACH_PROFSET_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_RID_H
-#define CLRATTACH_RID_H
-
-#include <stddef.h>
-
 /*
  * .NET runtime identifiers (RIDs) reduced to what picks a profiler build: the C library and the
  * CPU architecture. Pure string handling, no I/O. The RID comes from the target's IPC reply, so
  * it is hostile input: anything not recognised is rejected, never guessed from.
  */
+#ifndef CLRATTACH_RID_H
+#define CLRATTACH_RID_H
+
+#include <stddef.h>
+
 enum rid_libc { RID_LIBC_UNKNOWN, RID_LIBC_GLIBC, RID_LIBC_MUSL };
 enum rid_arch { RID_ARCH_UNKNOWN, RID_ARCH_X64, RID_ARCH_ARM64, RID_ARCH_ARM, RID_ARCH_X86 };
 

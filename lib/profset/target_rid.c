@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Finding the target's RID: the operator's, else the runtime's answer, else a guess from the
+ * loader in its maps and the ELF machine of its runtime library or executable. */
 #include "profset/target_rid.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_TARGET_RID_H
-#define CLRATTACH_TARGET_RID_H
-
 /*
  * The target's runtime identifier, which decides the profiler build that can load there: the
  * I/O half of rid.h. In order of trust: the operator's --rid; the runtime's own ProcessInfo
@@ -10,6 +7,8 @@
  * executable when no runtime library is mapped. Reads the pinned target's maps (target_maps),
  * executable and, through its root, its runtime library: act as its user first (creds.h).
  */
+#ifndef CLRATTACH_TARGET_RID_H
+#define CLRATTACH_TARGET_RID_H
 
 #include <stdbool.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Opening and reading the operator's input files: only regular files, without blocking, each
+ * read capped. */
 #include "profset/userfile.h"
 
 #include <errno.h>

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_USERFILE_H
-#define CLRATTACH_USERFILE_H
-
 /*
  * Files the operator names on the command line (--profiler, --client-data @FILE). They are ours,
  * not the target's, so links are followed; but only a regular file is ever read. The open carries
  * O_NONBLOCK|O_NOCTTY, so a FIFO named by mistake cannot block us and a terminal cannot become
  * ours; fstat then refuses anything but a regular file with a usage message that names it.
  */
+#ifndef CLRATTACH_USERFILE_H
+#define CLRATTACH_USERFILE_H
 
 #include <stddef.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The table of profilers known to do nothing on attach, and the lookup of a library's name and
+ * CLSID in it. Pure: no I/O. */
 #include "profset/vendors.h"
 
 #include <string.h>

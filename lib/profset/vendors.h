@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_VENDORS_H
-#define CLRATTACH_VENDORS_H
-
 /*
  * Profilers whose attach is known to do nothing: the runtime loads them, their
  * InitializeForAttach answers S_OK and they never start. Attaching one reports a success that is
@@ -14,6 +11,8 @@
  * anyone's to choose. A library with another vendor's name but its own CLSID is someone else's
  * profiler, and the runtime would not find the vendor's class in it anyway.
  */
+#ifndef CLRATTACH_VENDORS_H
+#define CLRATTACH_VENDORS_H
 
 #include <stddef.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Reporting one attach result: where the configuration comes from (our own, or the app
+ * container's service account), the Event sent once or as a series, the termination log. */
 #include "report/event_report.h"
 
 #include <errno.h>

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_EVENT_REPORT_H
-#define CLRATTACH_EVENT_REPORT_H
 /*
  * Reporting an attach result to Kubernetes: the one entry point for the Event and the
  * termination log. The Event is worded in result_text.c, built in k8s_event.c and sent in
  * k8s_client.c; this module decides whether and where to report, keys the Event series and
  * holds their cache. lib/ never prints: warnings and errors come back to the caller.
  */
+#ifndef CLRATTACH_EVENT_REPORT_H
+#define CLRATTACH_EVENT_REPORT_H
+
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The requests to the apiserver over libcurl: one handle kept across retries with backoff,
+ * bodies capped as they arrive, errors worded from the reply; the pod's uid looked up, and the
+ * Event created or its series patched. */
 #include "report/k8s_client.h"
 
 #include <errno.h>

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_K8S_CLIENT_H
-#define CLRATTACH_K8S_CLIENT_H
-
 /*
  * The HTTP side of reporting: libcurl over TLS to the apiserver, verified against the CA file
  * only, https only, no redirects, no proxy. Bodies are built in k8s_event.c, replies decoded in
  * k8s_reply.c, and the Event series cache is k8s_series.c.
  */
+#ifndef CLRATTACH_K8S_CLIENT_H
+#define CLRATTACH_K8S_CLIENT_H
 
 #include <stdbool.h>
 

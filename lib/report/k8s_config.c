@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The in-cluster configuration parsed on buffers: the API address from the environment and the
+ * options, the token and namespace files' contents, the pod from the downward API. */
 #include "report/k8s_config.h"
 /*
  * The cluster configuration's parsers, on strings and buffers only: the environment, option

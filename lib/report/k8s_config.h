@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_K8S_CONFIG_H
-#define CLRATTACH_K8S_CONFIG_H
-
 /*
  * In-cluster configuration, as client-go's rest.InClusterConfig() finds it: the API URL from
  * KUBERNETES_SERVICE_HOST/PORT, the service-account token and CA by path, the namespace, and
  * the pod identity from downward-API env vars. The token is re-read by path, never through a
  * kept fd, because kubelet rotates it with a symlink swap.
  */
+#ifndef CLRATTACH_K8S_CONFIG_H
+#define CLRATTACH_K8S_CONFIG_H
 
 #include <stdbool.h>
 #include <stdint.h>

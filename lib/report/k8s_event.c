@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Building the Event body and the series patch as JSON, and their pieces: UTF-8-safe cuts,
+ * MicroTime, DNS-1123 names checked, the Event's name. Pure: no I/O. */
 #include "report/k8s_event.h"
 
 #include <errno.h>

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_K8S_EVENT_H
-#define CLRATTACH_K8S_EVENT_H
-
 /*
  * Encoding and decoding for the Kubernetes API, with no I/O: the Event body (events.k8s.io/v1
  * or core/v1) and the pieces it is made of (MicroTime, event name, UTF-8-safe cuts). What the
  * apiserver sends back is decoded in k8s_reply.h.
  */
+#ifndef CLRATTACH_K8S_EVENT_H
+#define CLRATTACH_K8S_EVENT_H
 
 #include <stdbool.h>
 #include <stddef.h>

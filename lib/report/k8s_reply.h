@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_K8S_REPLY_H
-#define CLRATTACH_K8S_REPLY_H
 /*
  * Decoding what the apiserver sends back, with no I/O: Status error bodies, a pod GET reply and
  * the Event a create or a series PATCH stored.
  * Each parser takes (buf, len), refuses more than its cap and answers -EPROTO to the rest.
  */
+#ifndef CLRATTACH_K8S_REPLY_H
+#define CLRATTACH_K8S_REPLY_H
+
 #include <stddef.h>
 
 #include "base/bounds.h"

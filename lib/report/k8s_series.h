@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_K8S_SERIES_H
-#define CLRATTACH_K8S_SERIES_H
 /*
  * Event series, as client-go's events recorder keeps them: repeats of one outcome update the
  * Event that heads the series (a count and a last time) instead of adding an Event each.
  */
+#ifndef CLRATTACH_K8S_SERIES_H
+#define CLRATTACH_K8S_SERIES_H
+
 #include <stdbool.h>
 
 #include "base/bounds.h"

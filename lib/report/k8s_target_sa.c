@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Opening the app container's service-account token, CA and namespace through the target's
+ * root, acting as the target's user. */
 #include "report/k8s_target_sa.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_K8S_TARGET_SA_H
-#define CLRATTACH_K8S_TARGET_SA_H
-
 /*
  * Reporting from an ephemeral container: `kubectl debug` containers get no service-account
  * mount, but the app container next to us has one. Its token, CA and namespace are opened
@@ -10,6 +7,8 @@
  * nothing is ever re-resolved through a path the target controls, and nothing is read that the
  * target itself could not read.
  */
+#ifndef CLRATTACH_K8S_TARGET_SA_H
+#define CLRATTACH_K8S_TARGET_SA_H
 
 #include <sys/types.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The wording of an attach result for Kubernetes: the Event's reason, type and note, and the
+ * termination-log message. Pure: no I/O. */
 #include "report/result_text.h"
 
 #include <stdio.h>

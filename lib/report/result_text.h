@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_RESULT_TEXT_H
-#define CLRATTACH_RESULT_TEXT_H
-
 /*
  * Turning an attach result into what people and Kubernetes read about it: the Event's reason,
  * type and note, and the termination-log message. Pure: no I/O, so every wording is tested.
  */
+#ifndef CLRATTACH_RESULT_TEXT_H
+#define CLRATTACH_RESULT_TEXT_H
 
 #include <stddef.h>
 #include <time.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The diagnostic port advertisement ("ADVR_V1"), decoded from and encoded into its 34 bytes.
+ * Pure: no I/O. */
 #include <errno.h>
 #include <string.h>
 

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_ADVERT_H
-#define CLRATTACH_ADVERT_H
-
 /*
  * The advertisement a runtime sends first on each connection it makes to a diagnostic port in
  * connect mode (DOTNET_DiagnosticPorts=PATH, the default tags "connect,suspend"): 34 bytes, no
@@ -18,6 +15,8 @@
  * socket is untrusted until the whole exchange checks out: anything the app's container runs
  * can connect, and send these bytes or any others.
  */
+#ifndef CLRATTACH_ADVERT_H
+#define CLRATTACH_ADVERT_H
 
 #include <stddef.h>
 #include <stdint.h>

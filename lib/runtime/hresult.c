@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The table of HRESULTs an attach can answer with, sorted for a binary search, each with its
+ * class, cause and next step; the lookup and the formatting of a code found in none. */
 #include "runtime/hresult.h"
 
 #include <inttypes.h>

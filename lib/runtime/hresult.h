@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_HRESULT_H
-#define CLRATTACH_HRESULT_H
-
 /*
  * What the HRESULT in an AttachProfiler/StartupProfiler reply means for an on-call engineer: a
  * name, a class that decides the CLI's exit code, a probable cause and a next step. Pure data,
  * no I/O. docs/hresults.md mirrors the table (a unit test keeps the two in step).
  */
+#ifndef CLRATTACH_HRESULT_H
+#define CLRATTACH_HRESULT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The diagnostic IPC frames: GUIDs, the requests we send (attach, startup profiler, perf map,
+ * startup hook, environment) encoded into a caller's buffer, and the replies decoded from one.
+ * Pure: no I/O. */
 #include "runtime/ipc.h"
 
 #include <errno.h>

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_IPC_H
-#define CLRATTACH_IPC_H
-
 /*
  * Diagnostic IPC frames of CoreCLR ("DOTNET_IPC_V1"), encoded and decoded on buffers only: no
  * I/O here, so every decoder is unit-tested and fuzzed on bytes. Layouts follow what the runtime
  * really does (ds-protocol.c), not the published spec where the two differ: GUIDs are
  * u32,u16,u16,u8[8]; every "void" OK reply carries a 4-byte HRESULT.
  */
+#ifndef CLRATTACH_IPC_H
+#define CLRATTACH_IPC_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The socket side of diagnostic IPC: the connect through the checked socket's O_PATH fd, the
+ * peer check, one request and its reply under one deadline, ProcessInfo newest version first. */
 #include "runtime/ipc_conn.h"
 
 #include <errno.h>

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_IPC_CONN_H
-#define CLRATTACH_IPC_CONN_H
-
 /*
  * The diagnostic socket transport: connect, send one request, read one reply, each bounded by a
  * deadline (the runtime's server is single-threaded and has no timeout of its own, and a hostile
  * target may simply never answer). Nothing here parses more than the header's size field.
  */
+#ifndef CLRATTACH_IPC_CONN_H
+#define CLRATTACH_IPC_CONN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The ProcessEnvironment reply, decoded on a buffer, and whether its DiagnosticPorts and
+ * DefaultDiagnosticPortSuspend settings pause the runtime at startup. Pure: no I/O. */
 #include "runtime/ipc_environ.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_IPC_ENVIRON_H
-#define CLRATTACH_IPC_ENVIRON_H
-
 /*
  * ProcessEnvironment (0x04/0x02, .NET 6+), decoded on buffers, and the one question `--listen`
  * asks of it: does this runtime pause at startup? A runtime that connects to us cannot be seen
@@ -13,6 +10,8 @@
  * u16 reserved, then, outside the frame on the same connection, incoming_bytes of: u32 count,
  * then count IPC strings "NAME=VALUE" (u32 UTF-16 units with the NUL, then the units).
  */
+#ifndef CLRATTACH_IPC_ENVIRON_H
+#define CLRATTACH_IPC_ENVIRON_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The runtime's ProcessInfo strings, rendered (render.h) into the fields we show. */
 #include "runtime/runtime_info.h"
 
 #include <string.h>

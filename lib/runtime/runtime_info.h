@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_RUNTIME_INFO_H
-#define CLRATTACH_RUNTIME_INFO_H
-
 /*
  * The runtime's version, RID, OS and architecture as we show them, from its ProcessInfo answer.
  * Those strings are the target's text, so only their rendering (render.h) is kept: attach and
  * ps show the same runtime the same way. Pure: no I/O.
  */
+#ifndef CLRATTACH_RUNTIME_INFO_H
+#define CLRATTACH_RUNTIME_INFO_H
 
 #include "runtime/ipc.h"
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Entering the sandbox: the build-time program of a stage patched and loaded, later stages
+ * stacked as tighter filters, the mode parsed, and capabilities dropped. */
 #include "sandbox/sandbox.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SANDBOX_H
-#define CLRATTACH_SANDBOX_H
-
 /*
  * clrattach confines itself: it runs with more privilege than the app it attaches to and reads
  * bytes that app controls. sandbox_enter() installs a seccomp filter before the first untrusted
@@ -9,6 +6,8 @@
  * goes on. The allow-list itself is sandbox_policy.c. A killed run shows in `dmesg` / the audit
  * log as "audit: type=1326 ... sig=31 ... syscall=<nr>"; `--seccomp=log` logs there instead.
  */
+#ifndef CLRATTACH_SANDBOX_H
+#define CLRATTACH_SANDBOX_H
 
 #include <stddef.h>
 #include <stdbool.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The run-time side of the built-in seccomp programs: the native audit architecture, the check
+ * that a program is for it, and a copy with its sentinels patched. */
 #include "sandbox/sandbox_bpf.h"
 
 #include <errno.h>

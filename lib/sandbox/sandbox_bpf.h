@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SANDBOX_BPF_H
-#define CLRATTACH_SANDBOX_BPF_H
-
 /*
  * The seccomp programs of every stage and mode, compiled from the rule table when clrattach is
  * built (tools/sandbox_gen.c, run by the Makefile, writes them into $(BUILD)/gen). At run time
  * a program is copied, its sentinels patched and handed to seccomp(2): no compiler runs in the
  * process, least of all after a target's bytes were parsed. Pure: no syscalls in this module.
  */
+#ifndef CLRATTACH_SANDBOX_BPF_H
+#define CLRATTACH_SANDBOX_BPF_H
 
 #include <linux/filter.h>
 #include <stdbool.h>

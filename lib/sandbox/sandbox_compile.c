@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The rule table compiled with libseccomp into one stage's program, for the build-time
+ * generator and the tests; never linked into clrattach itself. */
 #include "sandbox/sandbox_compile.h"
 
 #include <errno.h>

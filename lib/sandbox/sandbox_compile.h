@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SANDBOX_COMPILE_H
-#define CLRATTACH_SANDBOX_COMPILE_H
-
 /*
  * The rule table (sandbox_policy.c) compiled to a seccomp program by libseccomp. Used where a
  * compiler may run: the build-time generator (tools/sandbox_gen.c) and the tests that prove the
  * built-in programs are what the table says. clrattach itself never calls it.
  */
+#ifndef CLRATTACH_SANDBOX_COMPILE_H
+#define CLRATTACH_SANDBOX_COMPILE_H
 
 #include <linux/filter.h>
 #include <stddef.h>

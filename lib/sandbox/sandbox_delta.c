@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The seccomp program for the step between two stages, emitted by hand from the rule table:
+ * each syscall whose rules differ, its conditions and its action. */
 #include "sandbox/sandbox_delta.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SANDBOX_DELTA_H
-#define CLRATTACH_SANDBOX_DELTA_H
-
 /*
  * The step from one stage of the rule table to a later one, as a small seccomp program of its
  * own. Filters stack and the kernel takes the strictest answer of all of them, so once the
@@ -16,6 +13,8 @@
  * Built at build time by tools/sandbox_gen.c (and again by the tests, which prove the stack of
  * step programs answers every call as the stack of full programs does). Pure: no syscalls.
  */
+#ifndef CLRATTACH_SANDBOX_DELTA_H
+#define CLRATTACH_SANDBOX_DELTA_H
 
 #include <linux/filter.h>
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The rule table, one line per rule with the stages it lives in, and the container profile
+ * (`clrattach seccomp-profile`) written from it as JSON. */
 #include "sandbox/sandbox_policy.h"
 
 #include <errno.h>

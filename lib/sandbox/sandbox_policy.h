@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_SANDBOX_POLICY_H
-#define CLRATTACH_SANDBOX_POLICY_H
-
 /*
  * The one seccomp allow-list of clrattach, as plain data. Both the filters the process installs
  * on itself (compiled at build time by tools/sandbox_gen.c, loaded by sandbox.c) and the
  * Kubernetes/OCI profile it exports (sandbox_profile_json) are generated from this table, so
  * the two can never drift. Pure: no syscalls in this module.
  */
+#ifndef CLRATTACH_SANDBOX_POLICY_H
+#define CLRATTACH_SANDBOX_POLICY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Becoming the target's user on this thread (fsuid, fsgid, groups, the filesystem capabilities
+ * it holds) and back, with the checks that say when we cannot. */
 #include "target/creds.h"
 #include "base/syscalls.h"
 

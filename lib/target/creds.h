@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_CREDS_H
-#define CLRATTACH_CREDS_H
-
 /*
  * Acting as the target's user. clrattach makes every access to a target's files and socket as
  * that target would: filesystem uid and gid = its effective ids, supplementary groups = its own
@@ -14,6 +11,8 @@
  *
  * Credentials belong to each thread: become and restore on the thread that does the I/O.
  */
+#ifndef CLRATTACH_CREDS_H
+#define CLRATTACH_CREDS_H
 
 #include <linux/capability.h>
 #include <stdbool.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Finding a target's diagnostic socket: its TMPDIR listed through the target's root (each
+ * listing cached per directory and credentials), the entry chosen, then opened by inode. */
 #include "target/diag_socket.h"
 
 #include <dirent.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_DIAG_SOCKET_H
-#define CLRATTACH_DIAG_SOCKET_H
-
 /*
  * Where is the diagnostic socket? In the target's own filesystem view: its TMPDIR (read from its
  * environment, default /tmp/) below /proc/<pid>/root, links in it resolved inside that root,
@@ -13,6 +10,8 @@
  * owned by any other uid (root included, for a non-root target) was bound by someone else in a
  * TMPDIR shared with other users, and is never connected to.
  */
+#ifndef CLRATTACH_DIAG_SOCKET_H
+#define CLRATTACH_DIAG_SOCKET_H
 
 #include <stdbool.h>
 #include <stddef.h>

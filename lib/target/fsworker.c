@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The helper process of fsworker.h: its start, the framed requests and replies over the
+ * socketpair (fds passed along), deadlines, and the kill of a helper that stopped answering. */
 #include "target/fsworker.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_FSWORKER_H
-#define CLRATTACH_FSWORKER_H
-
 /*
  * Filesystem calls in other processes' roots, made by a helper process that answers over a
  * socketpair, each request within a deadline. A filesystem that stops answering (a hung NFS or
@@ -16,6 +13,8 @@
  * was at the fork: requests carry everything the handler needs; its own state (directories held
  * open) lives in the helper and is lost with it (fsworker_generation tells the caller).
  */
+#ifndef CLRATTACH_FSWORKER_H
+#define CLRATTACH_FSWORKER_H
 
 #include <signal.h>
 #include <stdbool.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Lookups in a /proc/<pid>/environ block, and the TMPDIR the runtime would take from it. Pure:
+ * no I/O. */
 #include "target/proc_environ.h"
 
 #include <errno.h>

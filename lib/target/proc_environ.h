@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROC_ENVIRON_H
-#define CLRATTACH_PROC_ENVIRON_H
-
 /*
  * /proc/<pid>/environ, on buffers only: the environment block as it was at execve, every byte
  * the target's own (and cut short where the target rewrote its stack). Lookups stay inside the
  * buffer; the TMPDIR the runtime would use is checked before any of it reaches a path or a
  * message of ours.
  */
+#ifndef CLRATTACH_PROC_ENVIRON_H
+#define CLRATTACH_PROC_ENVIRON_H
 
 #include <stddef.h>
 

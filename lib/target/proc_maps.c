@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Scans of /proc/<pid>/maps text: which loader (musl or glibc), whether a library is mapped
+ * (also on text read in pieces), the libraries listed, the runtime's own library and its
+ * map_files name. Pure: no I/O. */
 #include "target/proc_maps.h"
 
 #include <errno.h>

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROC_MAPS_H
-#define CLRATTACH_PROC_MAPS_H
-
 /*
  * /proc/<pid>/maps, on buffers only: the path column holds any file name the target mapped
  * (spaces, " (deleted)" suffixes, names that look like loaders). The paths found are the
  * target's text: for lookups in its root, never for printing raw.
  */
+#ifndef CLRATTACH_PROC_MAPS_H
+#define CLRATTACH_PROC_MAPS_H
 
 #include <stddef.h>
 

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The /proc/<pid>/mountinfo parser: each line checked whole, octal escapes decoded, and the
+ * mount that holds a path. Pure: no I/O. */
 #include "target/proc_mounts.h"
 
 #include <errno.h>

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROC_MOUNTS_H
-#define CLRATTACH_PROC_MOUNTS_H
-
 /*
  * /proc/<pid>/mountinfo, on buffers only: the mounts of the target's namespace, where it may
  * mount anything anywhere (mount points with spaces and \ooo escapes, by the ten thousand).
  * Every line is checked whole and the count is capped.
  */
+#ifndef CLRATTACH_PROC_MOUNTS_H
+#define CLRATTACH_PROC_MOUNTS_H
 
 #include <stdbool.h>
 #include <stddef.h>

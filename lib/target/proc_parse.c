@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The parsers of /proc/<pid>/stat and status, namespace links and diagnostic socket names, each
+ * field checked against the buffer. Pure: no I/O. */
 #include "target/proc_parse.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROC_PARSE_H
-#define CLRATTACH_PROC_PARSE_H
-
 /*
  * Parsers for /proc/<pid>/stat and status, namespace links and diagnostic socket names, on
  * buffers only. Everything here reads bytes a target controls (its comm, the names in its
@@ -9,6 +6,8 @@
  * with -EPROTO. The target's maps, mountinfo and environ have parsers of their own
  * (proc_maps.h, proc_mounts.h, proc_environ.h).
  */
+#ifndef CLRATTACH_PROC_PARSE_H
+#define CLRATTACH_PROC_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Opens inside a target's root: openat2 with the RESOLVE_* flags, or the O_PATH|O_NOFOLLOW walk
+ * where it is missing, then the type check and the reopen through the pinned fd. */
 #include "target/rootfs.h"
 
 #include <errno.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_ROOTFS_H
-#define CLRATTACH_ROOTFS_H
-
 /*
  * Path resolution inside a hostile root (a target's /proc/<pid>/root). Every open below a target
  * root goes through here: no symlink or magic link is ever followed, ".." is refused, and the
@@ -15,6 +12,8 @@
  * O_NONBLOCK|O_NOCTTY. So a FIFO, a pty or a device planted under a name can neither block us
  * nor become our controlling terminal: it is refused, and the message says what it was.
  */
+#ifndef CLRATTACH_ROOTFS_H
+#define CLRATTACH_ROOTFS_H
 
 #include <stdbool.h>
 #include <sys/types.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Pinning a target (pidfd, then /proc/<pid>) and everything read through the pin: stat,
+ * status, command line, environment, maps, the executable, its root; the liveness checks. */
 #include "target/target.h"
 
 #include <errno.h>

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_TARGET_H
-#define CLRATTACH_TARGET_H
-
 /*
  * A pinned target process. The pid is pinned by a pidfd opened BEFORE /proc/<pid> (so the
  * directory fd provably belongs to the process the pidfd holds while that process lives), and
  * every later read goes through the /proc/<pid> dirfd, never through a rebuilt path. Liveness is
  * re-checked with the pidfd (and the start time) before anything is sent to the target.
  */
+#ifndef CLRATTACH_TARGET_H
+#define CLRATTACH_TARGET_H
 
 #include <stdbool.h>
 #include <stddef.h>
