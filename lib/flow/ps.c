@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `clrattach ps`: every .NET process reachable from here with its socket's state, each row
+ * decided as an attach would see it, and the runtimes asked for their version all at once.
+ */
 #include "flow/ps.h"
 
 #include <dirent.h>
@@ -273,6 +277,47 @@ static void query_start(struct ps_query *q, struct procindex *x, struct target *
     q->n++;
 }
 
+/* The row's state from what was found at its socket's name. Returns 0 when the process is not
+ * to be listed (no socket, diagnostics not turned off: not .NET, or not yet), else 1. */
+static int socket_state(const struct target *t, const struct diag_socket *s, struct ps_entry *en)
+{
+    switch (s->state) {
+    case SOCKET_ABSENT:
+    case SOCKET_DIR_ERROR: {
+        const char *off = diagnostics_off(t);
+        if (off) {
+            en->state = "disabled";
+            snprintf(en->detail, sizeof(en->detail), "%s=0", off);
+            return 1;
+        }
+        return 0;
+    }
+    case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
+    case SOCKET_FOREIGN:
+        /* Another user's socket under its name: never connected to, never shown as a runtime. */
+        en->state = "no_access";
+        snprintf(en->detail, sizeof(en->detail),
+                 "no permission to use it: the socket belongs to uid %u, the process runs as uid "
+                 "%u (another user bound its name)",
+                 (unsigned)s->owner, (unsigned)en->uid);
+        break;
+    case SOCKET_FOUND:
+        en->state = "ready";
+        if (paused_at_startup(t)) {
+            en->state = "paused";
+            snprintf(en->detail, sizeof(en->detail),
+                     "paused at startup, waiting for ResumeRuntime: attach --startup (or watch "
+                     "--startup) loads a profiler now; a plain attach is refused until it runs");
+        }
+        break;
+    case SOCKET_FOUND_UNKEYED:
+        en->state = "unkeyed";
+        diag_socket_unkeyed_detail(s->key, t->stat.starttime, en->detail, sizeof(en->detail));
+        break;
+    }
+    return 1;
+}
+
 /* Fills one entry; returns 1 when the process is .NET-like and listed, 0 to skip it. */
 static int inspect(int proc_dirfd, pid_t pid, bool asked, const char *cgroup, struct procindex *x,
                    unsigned flags, struct ps_query *q, struct ps_entry *list, size_t idx)
@@ -341,41 +386,12 @@ static int inspect(int proc_dirfd, pid_t pid, bool asked, const char *cgroup, st
         }
         goto out;
     }
-    switch (s.state) {
-    case SOCKET_ABSENT:
-    case SOCKET_DIR_ERROR: {
-        const char *off = diagnostics_off(&t);
-        if (off) {
-            en->state = "disabled";
-            snprintf(en->detail, sizeof(en->detail), "%s=0", off);
-        } else {
-            listed = 0;
-        }
+    if (!socket_state(&t, &s, en)) {
+        listed = 0;
         goto out;
     }
-    case SOCKET_NOT_SOCKET: en->state = "not_a_socket"; break;
-    case SOCKET_FOREIGN:
-        /* Another user's socket under its name: never connected to, never shown as a runtime. */
-        en->state = "no_access";
-        snprintf(en->detail, sizeof(en->detail),
-                 "no permission to use it: the socket belongs to uid %u, the process runs as uid "
-                 "%u (another user bound its name)",
-                 (unsigned)s.owner, (unsigned)en->uid);
-        break;
-    case SOCKET_FOUND:
-        en->state = "ready";
-        if (paused_at_startup(&t)) {
-            en->state = "paused";
-            snprintf(en->detail, sizeof(en->detail),
-                     "paused at startup, waiting for ResumeRuntime: attach --startup (or watch "
-                     "--startup) loads a profiler now; a plain attach is refused until it runs");
-        }
-        break;
-    case SOCKET_FOUND_UNKEYED:
-        en->state = "unkeyed";
-        diag_socket_unkeyed_detail(s.key, t.stat.starttime, en->detail, sizeof(en->detail));
-        break;
-    }
+    if (s.state == SOCKET_ABSENT || s.state == SOCKET_DIR_ERROR)
+        goto out;
     render_text(s.name, strlen(s.name), en->socket_name, sizeof(en->socket_name));
     if (s.state == SOCKET_NOT_SOCKET || s.state == SOCKET_FOREIGN || !q)
         goto out;

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* `clrattach ps`: every .NET process reachable from where we stand, with its socket's state. */
 #ifndef CLRATTACH_PS_H
 #define CLRATTACH_PS_H
-
-/* `clrattach ps`: every .NET process reachable from where we stand, with its socket's state. */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_DEPCHECK_H
-#define CLRATTACH_DEPCHECK_H
-
 /*
  * Before AttachProfiler is sent: can the target's loader find every library the profiler needs?
  * The runtime's only answer to a missing DT_NEEDED is 0x8007007E with no name, and some profilers
@@ -17,6 +14,8 @@
  * lookup each), and only for a name not found there the target's maps (several reads of text
  * the kernel generates line by line, the dearest file of the attach path).
  */
+#ifndef CLRATTACH_DEPCHECK_H
+#define CLRATTACH_DEPCHECK_H
 
 #include <stddef.h>
 

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PROFDIR_READ_H
-#define CLRATTACH_PROFDIR_READ_H
-
 /*
  * Loading a profiler directory into a struct profdir (profdir.h): read, sealed (digest) and its
  * entry chosen, in one call, from the operator's disk or from a tar stream (tarstream.h). A
@@ -13,6 +10,8 @@
  * dangling). FIFOs, sockets and devices are refused. Files are opened O_NONBLOCK|O_NOCTTY, so
  * nothing planted in the tree can block or take a terminal. Caps as in profdir.h.
  */
+#ifndef CLRATTACH_PROFDIR_READ_H
+#define CLRATTACH_PROFDIR_READ_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_TARSTREAM_H
-#define CLRATTACH_TARSTREAM_H
-
 /*
  * A tar reader for `--profiler -`: an operator streams a profiler directory through stdin
  * (`tar -C dir -c . | kubectl debug -i ... -- /clrattach attach --profiler - ...`). The stream's
@@ -10,6 +7,8 @@
  * ustar, GNU long names ('L') and pax extended headers ('x', for path and size) are understood;
  * links, devices and FIFOs are refused by name. Pure: works on a buffer.
  */
+#ifndef CLRATTACH_TARSTREAM_H
+#define CLRATTACH_TARSTREAM_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_RESULT_JSON_H
-#define CLRATTACH_RESULT_JSON_H
-
 /* The machine-readable results (`-o json`): one JSON document per result, on one line (`watch`
  * prints one per outcome). Built with jansson; strings from the target are escaped by it and
  * rendered, never pasted. */
+#ifndef CLRATTACH_RESULT_JSON_H
+#define CLRATTACH_RESULT_JSON_H
 
 #include "flow/attach.h"
 #include "flow/ps.h"
