@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The perfmap flow: EnablePerfMap or DisablePerfMap sent to a runtime the attempt core reached,
+ * the answer decoded, the paths of the files the runtime writes. */
 #include "flow/perfmap.h"
 
 #include <errno.h>

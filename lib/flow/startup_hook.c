@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The startup-hook flow: the operator's assembly read and checked, delivered through the attempt
+ * core, ApplyStartupHook sent and its answer decoded. */
 #include "flow/startup_hook.h"
 
 #include <errno.h>

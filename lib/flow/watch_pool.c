@@ -17,7 +17,8 @@
 #include "base/util.h"
 #include "deliver/place.h"
 #include "flow/perfmap.h"
-#include "flow/startup.h"
+#include "flow/attach.h"
+#include "flow/attempt.h"
 #include "target/creds.h"
 #include "target/procindex.h"
 
@@ -359,7 +360,7 @@ static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid
          * either): the resume guarantee holds per child, so it is sent here, within the time
          * the watcher gives a sweeper. */
         if (o->attach.startup) {
-            int sr = startup_resume_pinned(pin, util_now_ms() + WATCH_SWEEP_WAIT_MS / 2);
+            int sr = attempt_resume_pinned(pin, util_now_ms() + WATCH_SWEEP_WAIT_MS / 2);
             r |= sr > 0 ? SWEEPER_RESUMED : sr < 0 ? SWEEPER_RESUME_FAILED : 0;
         }
     }
