@@ -2,7 +2,7 @@
 /* Attaches in flight, each in a child process of its own, and the result each child sends back
  * over a pipe. The bookkeeping (watch_pool_*) and the wire format (watch_result_*) are pure;
  * the jobs (watch_job_*) own the children, their pipes and pidfds. */
-#include "flow/watch_internal.h"
+#include "flow/watch_pool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include "target/procindex.h"
 
 _Static_assert(offsetof(struct wire, rid_source) == 4 && offsetof(struct wire, res) == 8,
-               "the wire layout watch_internal.h describes");
+               "the wire layout watch_pool.h describes");
 
 struct watch_pool *watch_pool_new(void)
 {
