@@ -103,28 +103,12 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
         return attach_fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
 
-    if (a->o->nonce && !deliver_nonce_valid(a->o->nonce))
-        return attach_fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
-    if (a->o->nonce)
-        memcpy(a->nonce, a->o->nonce, sizeof(a->nonce));
-    else if ((r = deliver_new_nonce(a->nonce)) < 0)
-        return attach_fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
+    if ((r = attempt_nonce(a->o->nonce, a->nonce, res)) < 0)
+        return r;
     a->po = (struct place_opts){
         .build = a->build, .user_dir = a->o->target_dir, .uid = res->uid, .nonce = a->nonce};
-    /* From here a stop must wait until what this run writes is removed (attach_stop). */
-    if (a->o->stop)
-        a->o->stop->defer = 1;
-    if ((r = place_profiler(a->t, &a->po, &a->p, res->placement, sizeof(res->placement),
-                            &res->error)) < 0) {
-        if (stop_asked(a))
-            (void)place_sweep(a->t, &a->po);
-        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
-    }
-    render_text(a->p.path, strlen(a->p.path), res->delivered_path, sizeof(res->delivered_path));
-    if (a->p.is_dir)
-        render_text(a->p.top, strlen(a->p.top), res->delivered_dir, sizeof(res->delivered_dir));
-    memcpy(res->sha256, a->p.sha256, sizeof(res->sha256));
-    res->reused = a->p.reused;
+    if ((r = attempt_place(a->t, &a->po, a->o->stop, &a->p, res)) < 0)
+        return r;
     return check_stop(a);
 }
 
@@ -208,8 +192,7 @@ static int send_request(struct attempt *a)
     if (r == 0 && startup_found_running(a)) {
         attempt_undo_delivery(a);
         attempt_tighten_replied(a, 0);
-        res->have_hresult = true;
-        res->hresult = a->hr;
+        attach_record_hresult(res, a->hr);
         res->expected_inert = false;
         return attach_check_refuse_inert(res, a->inert,
                                          o->env_count
@@ -228,11 +211,8 @@ static int send_request(struct attempt *a)
     /* A connection that ends without an answer: the app may have died under the profiler (a
      * crash in InitializeForAttach, or a thread it started). Looked at briefly before it is
      * called a protocol error. */
-    int64_t wait = o->settle_ms < 1000 ? o->settle_ms : 1000, unused;
-    if (r < 0 && r != -ETIMEDOUT && r != -EACCES &&
-        (target_check_alive(a->t, NULL) < 0 || target_settle(a->t, wait, &unused) == 1)) {
-        res->died = true;
-        res->died_after_ms = util_now_ms() - a->sent_at;
+    if (attempt_died_unanswered(a->t, r, o->settle_ms < 1000 ? o->settle_ms : 1000, a->sent_at,
+                                res)) {
         attach_explain_died(res->died_after_ms, e);
         attempt_undo_delivery(a);
         attempt_tighten_replied(a, r);
@@ -263,8 +243,7 @@ static int settle_answer(struct attempt *a)
     struct attach_result *res = a->res;
     struct target *t = a->t;
     int r;
-    res->have_hresult = true;
-    res->hresult = a->hr;
+    attach_record_hresult(res, a->hr);
     if (res->startup_load && a->hr == 0)
         return startup_settle(a);
     res->outcome = attach_outcome_of_hresult(a->hr);

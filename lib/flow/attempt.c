@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* One attempt on its way out: the ResumeRuntime owed to a runtime that may be paused at startup,
- * the undo of a refused delivery, and the reply stage of the seccomp filter. */
+/* The steps of one attempt every flow shares once the runtime is reached: the nonce and the
+ * delivery, the stages of the seccomp filter, a refused delivery undone, an app that died without
+ * an answer, and the ResumeRuntime owed to a runtime that may be paused at startup. */
 #include "flow/attempt.h"
 
 #include <errno.h>
+#include <string.h>
 
+#include "base/render.h"
 #include "base/util.h"
 #include "flow/attach_explain.h"
 #include "runtime/ipc.h"
@@ -85,6 +88,18 @@ void attempt_undo_delivery(struct attempt *a)
         a->res->removed = place_undo(a->t, &a->p);
 }
 
+int attempt_stage(int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e),
+                  void *userdata, enum attach_stage s, struct attach_result *res, int r)
+{
+    struct cla_error se = {0};
+    int sr = on_stage ? on_stage(s, userdata, &se) : 0;
+    if (sr < 0 && r >= 0) {
+        res->error = se;
+        return attach_fail(res, ATTACH_INTERNAL, sr);
+    }
+    return r;
+}
+
 /* The reply stage of the seccomp filter: after this nothing more is written into the target, and
  * no new connection to it is made, so an owed ResumeRuntime goes out first. `r` is the attach's
  * result so far: a failure to tighten only becomes the outcome when the attach itself
@@ -93,13 +108,50 @@ int attempt_tighten_replied(struct attempt *a, int r)
 {
     const struct attach_opts *o = a->o;
     attempt_resume(a);
-    if (!o->on_stage)
-        return 0;
-    struct cla_error se = {0};
-    int sr = o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se);
-    if (sr < 0 && r >= 0) {
-        a->res->error = se;
-        return attach_fail(a->res, ATTACH_INTERNAL, sr);
-    }
+    int sr = attempt_stage(o->on_stage, o->userdata, ATTACH_STAGE_REPLIED, a->res, r);
+    return r >= 0 ? sr : 0;
+}
+
+int attempt_nonce(const char *given, char *ret, struct attach_result *res)
+{
+    int r;
+    if (given && !deliver_nonce_valid(given))
+        return attach_fail(res, ATTACH_INTERNAL, err_set(&res->error, -EINVAL, "malformed nonce"));
+    if (given)
+        memcpy(ret, given, DELIVER_NONCE_LEN + 1);
+    else if ((r = deliver_new_nonce(ret)) < 0)
+        return attach_fail(res, ATTACH_INTERNAL, err_setsys(&res->error, r, "getrandom"));
     return 0;
+}
+
+int attempt_place(struct target *t, const struct place_opts *po, struct attach_stop *stop,
+                  struct placed *ret, struct attach_result *res)
+{
+    /* From here a stop must wait until what this run writes is removed (attach_stop). */
+    if (stop)
+        stop->defer = 1;
+    int r = place_profiler(t, po, ret, res->placement, sizeof(res->placement), &res->error);
+    if (r < 0) {
+        if (stop && stop->signal)
+            (void)place_sweep(t, po);
+        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
+    }
+    render_text(ret->path, strlen(ret->path), res->delivered_path, sizeof(res->delivered_path));
+    if (ret->is_dir)
+        render_text(ret->top, strlen(ret->top), res->delivered_dir, sizeof(res->delivered_dir));
+    memcpy(res->sha256, ret->sha256, sizeof(res->sha256));
+    res->reused = ret->reused;
+    return 0;
+}
+
+bool attempt_died_unanswered(struct target *t, int r, int64_t wait_ms, int64_t sent_at,
+                             struct attach_result *res)
+{
+    int64_t unused;
+    if (r >= 0 || r == -ETIMEDOUT || r == -EACCES ||
+        (target_check_alive(t, NULL) >= 0 && target_settle(t, wait_ms, &unused) != 1))
+        return false;
+    res->died = true;
+    res->died_after_ms = util_now_ms() - sent_at;
+    return true;
 }

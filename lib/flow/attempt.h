@@ -170,6 +170,29 @@ int64_t attempt_exchange_deadline(const struct attempt *a);
  * nothing maps it. Done before the reply stage of the seccomp filter, which forbids unlink. */
 void attempt_undo_delivery(struct attempt *a);
 
+/* Calls `on_stage` (NULL: none) as the run passes stage `s`. `r` is the run's result so far: a
+ * failure to tighten becomes the outcome (internal_error, with its error) only when the run
+ * itself succeeded. Returns `r`, or that failure. */
+int attempt_stage(int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e),
+                  void *userdata, enum attach_stage s, struct attach_result *res, int r);
+
+/* The nonce naming this run's temporaries into `ret` (DELIVER_NONCE_LEN + 1 bytes): `given` (a
+ * watcher's, checked) or a fresh one. Fails the result as internal_error. */
+int attempt_nonce(const char *given, char *ret, struct attach_result *res);
+
+/* Places po->build in the first directory of the target's view that takes it (place_profiler),
+ * `stop` (NULL: none) told to defer from here (attach_stop). Fills res: placement, the delivered
+ * path and directory (rendered), sha256, reused. On failure the temporaries of a stopped run are
+ * swept, and the outcome is delivery_failed (internal_error without memory). */
+int attempt_place(struct target *t, const struct place_opts *po, struct attach_stop *stop,
+                  struct placed *ret, struct attach_result *res);
+
+/* A connection that ended without an answer (`r`, not a timeout or a refusal): did the app die
+ * under the command sent at `sent_at`? Looked at for `wait_ms` at most. When it did, sets
+ * res->died and died_after_ms and returns true. */
+bool attempt_died_unanswered(struct target *t, int r, int64_t wait_ms, int64_t sent_at,
+                             struct attach_result *res);
+
 /* The reply stage of the seccomp filter, an owed ResumeRuntime sent first. `r` is the run's
  * result so far: a failure to tighten only becomes the outcome when the run itself succeeded. */
 int attempt_tighten_replied(struct attempt *a, int r);
