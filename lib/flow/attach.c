@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/render.h"
 #include "base/util.h"
 #include "flow/attach_check.h"
 #include "flow/attach_explain.h"

@@ -4,13 +4,12 @@
  * deliver the profiler into its filesystem view, send AttachProfiler, decode the answer. Every
  * outcome, success or not, ends in a filled `struct attach_result` that the CLI prints once and
  * reports; nothing here prints. The options, the pin and the result come from the attempt core
- * (attempt.h, outcome.h), included here for every user of the attach.
+ * (attempt.h, which brings outcome.h), included here for every user of the attach.
  */
 #ifndef CLRATTACH_ATTACH_H
 #define CLRATTACH_ATTACH_H
 
 #include "flow/attempt.h"
-#include "flow/outcome.h"
 
 struct target;
 

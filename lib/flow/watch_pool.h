@@ -16,7 +16,6 @@
 
 #include "base/err.h"
 #include "deliver/deliver.h"
-#include "flow/outcome.h"
 #include "flow/watch_opts.h"
 #include "flow/watch_table.h"
 #include "target/target.h"
