@@ -52,6 +52,8 @@ struct attach_stop {
     volatile sig_atomic_t signal; /* the signal recorded, 0 for none */
 };
 
+/* What one attach is asked to do (`attach`, and each attach of `watch`); its startup half reads
+ * it too. */
 struct attach_opts {
     int proc_dirfd;             /* our /proc */
     const char *profiler_path;  /* on our side: one .so, or a bundle directory laid out by
@@ -102,9 +104,9 @@ struct attach_conn {
     struct diag_socket s;
 };
 
-/* What the steps of one attach (attach.c, and its startup half startup.c) share. Everything here
- * is released when attach.c's run() returns,
- * before attach_run() gives our own credentials back. */
+/* What the steps of one attach (attach.c, and its startup half startup.c) share, and what the
+ * core's steps on it read. Everything here is released when attach.c's run() returns, before
+ * attach_run() gives our own credentials back. */
 struct attempt {
     const struct attach_opts *o;
     struct attach_result *res;
