@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The command line `attach` and `watch` share: their options parsed and checked, the operator's
- * files read before the sandbox, the stop signals caught while a target holds our files, and
- * one result reported (Event, termination log, stdout). */
+/* The options `attach` and `watch` share, the setup before a target is touched, the pin, and one
+ * result reported; the pin-then-run of the commands on one target (attach_cli_pin_run). */
 #include "attach_cli.h"
 
 #include <errno.h>
@@ -521,6 +520,32 @@ int attach_cli_pin(struct attach_cli *a, pid_t pid, struct target *t, struct tar
         }
     }
     return CLI_GO_ON;
+}
+
+int attach_cli_pin_run(struct attach_cli *a, pid_t pid, enum attach_kind kind,
+                       int (*run)(const void *opts, struct target *t, struct attach_result *res),
+                       const void *opts)
+{
+    struct attach_result res;
+    struct target t;
+    _cleanup_(target_closep) struct target *pinned = NULL;
+    int r = attach_cli_pin(a, pid, &t, &pinned, &res);
+    if (r != CLI_GO_ON) {
+        attach_cli_release(a);
+        return r;
+    }
+    if (pinned) {
+        run(opts, pinned, &res);
+    } else {
+        res.kind = kind;
+        res.perfmap_size = -1;
+    }
+    if (a->co.seccomp != SANDBOX_MODE_OFF)
+        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, NULL);
+    /* A run stopped before its request went out sends no Event, as attach. */
+    int code = attach_cli_emit_result(a, &res, res.outcome != ATTACH_INTERRUPTED);
+    attach_cli_release(a);
+    return code;
 }
 
 /* Leaves nothing set that a second release would free or close again. */

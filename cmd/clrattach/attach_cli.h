@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The command line of `attach` and `watch`: the options they share, what they set up before any
- * target is touched, and how one result is reported (the lines it prints are output.c's).
+ * target is touched, and how one result is reported (the lines it prints are output.c's); the
+ * pin-then-run the other commands on one target share.
  */
 #ifndef CLRATTACH_ATTACH_CLI_H
 #define CLRATTACH_ATTACH_CLI_H
@@ -120,6 +121,14 @@ struct attach_opts attach_cli_opts(struct attach_cli *a);
  * log; returns the exit code for it. */
 int attach_cli_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event);
 void attach_cli_release(struct attach_cli *a);
+/* The steps every command that acts on one pinned target ends with (perfmap, startup-hook):
+ * pins `pid` (attach_cli_pin) and runs `run` on it with `opts`, or, when nothing was pinned,
+ * keeps the pin's failure as a result of `kind`; drops the capabilities reporting does not need,
+ * emits the result (no Event for a run stopped before its request went out), releases `a`.
+ * Returns the exit code. */
+int attach_cli_pin_run(struct attach_cli *a, pid_t pid, enum attach_kind kind,
+                       int (*run)(const void *opts, struct target *t, struct attach_result *res),
+                       const void *opts);
 
 /* `attach --listen` / `watch --listen` (listen_cli.c): after attach_cli_parse, the whole run.
  * Returns the exit code. */

@@ -93,6 +93,11 @@ static int parse(int argc, char **argv, struct attach_cli *a, struct perfmap_opt
     return kind ? parse_kind(kind, &po->type) : CLI_GO_ON;
 }
 
+static int run(const void *opts, struct target *t, struct attach_result *res)
+{
+    return perfmap_run(opts, t, res);
+}
+
 int cmd_perfmap(int argc, char **argv)
 {
     struct attach_cli a = ATTACH_CLI_INIT("perfmap", usage_perfmap, false);
@@ -123,23 +128,6 @@ int cmd_perfmap(int argc, char **argv)
     po.timeout_ms = ao.timeout_ms;
     po.on_stage = ao.on_stage;
     po.userdata = ao.userdata;
-    struct attach_result res;
-    struct target t;
-    _cleanup_(target_closep) struct target *pinned = NULL;
-    r = attach_cli_pin(&a, pid, &t, &pinned, &res);
-    if (r != CLI_GO_ON) {
-        attach_cli_release(&a);
-        return r;
-    }
-    if (pinned) {
-        perfmap_run(&po, pinned, &res);
-    } else {
-        res.kind = po.enable ? ATTACH_KIND_PERFMAP_ENABLE : ATTACH_KIND_PERFMAP_DISABLE;
-        res.perfmap_size = -1;
-    }
-    if (a.co.seccomp != SANDBOX_MODE_OFF)
-        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, NULL);
-    int code = attach_cli_emit_result(&a, &res, true);
-    attach_cli_release(&a);
-    return code;
+    return attach_cli_pin_run(
+        &a, pid, po.enable ? ATTACH_KIND_PERFMAP_ENABLE : ATTACH_KIND_PERFMAP_DISABLE, run, &po);
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `clrattach startup-hook`: a managed assembly into a running app, its StartupHook run once. */
 #include <getopt.h>
-#include <linux/capability.h>
 #include <string.h>
 
 #include "cli.h"
@@ -85,6 +84,11 @@ static int parse(int argc, char **argv, struct attach_cli *a)
     return attach_cli_check_target_dir(a);
 }
 
+static int run(const void *opts, struct target *t, struct attach_result *res)
+{
+    return startup_hook_run(opts, t, res);
+}
+
 int cmd_startup_hook(int argc, char **argv)
 {
     struct attach_cli a = ATTACH_CLI_INIT("startup-hook", usage_startup_hook, false);
@@ -108,22 +112,5 @@ int cmd_startup_hook(int argc, char **argv)
         .userdata = ao.userdata,
         .stop = &attach_cli_stop,
     };
-    struct attach_result res;
-    struct target t;
-    _cleanup_(target_closep) struct target *pinned = NULL;
-    r = attach_cli_pin(&a, pid, &t, &pinned, &res);
-    if (r != CLI_GO_ON) {
-        attach_cli_release(&a);
-        return r;
-    }
-    if (pinned)
-        startup_hook_run(&ho, pinned, &res);
-    else
-        res.kind = ATTACH_KIND_STARTUP_HOOK;
-    if (a.co.seccomp != SANDBOX_MODE_OFF)
-        (void)sandbox_drop_caps(CAP(CAP_DAC_OVERRIDE) | CAP(CAP_DAC_READ_SEARCH), false, NULL);
-    /* A run stopped before its request went out sends no Event, as attach. */
-    int code = attach_cli_emit_result(&a, &res, res.outcome != ATTACH_INTERRUPTED);
-    attach_cli_release(&a);
-    return code;
+    return attach_cli_pin_run(&a, pid, ATTACH_KIND_STARTUP_HOOK, run, &ho);
 }

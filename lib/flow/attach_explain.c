@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The words of a failed step: what the target shows and who we are, turned into a message and a
+ * next step for the operator. */
 #include "flow/attach_explain.h"
 
 #include <errno.h>

@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_ATTACH_EXPLAIN_H
-#define CLRATTACH_ATTACH_EXPLAIN_H
-
 /*
  * A failed step of the attach in the operator's terms: the message says what was found, the
  * hint the next step, and both depend on what the target shows (its environment, its TMPDIR,
  * who owns its socket) and on who we are. attach.c decides that a step failed and its outcome;
  * the words are here. Strings of the target are rendered (render.h) before they are shown.
  */
+#ifndef CLRATTACH_ATTACH_EXPLAIN_H
+#define CLRATTACH_ATTACH_EXPLAIN_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "base/err.h"
-#include "flow/attach.h"
+#include "flow/outcome.h"
 
 struct diag_socket;
 struct target;

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The perfmap flow: EnablePerfMap or DisablePerfMap sent to a runtime the attempt core reached,
+ * the answer decoded, the paths of the files the runtime writes. */
 #include "flow/perfmap.h"
 
 #include <errno.h>
@@ -88,8 +90,7 @@ static int settle_answer(const struct perfmap_opts *o, const struct target *t, u
     struct cla_error *e = &res->error;
     char hrs[16];
     hresult_format(hr, hrs, sizeof(hrs));
-    res->have_hresult = true;
-    res->hresult = hr;
+    attach_record_hresult(res, hr);
     if (hr == 0) {
         if (o->enable && res->perfmap_path[0])
             res->perfmap_size = map_size(t, res->perfmap_path);
@@ -149,14 +150,8 @@ static int run(const struct perfmap_opts *o, struct target *t, struct creds_save
                                 &hr, e);
     if (r < 0)
         return attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r);
-    r = settle_answer(o, t, hr, res);
-    struct cla_error se = {0};
-    int sr = o->on_stage ? o->on_stage(ATTACH_STAGE_REPLIED, o->userdata, &se) : 0;
-    if (sr < 0 && r >= 0) {
-        res->error = se;
-        return attach_fail(res, ATTACH_INTERNAL, sr);
-    }
-    return r;
+    return attempt_stage(o->on_stage, o->userdata, ATTACH_STAGE_REPLIED, res,
+                         settle_answer(o, t, hr, res));
 }
 
 int perfmap_run(const struct perfmap_opts *o, struct target *t, struct attach_result *ret)

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_PERFMAP_H
-#define CLRATTACH_PERFMAP_H
-
 /*
  * `clrattach perfmap enable|disable`: asks a running runtime (.NET 8+) to start or stop writing
  * the perf map (/tmp/perf-<pid>.map) and the jitdump (/tmp/jit-<pid>.dump) that perf, bpftrace
@@ -9,12 +6,14 @@
  * it (attach_reach: pinned, as its user, its socket checked, ProcessInfo first); nothing is
  * written into its view by us, the runtime writes the files itself. Nothing here prints.
  */
+#ifndef CLRATTACH_PERFMAP_H
+#define CLRATTACH_PERFMAP_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
-#include "flow/attach.h"
+#include "flow/attempt.h"
 
 struct target;
 

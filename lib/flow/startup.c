@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The startup load of an attach (--startup): the --env variables, StartupProfiler, and the
+ * profiler looked for in the maps once the runtime was resumed. */
 #include "flow/startup.h"
 
 #include <errno.h>
@@ -13,82 +15,15 @@
 #include "runtime/hresult.h"
 #include "runtime/ipc.h"
 #include "runtime/ipc_conn.h"
-#include "target/diag_socket.h"
 #include "target/proc_maps.h"
 #include "target/target.h"
 
-/* How long the ResumeRuntime owed to a paused runtime may take, at most (--timeout if less). */
-#define RESUME_WAIT_MS 5000
 /* --startup: how long the profiler is looked for in the maps after the resume, at least: the
  * runtime loads it as it starts up, a moment after it answered ResumeRuntime. */
 #define STARTUP_MAP_WAIT_MIN_MS 1000
 #define STARTUP_MAP_POLL_MS     50
 /* StartupProfiler's answer from a runtime that is not paused at startup. */
 #define HR_E_INVALIDARG 0x80070057u
-
-void startup_owe_resume(struct attempt *a)
-{
-    if (a->res->resume_owed)
-        return;
-    a->res->resume_owed = true;
-    a->resume_by = util_now_ms() + a->o->resume_deadline_ms;
-    if (a->o->stop)
-        a->o->stop->defer = 1;
-}
-
-/* ResumeRuntime on the socket `sockfd` of `peer`, answered by `deadline_ms`: true when the
- * runtime answered it with success. */
-static bool send_resume(int sockfd, const struct ipc_peer *peer, int64_t deadline_ms)
-{
-    uint8_t req[IPC_HEADER_SIZE];
-    struct cla_error re = {0};
-    uint32_t hr = 0;
-    int n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, req, sizeof(req), &re);
-    return n >= 0 &&
-           ipc_conn_status_command(sockfd, peer, req, (size_t)n, deadline_ms, &hr, &re) == 0 &&
-           hr == 0;
-}
-
-/*
- * ResumeRuntime, owed to a runtime that may be paused at startup (startup_owe_resume) and sent
- * once, on every way out of the attach: after StartupProfiler, on a refusal, a failed step, a stop,
- * our own deadline. A runtime that already runs takes it as a no-op (the server sets its resume
- * event again), so owing it on the word of the app's environment alone is safe. It goes out
- * before the reply stage of the seccomp filter, which forbids new AF_UNIX sockets. A SIGKILL
- * cannot be handled: then nothing is sent, and the app stays paused (docs/profiler.md), unless
- * a watcher ran this attach: it resumes the app after its child (startup_resume_pinned).
- */
-void startup_resume(struct attempt *a)
-{
-    struct attach_result *res = a->res;
-    if (!res->resume_owed || a->resume_sent || a->c.sockfd < 0)
-        return;
-    a->resume_sent = true;
-    int64_t wait = a->o->timeout_ms < RESUME_WAIT_MS ? a->o->timeout_ms : RESUME_WAIT_MS;
-    res->resumed = send_resume(a->c.sockfd, &a->c.peer, util_now_ms() + wait);
-    res->resumed_after_ms = util_now_ms() - a->start_ms;
-}
-
-int startup_resume_pinned(struct target *t, int64_t deadline_ms)
-{
-    if (!attach_explain_suspend_configured(t))
-        return 0;
-    struct diag_socket s;
-    if (diag_socket_find(t, NULL, &s, NULL) < 0 ||
-        (s.state != SOCKET_FOUND && s.state != SOCKET_FOUND_UNKEYED))
-        return -ENOENT;
-    _cleanup_close_ int fd = diag_socket_open(t, &s, NULL);
-    if (fd < 0)
-        return fd;
-    struct ipc_peer peer = {.pid = t->pid, .uid = t->status.uid[1]};
-    return send_resume(fd, &peer, deadline_ms) ? 1 : -EREMOTEIO;
-}
-
-int64_t startup_exchange_deadline(const struct attempt *a)
-{
-    int64_t d = util_now_ms() + a->o->timeout_ms;
-    return a->res->resume_owed && a->resume_by < d ? a->resume_by : d;
-}
 
 /* One "NAME=VALUE" of --env as the result shows it: the name, or with --show-env the whole. */
 static void show_env(struct attach_result *res, const char *name, const char *value, bool values)
@@ -133,8 +68,8 @@ int startup_send_env(struct attempt *a)
             err_hint(e, "shorten the variable; nothing more was sent, the runtime was resumed "
                         "without the profiler");
             a->env_refused = true;
-            attach_undo_delivery(a);
-            attach_tighten_replied(a, r);
+            attempt_undo_delivery(a);
+            attempt_tighten_replied(a, r);
             return attach_fail(res, ATTACH_USAGE, r);
         }
         value[vn] = '\0';
@@ -144,7 +79,7 @@ int startup_send_env(struct attempt *a)
         if (n < 0)
             return n;
         if ((r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
-                                         startup_exchange_deadline(a), &a->hr, e)) < 0)
+                                         attempt_exchange_deadline(a), &a->hr, e)) < 0)
             return r;
         if (a->hr != 0) {
             char hr[16];
@@ -166,7 +101,7 @@ int startup_send_env(struct attempt *a)
  * The --env variables go first: a refused one stops the load before the runtime holds the
  * profiler, which would otherwise start without its settings. The runtime serves one command per
  * connection, so each goes on its own (runtime PR #52175). ResumeRuntime follows
- * (startup_resume). Returns 0 with a->hr, the first refusal or 0.
+ * (attempt_resume). Returns 0 with a->hr, the first refusal or 0.
  */
 bool startup_probe_first(const struct attempt *a)
 {
@@ -195,7 +130,7 @@ int startup_load(struct attempt *a)
         return n;
     a->startup_sent = true;
     return ipc_conn_status_command(a->c.sockfd, &a->c.peer, req, (size_t)n,
-                                   startup_exchange_deadline(a), &a->hr, e);
+                                   attempt_exchange_deadline(a), &a->hr, e);
 }
 
 /*
@@ -212,8 +147,8 @@ int startup_settle(struct attempt *a)
     struct cla_error *e = &res->error;
     int r;
     if (!res->resumed) {
-        attach_undo_delivery(a);
-        attach_tighten_replied(a, -EPROTO);
+        attempt_undo_delivery(a);
+        attempt_tighten_replied(a, -EPROTO);
         err_set(e, -EPROTO,
                 "the runtime took the profiler (StartupProfiler) but did not answer "
                 "ResumeRuntime with success: the app may still be paused at startup");
@@ -237,8 +172,8 @@ int startup_settle(struct attempt *a)
     if (res->died)
         res->died_after_ms = util_now_ms() - a->sent_at;
     if (!res->mapped)
-        attach_undo_delivery(a);
-    if ((r = attach_tighten_replied(a, 0)) < 0)
+        attempt_undo_delivery(a);
+    if ((r = attempt_tighten_replied(a, 0)) < 0)
         return r;
     if (res->died) {
         attach_explain_answer(t, a->hr, true, res, e);

@@ -1,36 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_STARTUP_H
-#define CLRATTACH_STARTUP_H
-
 /*
  * The startup half of an attach (attach --startup): a runtime paused at startup
  * (DOTNET_DefaultDiagnosticPortSuspend=1) gets the --env variables (SetEnvironmentVariable),
  * StartupProfiler and ResumeRuntime, and the load is then looked for in its maps. From the
  * moment such a runtime may be waiting for us, ResumeRuntime is owed on every way out, within
- * --resume-deadline (the resume guarantee). attach.c calls these at its steps.
+ * --resume-deadline (the resume guarantee, attempt_owe_resume). attach.c calls these at its
+ * steps; nothing here calls the attach back.
  */
+#ifndef CLRATTACH_STARTUP_H
+#define CLRATTACH_STARTUP_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "flow/attach_internal.h"
-
-/* From here the runtime may be paused at startup waiting for us: ResumeRuntime is owed on every
- * way out, by --resume-deadline, and a stop signal must wait for it (attach_stop). */
-void startup_owe_resume(struct attempt *a);
-
-/* Sends the owed ResumeRuntime, once (a no-op when not owed or sent already); fills the
- * result's resumed and resumed_after_ms. */
-void startup_resume(struct attempt *a);
-
-/* For a run that was cut short (its process killed by a watcher, past its deadline or at a
- * stop): ResumeRuntime to the pinned process `t` whose environment asks it to pause at startup,
- * with its root open and as its user (creds.h), answered by `deadline_ms`. A runtime that runs
- * takes it as a no-op. Returns 1 when resumed, 0 when not owed, else a negative errno. */
-int startup_resume_pinned(struct target *t, int64_t deadline_ms);
-
-/* The deadline of an exchange before the resume: --timeout, and never past --resume-deadline. */
-int64_t startup_exchange_deadline(const struct attempt *a);
+#include "flow/attempt.h"
 
 /* Sends each --env variable (SetEnvironmentVariable). Returns 0 with a->hr: 0 when every one
  * was taken, else the runtime's refusal of the first that was not. */

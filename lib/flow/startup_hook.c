@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The startup-hook flow: the operator's assembly read and checked, delivered through the attempt
+ * core, ApplyStartupHook sent and its answer decoded. */
 #include "flow/startup_hook.h"
 
 #include <errno.h>
@@ -153,26 +155,14 @@ static int load_assembly(struct hook *h)
 static int deliver(struct hook *h)
 {
     struct attach_result *res = h->res;
-    struct cla_error *e = &res->error;
     int r;
-    if ((r = deliver_new_nonce(h->nonce)) < 0)
-        return attach_fail(res, ATTACH_INTERNAL, err_setsys(e, r, "getrandom"));
+    if ((r = attempt_nonce(NULL, h->nonce, res)) < 0)
+        return r;
     h->po = (struct place_opts){
         .build = &h->build, .user_dir = h->o->target_dir, .uid = res->uid, .nonce = h->nonce};
-    /* From here a stop must wait until what this run writes is removed (attach_stop). */
-    if (h->o->stop)
-        h->o->stop->defer = 1;
-    if ((r = place_profiler(h->t, &h->po, &h->p, res->placement, sizeof(res->placement), e)) < 0) {
-        if (h->o->stop && h->o->stop->signal)
-            (void)place_sweep(h->t, &h->po);
-        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DELIVERY, r);
-    }
+    if ((r = attempt_place(h->t, &h->po, h->o->stop, &h->p, res)) < 0)
+        return r;
     h->delivered = true;
-    render_text(h->p.path, strlen(h->p.path), res->delivered_path, sizeof(res->delivered_path));
-    if (h->p.is_dir)
-        render_text(h->p.top, strlen(h->p.top), res->delivered_dir, sizeof(res->delivered_dir));
-    memcpy(res->sha256, h->p.sha256, sizeof(res->sha256));
-    res->reused = h->p.reused;
     return 0;
 }
 
@@ -202,14 +192,7 @@ static void undo(struct hook *h)
 
 static int stage(struct hook *h, enum attach_stage s, int r)
 {
-    const struct startup_hook_opts *o = h->o;
-    struct cla_error se = {0};
-    int sr = o->on_stage ? o->on_stage(s, o->userdata, &se) : 0;
-    if (sr < 0 && r >= 0) {
-        h->res->error = se;
-        return attach_fail(h->res, ATTACH_INTERNAL, sr);
-    }
-    return r;
+    return attempt_stage(h->o->on_stage, h->o->userdata, s, h->res, r);
 }
 
 static int settle_answer(struct hook *h, uint32_t hr)
@@ -218,8 +201,7 @@ static int settle_answer(struct hook *h, uint32_t hr)
     struct cla_error *e = &res->error;
     char hrs[16];
     hresult_format(hr, hrs, sizeof(hrs));
-    res->have_hresult = true;
-    res->hresult = hr;
+    attach_record_hresult(res, hr);
     if (hr == 0) {
         res->outcome = ATTACH_HOOK_APPLIED;
         return 0;
@@ -277,16 +259,13 @@ static int run(struct hook *h, struct creds_saved *cs)
         return stage(h, ATTACH_STAGE_REPLIED, attach_fail(res, ATTACH_NOT_FOUND, r));
     }
     uint32_t hr = 0;
-    int64_t sent_at = util_now_ms(), unused;
+    int64_t sent_at = util_now_ms();
     r = ipc_conn_status_command(h->c.sockfd, &h->c.peer, req, (size_t)n, sent_at + o->timeout_ms,
                                 &hr, e);
     /* No answer: the hook may have ended the app. An exception it throws (or the load of an
      * assembly whose name the app already uses differently) is unhandled on the runtime's
      * diagnostics thread in .NET 10, which ends the process instead of answering. */
-    if (r < 0 && r != -ETIMEDOUT && r != -EACCES &&
-        (target_check_alive(h->t, NULL) < 0 || target_settle(h->t, 1000, &unused) == 1)) {
-        res->died = true;
-        res->died_after_ms = util_now_ms() - sent_at;
+    if (attempt_died_unanswered(h->t, r, 1000, sent_at, res)) {
         err_set(e, -ESRCH,
                 "the app died while the runtime ran the startup hook (%lld ms after "
                 "ApplyStartupHook): an exception in a hook applied to a running app "

@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_STARTUP_HOOK_H
-#define CLRATTACH_STARTUP_HOOK_H
-
 /*
  * `clrattach startup-hook`: a managed assembly (or a directory with it and what it needs)
  * delivered into a running app's filesystem view exactly as a profiler is (deliver/: the same
@@ -10,12 +7,14 @@
  * diagnostics server thread. The target is reached as attach reaches it (attach_reach). What was
  * delivered is removed when the runtime refuses it, unless keep. Nothing here prints.
  */
+#ifndef CLRATTACH_STARTUP_HOOK_H
+#define CLRATTACH_STARTUP_HOOK_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "base/err.h"
-#include "flow/attach.h"
+#include "flow/attempt.h"
 
 struct target;
 

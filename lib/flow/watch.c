@@ -16,7 +16,6 @@
 
 #include "base/opfile.h"
 #include "base/util.h"
-#include "flow/watch_internal.h"
 #include "target/creds.h"
 #include "target/diag_socket.h"
 #include "target/proc_parse.h"

@@ -2,7 +2,7 @@
 /* Attaches in flight, each in a child process of its own, and the result each child sends back
  * over a pipe. The bookkeeping (watch_pool_*) and the wire format (watch_result_*) are pure;
  * the jobs (watch_job_*) own the children, their pipes and pidfds. */
-#include "flow/watch_internal.h"
+#include "flow/watch_pool.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,12 +17,13 @@
 #include "base/util.h"
 #include "deliver/place.h"
 #include "flow/perfmap.h"
-#include "flow/startup.h"
+#include "flow/attach.h"
+#include "flow/attempt.h"
 #include "target/creds.h"
 #include "target/procindex.h"
 
 _Static_assert(offsetof(struct wire, rid_source) == 4 && offsetof(struct wire, res) == 8,
-               "the wire layout watch_internal.h describes");
+               "the wire layout watch_pool.h describes");
 
 struct watch_pool *watch_pool_new(void)
 {
@@ -359,7 +360,7 @@ static int sweeper_work(const struct watch_opts *o, struct target *tg, uid_t uid
          * either): the resume guarantee holds per child, so it is sent here, within the time
          * the watcher gives a sweeper. */
         if (o->attach.startup) {
-            int sr = startup_resume_pinned(pin, util_now_ms() + WATCH_SWEEP_WAIT_MS / 2);
+            int sr = attempt_resume_pinned(pin, util_now_ms() + WATCH_SWEEP_WAIT_MS / 2);
             r |= sr > 0 ? SWEEPER_RESUMED : sr < 0 ? SWEEPER_RESUME_FAILED : 0;
         }
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Which runtime instances are due, final or backing off. Pure: no I/O, and the time is passed
  * in, so every schedule is a unit test (tests/unit/test_watch_table.c). */
-#include "flow/watch.h"
+#include "flow/watch_table.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -89,7 +89,7 @@ static const struct sandbox_rule rules[] = {
     ALLOW_MASKED("clone", ALL, 0, CLONE_THREAD | SB_CLONE_NS, CLONE_THREAD,
                  "threads only: libcurl's threaded resolver"),
     /* `watch` runs each attach in a child process (fork), and after one it killed, a sweeper of
-     * that run's temporaries (watch_internal.h; it needs nothing this stage lacks): a copy, never
+     * that run's temporaries (watch_pool.h; it needs nothing this stage lacks): a copy, never
      * memory shared without CLONE_THREAD, no new namespace, SIGCHLD at its end. glibc's fork() adds
      * CHILD_SETTID and CHILD_CLEARTID, outside the mask. `watch` and `ps` also fork the helper that
      * makes their calls below other processes' roots (lib/target/fsworker.c): a filesystem that

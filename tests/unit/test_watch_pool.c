@@ -17,7 +17,7 @@
 #include "base/util.h"
 #include "deliver/deliver.h"
 #include "flow/watch.h"
-#include "flow/watch_internal.h"
+#include "flow/watch_pool.h"
 #include "target/target.h"
 
 static void test_pool_bounds_and_busy(void **state)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_WATCH_INTERNAL_H
-#define CLRATTACH_WATCH_INTERNAL_H
-
 /*
- * What the watcher's loop (watch.c) and its pool of attaches in flight (watch_pool.c) share;
- * not part of the API (watch.h). The pool holds the jobs and talks to their child processes;
- * the loop decides which instance gets a job and what its result means for the table
- * (watch_table.c, which needs nothing from here).
+ * The watcher's pool (watch_pool.c): the attaches in flight, each in a child process of its own,
+ * and the result each child sends back over a pipe. The bookkeeping (watch_pool_*) and the wire
+ * format (watch_result_*) are pure; the jobs (watch_job_*) own the children, their pipes and
+ * pidfds. The loop (watch.c) decides which instance gets a job and what its result means for the
+ * table; nothing here calls the loop back.
  */
+#ifndef CLRATTACH_WATCH_POOL_H
+#define CLRATTACH_WATCH_POOL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,11 +16,20 @@
 
 #include "base/err.h"
 #include "deliver/deliver.h"
-#include "flow/attach.h"
-#include "flow/watch.h"
+#include "flow/watch_opts.h"
+#include "flow/watch_table.h"
 #include "target/target.h"
 
 struct procindex;
+
+/* Attaches in flight at once, each in a child process. Retries never take the last slot. */
+#define WATCH_POOL_MAX 4
+/* A child gets twice --timeout (its two exchanges) and this much more before it is killed. */
+#define WATCH_ATTACH_SLACK_MS 5000
+/* After a child the watcher killed, the process that removes that run's temporaries from the
+ * target (watch_job_sweep_start) gets this long before it is killed in turn: a stop takes at most
+ * WATCH_REAP_WAIT_MS and this past the signal. */
+#define WATCH_SWEEP_WAIT_MS 2000
 
 /* What a child sends back: its result with the one pointer (rid_source) as an index. The field
  * order is the layout both ends read (the magic first, the index at offset 4, the result at 8:
@@ -87,6 +96,57 @@ struct watch_pool {
      * filesystem): reaped whenever they do, so that none stays a zombie; 0 = free */
     pid_t strays[WATCH_POOL_MAX];
 };
+
+/* The bookkeeping of the slots: pure, whatever the jobs in them hold. */
+
+struct watch_pool *watch_pool_new(void);
+void watch_pool_free(struct watch_pool *p);
+
+/* Attaches in flight. */
+size_t watch_pool_count(const struct watch_pool *p);
+
+/* Is an attach to this instance in flight (the scan then leaves it alone)? */
+bool watch_pool_busy(const struct watch_pool *p, pid_t pid, uint64_t starttime);
+
+/* May an attach start now? A slot must be free; a retry also leaves the last one free. */
+bool watch_pool_may_start(const struct watch_pool *p, bool retry);
+
+/* Offers the free slots to the `n` due instances in `v`, reordered here: the longest waiting
+ * first (since_ms, then pid and start time for a stable order). Each that may start (a retry
+ * never takes the last free slot) is passed to `take`, which takes a slot for it
+ * (watch_pool_add) unless it is not to be attached after all (not selected, no socket). Stops
+ * once the pool is full; the rest stay due, with their place, for the next scan. */
+void watch_pool_offer(struct watch_pool *p, struct watch_waiting *v, size_t n,
+                      void (*take)(const struct watch_waiting *w, void *userdata), void *userdata);
+
+/* Takes a slot for the instance, to be ended by watch_pool_remove. Returns the slot, or -EBUSY
+ * when the pool is full or the instance already has one. */
+int watch_pool_add(struct watch_pool *p, pid_t pid, uint64_t starttime, bool retry,
+                   int64_t deadline_ms);
+void watch_pool_remove(struct watch_pool *p, size_t slot);
+
+/* The earliest deadline of an attach in flight, INT64_MAX when none. */
+int64_t watch_pool_next_deadline(const struct watch_pool *p);
+
+/* How long a child may run an attach with --timeout `timeout_ms` before it is killed. */
+int64_t watch_attach_deadline_ms(int64_t timeout_ms);
+
+/* An attach's result between processes (watch_pool.c; pure). */
+
+/* Each attach's child sends its result back as these many bytes. */
+size_t watch_result_wire_size(void);
+
+/* Encodes `r` into watch_result_wire_size() bytes at `buf`: a magic, the fixed-size struct with
+ * rid_source as an index, and zeros after the end of every string. */
+void watch_result_encode(const struct attach_result *r, void *buf);
+
+/* Decodes what a child sent. The child parses hostile bytes, so this is input: exactly
+ * watch_result_wire_size() bytes with the magic, or -EPROTO; then every string terminated and
+ * its control bytes replaced by '?', every flag 0 or 1, an unknown outcome internal_error, and
+ * rid_source one of attach_rid_sources or NULL. Returns 0 with *ret filled. */
+int watch_result_decode(const void *buf, size_t len, struct attach_result *ret);
+
+/* The jobs: each owns its child process, its pipe and pidfd, and the pin it attaches to. */
 
 /* Starts the attach of the reserved `slot` in a child process, which takes the pin along and
  * leaves with _exit; the watcher's copy of the pin is closed either way. Returns 0, or -errno
