@@ -30,6 +30,7 @@ home_case() {
         return
     fi
     if [ "$e" = "$d/linux-x64/$VI_LIB" ] && [ "$(json_get "$OUT" variant)" = linux-x64 ] &&
+        [ "$(json_get "$OUT" layout)" = home ] &&
         [ "$(json_get "$OUT" mapped)" = True ] && is_mapped "$p" "$e"; then
         ok "$name-entry (linux-x64/$VI_LIB of the home, mapped)"
     else
