@@ -219,8 +219,12 @@ static int home_per_rid(struct profdir *pd, const char *want, const char *shown,
             return r;
         }
         struct profset_build *b = add_build(ps, e);
-        if (!b)
-            return ps->n == 0 ? (profdir_free(pd), -ENOMEM) : -ENOMEM;
+        if (!b) {
+            /* Until a build holds the tree, it is ours to free. */
+            if (ps->n == 0)
+                profdir_free(pd);
+            return -ENOMEM;
+        }
         snprintf(b->variant, sizeof(b->variant), "%s", variants[i]);
         if (ps->n == 1) {
             if ((r = take_dir(pd, b, e)) < 0)
@@ -234,13 +238,13 @@ static int home_per_rid(struct profdir *pd, const char *want, const char *shown,
         b->dir_shared = true;
         b->elf = *b->dir->files[b->dir->entry].elf;
     }
-    if (ps->n == 0) {
-        profdir_free(pd);
-        err_set(e, -EINVAL, "--entry '%s' is in none of the RID folders of the home %s", want,
-                shown);
-        return err_hint(e, "name it by its path relative to %s (e.g. linux-x64/%s)", shown, want);
-    }
-    return 0;
+    if (ps->n > 0)
+        return 0;
+    profdir_free(pd);
+    if (!want)
+        return err_set(e, -EINVAL, "the home %s has no file in its Linux RID folders", shown);
+    err_set(e, -EINVAL, "--entry '%s' is in none of the RID folders of the home %s", want, shown);
+    return err_hint(e, "name it by its path relative to %s (e.g. linux-x64/%s)", shown, want);
 }
 
 /* A home (profhome.h): the whole tree below `root`, delivered as it is. Its entry is --entry when

@@ -76,6 +76,14 @@ if start_target vendor-home-refused --pidns --uid 1000; then
             fail "vendor-home-entry-refused ($bad)" "exit $RC $(cat "$OUT" "$ERR")"
         fi
     done
+    # The text result says what was delivered: the whole home, the RID folder's library the entry
+    # (--force: the profiler does nothing on attach, as OpenTelemetry's does not).
+    clr attach --pid "$P" --profiler "$VH" --clsid "$VI_CLSID" --force
+    if [ $RC -eq 0 ] && grep -q "with: *the whole home (its linux-x64/ folder's library the entry), in /tmp/OpenTelemetry" "$OUT"; then
+        ok "vendor-home-text"
+    else
+        fail "vendor-home-text" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
 fi
 
 finish test_vendor_home

@@ -353,6 +353,10 @@ static void test_home(void **state)
        base);
     assert_int_equal(load("home", NULL, &ps, &e), -EINVAL);
     assert_non_null(strstr(e.msg, "linux-arm64/ folder"));
+    /* Its RID folders empty: nothing to load. */
+    sh("cd %s && mkdir -p emptyhome/linux-x64 && echo l > emptyhome/LICENSE", base);
+    assert_int_equal(load("emptyhome", NULL, &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "no file in its Linux RID folders"));
     /* Nothing but RID folders (another OS's among them): a bundle, as before. */
     assert_int_equal(load("ridonly", NULL, &ps, &e), 0);
     assert_string_equal(ps.layout, "bundle");
@@ -363,7 +367,7 @@ static void test_home(void **state)
     assert_int_equal(load("pkg/runtimes/linux-x64/native", "./libEngine.so", &ps, &e), 0);
     assert_string_equal(ps.layout, "directory");
     profset_free(&ps);
-    sh("rm -rf %s/home %s/ridonly", base, base);
+    sh("rm -rf %s/home %s/ridonly %s/emptyhome", base, base, base);
 }
 
 /* What is not a profiler at all: refused with the documented codes, nothing left to free. */
