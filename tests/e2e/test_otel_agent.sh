@@ -13,6 +13,8 @@
 #   (b) a console app: HttpClient spans under the entry assembly's name, no ASP.NET Core;
 #   (c) an app running its own OpenTelemetry SDK: refused; forced, the agent runs beside it;
 #   (d) no endpoint, then one that is not http: refused, in words; set over IPC: started;
+#   (e) a collector that takes the connection and never answers: the stop still ends in ~3 s,
+#       and the IPC answer comes only once Initialize has returned;
 # and every app runs on. Prints the time from applying the hook to the first span and the RSS
 # the agent added.
 . "$(dirname "$0")/lib.sh"
@@ -191,6 +193,38 @@ if TARGET_DLL=$CONSOLE start_target no-endpoint --pidns --uid 1000 --env OTEL_SE
         ok "the endpoint set over the diagnostic IPC: started: $CHECK_OUT" ||
         fail "endpoint over IPC" "$(cat "$STATUS_FILE" 2>&1) $CHECK_OUT"
     alive "$P" && ok "no endpoint: the app runs on" || fail "no-endpoint alive" "$(tail -20 "$TARGET_LOG")"
+fi
+
+# (e) A collector that never answers: the stop is bounded, and ApplyStartupHook is answered
+#     after Initialize returns (the command lasts as long as Initialize's stop).
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(50); s.settimeout(1)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+held, end = [], time.time() + 120
+while time.time() < end:
+    try: held.append(s.accept()[0])
+    except OSError: pass
+' "$WORK/hole" &
+TARGET_PIDS+=($!)
+for _ in $(seq 100); do [ -s "$WORK/hole" ] && break; sleep 0.05; done
+if TARGET_DLL=$CONSOLE start_target hole --pidns --uid 1000 \
+    --env "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$(cat "$WORK/hole")" "${FAST[@]}"; then
+    P=$TARGET_PID
+    apply "$P"
+    [ "$(st state)" = started ] || fail "hole start" "$(cat "$STATUS_FILE" 2>&1)"
+    sleep 2 # exports under way, never answered
+    setenv "$P" CLRATTACH_OTEL_ACTION=stop && apply "$P"
+    took=$(json_get "$OUT" duration_ms)
+    init=$(st initialize_ms)
+    if [ $RC -eq 0 ] && [ "$(st state)" = stopped ] && [ "$(st flushed)" = False ] &&
+        [ "$init" -ge 2500 ] && [ "$init" -le 4500 ] && [ "$took" -ge "$init" ]; then
+        ok "a collector that never answers: stopped in $init ms, not flushed; the IPC answer after $took ms"
+    else
+        fail "hole stop" "exit $RC, command $took ms: $(cat "$STATUS_FILE" 2>&1)"
+    fi
+    alive "$P" && ok "hole: the app runs on" || fail "hole alive" "$(tail -20 "$TARGET_LOG")"
 fi
 
 finish test_otel_agent.sh

@@ -6,9 +6,11 @@
 // app has those libraries) and a MeterProvider (runtime, process, HTTP client and server), both
 // exporting OTLP to the endpoint the settings name (Settings.cs), and answers what it started as a
 // dictionary of framework types, which the hook writes to the status file. Stop flushes and
-// disposes both: telemetry stops, and a later Start builds them anew.
+// shuts both down within 3 s, then disposes them: telemetry stops, and a later Start builds them
+// anew.
 using System;
 using System.Collections.Generic;
+using System.Diagnostics;
 using System.Reflection;
 using OpenTelemetry;
 using OpenTelemetry.Exporter;
@@ -20,7 +22,7 @@ namespace ClrattachOtel
 {
     public static class Agent
     {
-        private const int FlushMs = 5000;
+        private const int StopBudgetMs = 3000;
         private static TracerProvider? s_tracer;
         private static MeterProvider? s_meter;
 
@@ -60,22 +62,26 @@ namespace ClrattachOtel
             };
         }
 
+        // Both providers flushed and shut down within one budget (a collector that takes the
+        // connection and never answers must not hold the stop), then disposed.
         public static Dictionary<string, object?> Stop()
         {
+            var sw = Stopwatch.StartNew();
+            int Left() => Math.Max(0, StopBudgetMs - (int)sw.ElapsedMilliseconds);
             bool flushed = true;
             if (s_tracer != null)
             {
-                flushed &= s_tracer.ForceFlush(FlushMs);
+                flushed &= s_tracer.Shutdown(Left());
                 s_tracer.Dispose();
                 s_tracer = null;
             }
             if (s_meter != null)
             {
-                flushed &= s_meter.ForceFlush(FlushMs);
+                flushed &= s_meter.Shutdown(Left());
                 s_meter.Dispose();
                 s_meter = null;
             }
-            return new Dictionary<string, object?> { ["flushed"] = flushed };
+            return new Dictionary<string, object?> { ["flushed"] = flushed, ["stop_ms"] = sw.ElapsedMilliseconds };
         }
 
         private static ResourceBuilder Resource(Settings s, string agentVersion)

@@ -23,7 +23,7 @@ internal class StartupHook
     private const string StateKey = "clrattach.otel.agent.state";
     // How long the diagnostics thread waits for a start or stop; past that it answers and the
     // worker writes the status when it ends.
-    private const int WaitMs = 10000;
+    private const int WaitMs = 5000;
 
     private static readonly object s_lock = new object();
     private static AgentLoadContext? s_alc;
@@ -63,7 +63,7 @@ internal class StartupHook
         if (action == "start")
             st = Start(dir, statusPath, sw);
         else if (action == "stop")
-            st = Stop(sw);
+            st = Stop(statusPath, sw);
         else
             st = Status.Refused(action, $"CLRATTACH_OTEL_ACTION={action}: the action is start or stop", sw);
         if (st.Count > 0)
@@ -87,7 +87,7 @@ internal class StartupHook
         }
     }
 
-    private static Dictionary<string, object?> Stop(Stopwatch sw)
+    private static Dictionary<string, object?> Stop(string statusPath, Stopwatch sw)
     {
         lock (s_lock)
         {
@@ -101,7 +101,7 @@ internal class StartupHook
                 return Status.Refused("stop", $"the agent in this app was started by another build ({running}); " +
                                                   "stop it with that build", sw);
             AppContext.SetData(StateKey, null);
-            Dictionary<string, object?>? result = RunBounded(() => CallCore(AgentDirectory(), "Stop"), "", "stop", sw, null);
+            Dictionary<string, object?>? result = RunBounded(() => CallCore(AgentDirectory(), "Stop"), statusPath, "stop", sw, null);
             return result ?? new Dictionary<string, object?>();
         }
     }
