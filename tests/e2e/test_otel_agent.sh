@@ -15,6 +15,7 @@
 #   (d) no endpoint, then one that is not http: refused, in words; set over IPC: started;
 #   (e) a collector that takes the connection and never answers: the stop still ends in ~3 s,
 #       and the IPC answer comes only once Initialize has returned;
+#   (f) an agent directory missing an assembly the SDK needs: failed, named, the app unharmed;
 # and every app runs on. Prints the time from applying the hook to the first span and the RSS
 # the agent added.
 . "$(dirname "$0")/lib.sh"
@@ -225,6 +226,23 @@ if TARGET_DLL=$CONSOLE start_target hole --pidns --uid 1000 \
         fail "hole stop" "exit $RC, command $took ms: $(cat "$STATUS_FILE" 2>&1)"
     fi
     alive "$P" && ok "hole: the app runs on" || fail "hole alive" "$(tail -20 "$TARGET_LOG")"
+fi
+
+# (f) A broken agent directory (OpenTelemetry.dll missing): the failure is caught and named.
+mkdir -p "$WORK/broken"
+cp "$AGENT"/*.dll "$WORK/broken/" && rm "$WORK/broken/OpenTelemetry.dll"
+if TARGET_DLL=$CONSOLE start_target broken --pidns --uid 1000 \
+    --env "OTEL_EXPORTER_OTLP_ENDPOINT=$ENDPOINT" --env OTEL_SERVICE_NAME=broken "${FAST[@]}"; then
+    P=$TARGET_PID
+    clr startup-hook --pid "$P" --assembly "$WORK/broken" -o json --timeout 30
+    STATUS_FILE="/proc/$P/root$STATUS"
+    if [ $RC -eq 0 ] && [ "$(st state)" = failed ] && st reason | grep -q "OpenTelemetry, Version="; then
+        ok "a missing dependency: failed: $(st reason | cut -c1-120)"
+    else
+        fail "broken" "exit $RC: $(cat "$OUT" "$ERR" "$STATUS_FILE" 2>&1)"
+    fi
+    sleep 1
+    alive "$P" && ok "broken: the app runs on" || fail "broken alive" "$(tail -20 "$TARGET_LOG")"
 fi
 
 finish test_otel_agent.sh

@@ -7,7 +7,8 @@
 // (System.*, above all System.Diagnostics.DiagnosticSource, where ActivitySource, Meter and
 // DiagnosticListener live, so the agent's listeners see the app's activities) and ASP.NET Core
 // (Microsoft.AspNetCore.*, and Microsoft.Extensions.Primitives, whose StringValues is in the
-// signatures of HttpContext's headers), from the app's own framework.
+// signatures of HttpContext's headers), from the app's own framework. An assembly of the agent's
+// that is missing from its directory is an error, never a fall-back to the app's copy.
 using System;
 using System.IO;
 using System.Reflection;
@@ -30,7 +31,10 @@ namespace ClrattachOtel
             if (n == null || IsShared(n))
                 return null; // the default context: the app's
             string path = Path.Combine(_dir, n + ".dll");
-            return File.Exists(path) ? LoadFromAssemblyPath(path) : null;
+            if (File.Exists(path))
+                return LoadFromAssemblyPath(path);
+            // Never the default context's copy in its place: that would be the app's own version.
+            throw new FileNotFoundException($"{name.FullName} is not in the agent's directory {_dir}", path);
         }
 
         // What the app provides and the agent must share with it.
