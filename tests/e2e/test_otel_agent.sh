@@ -16,6 +16,9 @@
 #   (e) a collector that takes the connection and never answers: the stop still ends in ~3 s,
 #       and the IPC answer comes only once Initialize has returned;
 #   (f) an agent directory missing an assembly the SDK needs: failed, named, the app unharmed;
+#   (g) an agent whose SDK references a newer System.Diagnostics.DiagnosticSource than the app's
+#       runtime has (OpenTelemetry.Api.dll's reference rewritten to 99.0.0.0,
+#       tests/tools/asmref_bump.py): refused, naming the runtime it needs, nothing of it loaded;
 # and every app runs on. Prints the time from applying the hook to the first span and the RSS
 # the agent added.
 . "$(dirname "$0")/lib.sh"
@@ -243,6 +246,25 @@ if TARGET_DLL=$CONSOLE start_target broken --pidns --uid 1000 \
     fi
     sleep 1
     alive "$P" && ok "broken: the app runs on" || fail "broken alive" "$(tail -20 "$TARGET_LOG")"
+fi
+
+# (g) An SDK that needs a newer runtime than the app's.
+mkdir -p "$WORK/newer"
+cp "$AGENT"/*.dll "$WORK/newer/"
+if python3 "$TOOLS/asmref_bump.py" "$WORK/newer/OpenTelemetry.Api.dll" System.Diagnostics.DiagnosticSource 99 &&
+    TARGET_DLL=$CONSOLE start_target newer --pidns --uid 1000 \
+        --env "OTEL_EXPORTER_OTLP_ENDPOINT=$ENDPOINT" "${FAST[@]}"; then
+    P=$TARGET_PID
+    clr startup-hook --pid "$P" --assembly "$WORK/newer" -o json --timeout 30
+    STATUS_FILE="/proc/$P/root$STATUS"
+    if [ $RC -eq 0 ] && [ "$(st state)" = refused ] &&
+        st reason | grep -q 'OpenTelemetry.Api needs System.Diagnostics.DiagnosticSource 99.0.0.0 (.NET 99 or newer); this app runs .NET 10' &&
+        ! grep -q 'OpenTelemetry' "/proc/$P/maps"; then
+        ok "a runtime older than the SDK needs: refused: $(st reason)"
+    else
+        fail "newer" "exit $RC: $(cat "$OUT" "$ERR" "$STATUS_FILE" 2>&1)"
+    fi
+    alive "$P" && ok "newer: the app runs on" || fail "newer alive" "$(tail -20 "$TARGET_LOG")"
 fi
 
 finish test_otel_agent.sh
