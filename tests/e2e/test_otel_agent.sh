@@ -10,7 +10,8 @@
 #       attributes given, HTTP attributes and parent/child links, a caller's traceparent taken,
 #       runtime, process and HTTP metrics, all within 10 s; applied again: refused, no span twice;
 #       the stop action: telemetry stops; started again: it comes again;
-#   (b) a console app: HttpClient spans under the entry assembly's name, no ASP.NET Core;
+#   (b) a console app: HttpClient spans under the entry assembly's name, no ASP.NET Core; grpc
+#       chosen over the IPC;
 #   (c) an app running its own OpenTelemetry SDK: refused; forced, the agent runs beside it;
 #   (d) no endpoint, then one that is not http: refused, in words; set over IPC: started;
 #   (e) a collector that takes the connection and never answers: the stop still ends in ~3 s,
@@ -153,6 +154,12 @@ if TARGET_DLL=$CONSOLE start_target console --pidns --uid 1000 \
     fi
     check console-client OtelConsole "$t0" 10 && ok "console: $CHECK_OUT" || fail "console spans" "$CHECK_OUT"
     check metrics OtelConsole "$t0" 10 && ok "console: $CHECK_OUT" || fail "console metrics" "$CHECK_OUT"
+    # grpc: the endpoint as it is, no signal path (the receiver speaks http/protobuf only, so
+    # what is sent is not checked here).
+    setenv "$P" CLRATTACH_OTEL_ACTION=stop && apply "$P" &&
+        setenv "$P" CLRATTACH_OTEL_ACTION=start OTEL_EXPORTER_OTLP_PROTOCOL=grpc && apply "$P"
+    [ "$(st state)" = started ] && [ "$(st protocol)" = grpc ] && [ "$(st traces_endpoint)" = "$ENDPOINT/" ] &&
+        ok "console: grpc: started, traces to $(st traces_endpoint)" || fail "grpc" "$(cat "$STATUS_FILE" 2>&1)"
     alive "$P" && ok "console: the app runs on" || fail "console alive" "$(tail -20 "$TARGET_LOG")"
 fi
 
