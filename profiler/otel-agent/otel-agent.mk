@@ -3,7 +3,8 @@
 # core pins (core/packages.lock.json; restored in locked mode under CI=true). AnyCPU managed code:
 # one build serves x64 and arm64. Built once, again only when a source, project or lock file
 # changes. $(OTEL_AGENT_DIR)/packages.tsv lists what it is made of (package, version, direct or
-# transitive, shipped or not, the lock file's SHA-512), for `clrattach version` and the SBOM.
+# transitive, shipped or not, licence, the lock file's SHA-512), for `clrattach version` and the
+# SBOM.
 OTEL_AGENT_SRC := profiler/otel-agent
 OTEL_AGENT_DIR := $(BUILD)/otel-agent
 OTEL_AGENT := $(OTEL_AGENT_DIR)/ClrattachOtelAgent.dll

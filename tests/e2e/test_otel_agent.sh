@@ -34,6 +34,15 @@ done
 TOOLS="$ROOT/tests/tools"
 STATUS=/tmp/otel-status.json
 
+# What the agent is made of, from its lock file: every package with its version and licence.
+if awk -F'\t' 'NR > 1 && ($5 == "?" || $5 == "") {bad = 1} END {exit bad}' "$AGENT/packages.tsv" &&
+    grep -qP '^OpenTelemetry\t1\.20\.\d+\tdirect\tyes\tApache-2\.0\t' "$AGENT/packages.tsv" &&
+    grep -qP '^System\.Diagnostics\.DiagnosticSource\t.*\tno\t' "$AGENT/packages.tsv"; then
+    ok "packages.tsv: $(($(wc -l <"$AGENT/packages.tsv") - 1)) packages, each with its licence; DiagnosticSource not shipped"
+else
+    fail "packages.tsv" "$(cat "$AGENT/packages.tsv" 2>&1)"
+fi
+
 # The decoder, on bytes.
 if timeout 60 python3 "$TOOLS/test_otlp_receiver.py" >"$WORK/unit.out" 2>&1; then
     ok "otlp_receiver decoder: $(tail -3 "$WORK/unit.out" | grep -m1 '^Ran')"
