@@ -25,6 +25,9 @@ static const char usage_startup_hook[] =
     "  --target-dir DIR       directory in the target's view (default: its TMPDIR)\n"
     "  --keep                 keep what was delivered when the runtime refused the hook\n"
     "                         (default: removed)\n"
+    "  --env NAME=VALUE|@FILE set in the runtime's environment (SetEnvironmentVariable) before\n"
+    "                         the hook runs, as attach's --env; {dir} is the directory the\n"
+    "                         hook was delivered to, {entry} the hook, as the app sees them\n"
     "  --timeout SECONDS      deadline for each exchange with the runtime, Initialize included\n"
     "                         (default 30)\n"
     "  -o, --output, --seccomp, --proc   as for every command\n"
@@ -42,7 +45,7 @@ static const char usage_startup_hook[] =
     "older than .NET 8 (nothing delivered), 2 usage error (also: a missing file, not a .NET\n"
     "assembly, no StartupHook type or no static void Initialize()), 1 internal error.\n";
 
-enum { OPT_ASSEMBLY = OPT_REPORT_END, OPT_ENTRY, OPT_TARGET_DIR, OPT_KEEP };
+enum { OPT_ASSEMBLY = OPT_REPORT_END, OPT_ENTRY, OPT_TARGET_DIR, OPT_KEEP, OPT_ENV };
 
 static const struct option hook_options[] = {
     {"pid", required_argument, NULL, 'p'},
@@ -50,6 +53,7 @@ static const struct option hook_options[] = {
     {"entry", required_argument, NULL, OPT_ENTRY},
     {"target-dir", required_argument, NULL, OPT_TARGET_DIR},
     {"keep", no_argument, NULL, OPT_KEEP},
+    {"env", required_argument, NULL, OPT_ENV},
     {"timeout", required_argument, NULL, 'T'},
     ATTACH_CLI_REPORT_OPTIONS,
     ATTACH_CLI_COMMON_OPTIONS,
@@ -66,6 +70,10 @@ static int parse(int argc, char **argv, struct attach_cli *a)
         case OPT_ENTRY: a->entry = optarg; break;
         case OPT_TARGET_DIR: a->target_dir = optarg; break;
         case OPT_KEEP: a->keep = true; break;
+        case OPT_ENV:
+            if ((r = attach_cli_env_option(optarg, a)) != CLI_GO_ON)
+                return r;
+            break;
         case 'T':
             if (parse_uint(optarg, 3600, &a->timeout_s) < 0 || a->timeout_s == 0)
                 return usage_error(a->cmd, "--timeout takes 1..3600 seconds, not '%s'", optarg);
@@ -107,6 +115,8 @@ int cmd_startup_hook(int argc, char **argv)
         .entry = a.entry,
         .target_dir = a.target_dir,
         .keep = a.keep,
+        .env = ao.env,
+        .env_count = ao.env_count,
         .timeout_ms = ao.timeout_ms,
         .on_stage = ao.on_stage,
         .userdata = ao.userdata,

@@ -195,6 +195,40 @@ static int stage(struct hook *h, enum attach_stage s, int r)
     return attempt_stage(h->o->on_stage, h->o->userdata, s, h->res, r);
 }
 
+/*
+ * --env, each with SetEnvironmentVariable on its own connection before ApplyStartupHook, as
+ * attach sends them (startup_send_env), {dir} the delivery directory and {entry} the hook as the
+ * app sees them. Returns 0 when every one was taken; else the run's failure, what was delivered
+ * taken back and the reply stage passed.
+ */
+static int send_env(struct hook *h)
+{
+    const struct startup_hook_opts *o = h->o;
+    struct attach_result *res = h->res;
+    if (!o->env_count)
+        return 0;
+    struct attach_opts ao = {.keep = o->keep,
+                             .timeout_ms = o->timeout_ms,
+                             .env = o->env,
+                             .env_count = o->env_count,
+                             .on_stage = o->on_stage,
+                             .userdata = o->userdata};
+    struct attempt a = {.o = &ao, .res = res, .t = h->t, .c = h->c, .p = h->p};
+    int r = startup_send_env(&a);
+    if (a.env_refused) /* the outcome is set, the delivery taken back, the stage passed */
+        return r < 0 ? r : -EINVAL;
+    if (r == 0 && a.hr == 0)
+        return 0;
+    undo(h);
+    if (r < 0)
+        return stage(h, ATTACH_STAGE_REPLIED,
+                     attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r));
+    attach_record_hresult(res, a.hr);
+    err_hint(&res->error, "%s; ApplyStartupHook was not sent", hresult_lookup(a.hr)->next_step);
+    return stage(h, ATTACH_STAGE_REPLIED,
+                 attach_fail(res, attach_outcome_of_hresult(a.hr), -EREMOTEIO));
+}
+
 static int settle_answer(struct hook *h, uint32_t hr)
 {
     struct attach_result *res = h->res;
@@ -258,6 +292,8 @@ static int run(struct hook *h, struct creds_saved *cs)
         undo(h);
         return stage(h, ATTACH_STAGE_REPLIED, attach_fail(res, ATTACH_NOT_FOUND, r));
     }
+    if ((r = send_env(h)) < 0)
+        return r;
     uint32_t hr = 0;
     int64_t sent_at = util_now_ms();
     r = ipc_conn_status_command(h->c.sockfd, &h->c.peer, req, (size_t)n, sent_at + o->timeout_ms,

@@ -32,7 +32,7 @@ if start_target hook --pidns --uid 1000; then
     fi
     # Proven from inside: Initialize ran in the app, as the app (its own pid 1), from our file.
     marker=$(cat "/proc/$P/root$MARKER" 2>/dev/null)
-    [ "$marker" = "pid 1 dir $(dirname "$path") cfg none" ] &&
+    [ "$marker" = "pid 1 dir $(dirname "$path") cfg none env none" ] &&
         ok "the hook ran in the app: '$marker'" || fail "marker" "'$marker' (delivered '$path')"
     [ "$(stat -c %u "/proc/$P/root$path" 2>/dev/null)" = 1000 ] && [ "${path%.dll}" != "$path" ] &&
         ok "the assembly is in the app's view, its user's, a .dll under its content name" ||
@@ -77,15 +77,19 @@ fi
 mkdir -p "$WORK/hookdir"
 cp "$HOOK" "$NOHOOK" "$WORK/hookdir/"
 echo "from-the-directory" >"$WORK/hookdir/hook.cfg"
+printf '# the hook reads it\nCLRATTACH_HOOK_ENV={dir}/x\n' >"$WORK/hook.env"
 if start_target hook-dir --pidns --uid 1000 --pre "mount -t tmpfs -o mode=1777 tmpfs /mnt"; then
     P=$TARGET_PID
-    clr startup-hook --pid "$P" --assembly "$WORK/hookdir" --target-dir /mnt -o json
+    clr startup-hook --pid "$P" --assembly "$WORK/hookdir" --target-dir /mnt -o json \
+        --env @"$WORK/hook.env"
     dir=$(json_get "$OUT" delivered_dir)
     marker=$(cat "/proc/$P/root$MARKER" 2>/dev/null)
     if [ $RC -eq 0 ] && [ "${dir#/mnt/}" != "$dir" ] &&
-        [ "$marker" = "pid 1 dir $dir cfg from-the-directory" ] &&
-        [ -f "/proc/$P/root$dir/NoStartupHook.dll" ]; then
-        ok "assembly directory under --target-dir: the hook chosen, its files beside it"
+        [ "$marker" = "pid 1 dir $dir cfg from-the-directory env $dir/x" ] &&
+        [ -f "/proc/$P/root$dir/NoStartupHook.dll" ] &&
+        [ "$(json_get "$OUT" env)" = "['CLRATTACH_HOOK_ENV']" ] && ! grep -q 'CLRATTACH_HOOK_ENV=' "$OUT" &&
+        [ "$(json_get "$OUT" env_sent)" = 1 ]; then
+        ok "assembly directory under --target-dir: the hook chosen, its files beside it; --env sent before it ({dir} expanded, named in the result without its value)"
     else
         fail "directory" "exit $RC: $(cat "$OUT" "$ERR") marker '$marker'"
     fi
@@ -109,5 +113,8 @@ clr startup-hook --pid 1
 [ $RC -eq 2 ] && ok "usage: --assembly required" || fail "usage" "exit $RC"
 clr startup-hook --pid 1 --assembly "$HOOK" --target-dir relative
 [ $RC -eq 2 ] && ok "usage: --target-dir must be absolute" || fail "usage target-dir" "exit $RC"
+clr startup-hook --pid 1 --assembly "$HOOK" --env 'NO_VALUE'
+[ $RC -eq 2 ] && grep -q -- '--env' "$ERR" && ok "usage: --env takes NAME=VALUE" ||
+    fail "usage env" "exit $RC: $(cat "$ERR")"
 
 finish test_startup_hook.sh
