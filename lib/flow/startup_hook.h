@@ -26,6 +26,8 @@ struct startup_hook_opts {
                                unique name); NULL: the only .NET assembly there */
     const char *target_dir; /* NULL: the target's TMPDIR, then the usual candidates */
     bool keep;              /* leave what was delivered after a refusal */
+    bool force;             /* send a hook known to be for process start only (profset/hooks.h) */
+    bool again;             /* send a hook already loaded in the app: its Initialize runs again */
     /* --env: "NAME=VALUE" each (ipc_env_check()ed), {dir}/{entry} expanded to the delivery as
      * the app sees it, sent with SetEnvironmentVariable before ApplyStartupHook; the result
      * shows the names only */
@@ -41,8 +43,11 @@ struct startup_hook_opts {
     struct attach_stop *stop;
 };
 
-/* Loads the operator's assembly, reaches the pinned process `t`, delivers, sends
- * ApplyStartupHook and decodes the answer. Always fills *ret (kind ATTACH_KIND_STARTUP_HOOK,
+/* Loads the operator's assembly, reaches the pinned process `t`, checks the hook (not one for
+ * process start only, unless force: start_only_hook; every referenced assembly delivered with it
+ * or where the app resolves it: dependency_missing; not already loaded there, unless again:
+ * already_active), delivers, sends the --env variables and ApplyStartupHook and decodes the
+ * answer. Always fills *ret (kind ATTACH_KIND_STARTUP_HOOK,
  * outcome, delivered path, on failure error with message and next step). Returns 0 when the
  * runtime ran the hook, else the negative error. `t` stays the caller's. */
 int startup_hook_run(const struct startup_hook_opts *o, struct target *t,

@@ -39,11 +39,22 @@ if start_target hook --pidns --uid 1000; then
         fail "delivered" "$path"
     alive "$P" && ok "the app runs on" || fail "app alive" "pid $P gone"
 
-    # Under valgrind (--seccomp=off for it alone, as in test_valgrind.sh). The same assembly name
-    # again: the runtime runs the loaded one's Initialize once more.
+    # The same hook again: the app has it mapped, its Initialize would run twice: refused, and
+    # what was there (reused) stays.
+    clr startup-hook --pid "$P" --assembly "$HOOK" -o json
+    if [ $RC -eq 3 ] && [ "$(json_get "$OUT" outcome)" = already_active ] &&
+        grep -q 'a second time' "$OUT" && grep -q -- '--again' "$OUT" &&
+        [ -f "/proc/$P/root$path" ] && alive "$P"; then
+        ok "the same hook again: already_active (exit 3), --again named, the file kept"
+    else
+        fail "hook again" "exit $RC: $(cat "$OUT" "$ERR")"
+    fi
+
+    # Under valgrind (--seccomp=off for it alone, as in test_valgrind.sh), with --again: the
+    # runtime runs the loaded one's Initialize once more.
     if command -v valgrind >/dev/null; then
         valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-            "$(vg_clrattach)" startup-hook --seccomp=off --pid "$P" --assembly "$HOOK" \
+            "$(vg_clrattach)" startup-hook --seccomp=off --pid "$P" --assembly "$HOOK" --again \
             >"$WORK/vg.out" 2>"$WORK/vg.err"
         vrc=$?
         [ $vrc -eq 0 ] && ! grep -q "==[0-9]*==" "$WORK/vg.err" && ok "valgrind: startup-hook" ||
@@ -95,7 +106,64 @@ if start_target hook-dir --pidns --uid 1000 --pre "mount -t tmpfs -o mode=1777 t
     fi
 fi
 
-# 5. A runtime older than .NET 8: nothing delivered, nothing sent.
+# 5. A hook with an assembly of its own (tests/refhook, tests/hooklib): alone, refused before
+#    anything is delivered, naming what is missing; with its directory, it runs.
+REFHOOK="$ROOT/$BUILD/refhook/RefHook.dll"
+OTELHOOK="$ROOT/$BUILD/otelhook/OpenTelemetry.AutoInstrumentation.StartupHook.dll"
+REFMARK=/tmp/clrattach-refhook
+if start_target refhook --pidns --uid 1000; then
+    P=$TARGET_PID
+    clr startup-hook --pid "$P" --assembly "$REFHOOK" -o json
+    if [ $RC -eq 13 ] && [ "$(json_get "$OUT" outcome)" = dependency_missing ] &&
+        grep -q 'HookLib' "$OUT" && grep -q 'Microsoft.NETCore.App' "$OUT" &&
+        grep -q -- '--assembly DIR' "$OUT" && ! grep -q 'System.Runtime' "$OUT" &&
+        ! ls "/proc/$P/root/tmp/" | grep -q RefHook && [ ! -e "/proc/$P/root$REFMARK" ] &&
+        alive "$P"; then
+        ok "a hook without its referenced assembly: dependency_missing (exit 13) naming HookLib, nothing delivered, the app runs on"
+    else
+        fail "refhook alone" "exit $RC: $(cat "$OUT" "$ERR")"
+    fi
+    clr startup-hook --pid "$P" --assembly "$(dirname "$REFHOOK")" -o json
+    marker=$(cat "/proc/$P/root$REFMARK" 2>/dev/null)
+    if [ $RC -eq 0 ] && [ "$marker" = "refhook from-hooklib" ] && alive "$P"; then
+        ok "the hook with its directory: it ran and used its own assembly ('$marker')"
+    else
+        fail "refhook dir" "exit $RC: $(cat "$OUT" "$ERR") marker '$marker'"
+    fi
+    # Loaded now: refused without --again (the message says why), sent with it.
+    clr startup-hook --pid "$P" --assembly "$(dirname "$REFHOOK")"
+    [ $RC -eq 3 ] && grep -q 'Initialize a second time' "$ERR" &&
+        ok "the directory's hook again: refused (exit 3), Initialize would run twice" ||
+        fail "refhook again" "exit $RC: $(cat "$OUT" "$ERR")"
+    rm -f "/proc/$P/root$REFMARK"
+    clr startup-hook --pid "$P" --assembly "$(dirname "$REFHOOK")" --again
+    [ $RC -eq 0 ] && [ -f "/proc/$P/root$REFMARK" ] && alive "$P" &&
+        ok "--again: sent, its Initialize ran once more" || fail "refhook --again" "exit $RC: $(cat "$ERR")"
+fi
+
+# 6. A hook shaped like OpenTelemetry's process-start-only one (its assembly name; its
+#    Initialize ends the app): refused unless --force; with --force it is sent and the app ends.
+OTELMARK=/tmp/clrattach-otelhook
+if start_target otelhook --pidns --uid 1000; then
+    P=$TARGET_PID
+    clr startup-hook --pid "$P" --assembly "$OTELHOOK" -o json
+    if [ $RC -eq 14 ] && [ "$(json_get "$OUT" outcome)" = start_only_hook ] &&
+        grep -q 'process start only' "$OUT" && grep -q -- '--force' "$OUT" &&
+        ! ls "/proc/$P/root/tmp/" | grep -q OpenTelemetry && alive "$P"; then
+        ok "OpenTelemetry's StartupHook (by its name): start_only_hook (exit 14), nothing delivered, the app runs on"
+    else
+        fail "otel hook" "exit $RC: $(cat "$OUT" "$ERR")"
+    fi
+    clr startup-hook --pid "$P" --assembly "$OTELHOOK" --force -o json
+    for _ in $(seq 50); do alive "$P" || break; sleep 0.1; done
+    if { [ $RC -eq 0 ] || [ $RC -eq 12 ]; } && ! alive "$P"; then
+        ok "--force: sent; the hook ended the app, as it would (exit $RC)"
+    else
+        fail "otel hook --force" "exit $RC, alive: $(alive "$P" && echo yes || echo no): $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# 7. A runtime older than .NET 8: nothing delivered, nothing sent.
 if start_fake hook-net6 net6; then
     clr startup-hook --pid "$TARGET_PID" --assembly "$HOOK" -o json
     if [ $RC -eq 15 ] && [ "$(json_get "$OUT" outcome)" = runtime_too_old ] &&
@@ -108,7 +176,7 @@ else
     fail "fake net6" "did not start"
 fi
 
-# 6. Usage.
+# 8. Usage.
 clr startup-hook --pid 1
 [ $RC -eq 2 ] && ok "usage: --assembly required" || fail "usage" "exit $RC"
 clr startup-hook --pid 1 --assembly "$HOOK" --target-dir relative

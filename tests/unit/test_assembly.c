@@ -15,8 +15,9 @@
 #include "fixture.h"
 #include "profset/assembly.h"
 
-#define HOOK   "tests/fixtures/assembly/StartupHookTest.dll"
-#define NOHOOK "tests/fixtures/assembly/NoStartupHook.dll"
+#define HOOK    "tests/fixtures/assembly/StartupHookTest.dll"
+#define NOHOOK  "tests/fixtures/assembly/NoStartupHook.dll"
+#define REFHOOK "tests/fixtures/assembly/RefHook.dll"
 
 static uint8_t *load(const char *path, size_t *len)
 {
@@ -141,19 +142,31 @@ static void test_identity(void **state)
     free(d);
 }
 
-/* The class library without a hook references assemblies too, and names itself. */
-static void test_identity_nohook(void **state)
+/* Each class library names itself; the hook with an assembly of its own references it. */
+static void test_identity_names(void **state)
 {
     (void)state;
-    size_t len;
-    uint8_t *d = load(NOHOOK, &len);
-    struct cla_error e = {0};
+    static const struct {
+        const char *path, *name, *ref;
+    } cases[] = {
+        {NOHOOK, "NoStartupHook", "System.Runtime"},
+        {REFHOOK, "RefHook", "HookLib"},
+    };
     struct assembly_identity *id = calloc(1, sizeof(*id));
     assert_non_null(id);
-    assert_int_equal(assembly_read_identity(d, len, "nohook", id, &e), 0);
-    assert_string_equal(id->name, "NoStartupHook");
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t len;
+        uint8_t *d = load(cases[c].path, &len);
+        struct cla_error e = {0};
+        assert_int_equal(assembly_read_identity(d, len, "lib", id, &e), 0);
+        assert_string_equal(id->name, cases[c].name);
+        bool found = false;
+        for (size_t i = 0; i < id->nrefs; i++)
+            found |= strcmp(id->refs[i], cases[c].ref) == 0;
+        assert_true(found);
+        free(d);
+    }
     free(id);
-    free(d);
 }
 
 int main(void)
@@ -161,7 +174,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hook_found), cmocka_unit_test(test_no_hook_type),
         cmocka_unit_test(test_renamed),    cmocka_unit_test(test_not_assemblies),
-        cmocka_unit_test(test_identity),   cmocka_unit_test(test_identity_nohook),
+        cmocka_unit_test(test_identity),   cmocka_unit_test(test_identity_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
