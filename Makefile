@@ -156,13 +156,22 @@ $(NO_OPENAT2): tests/tools/no_openat2.c
 
 # The C# target app used by the end-to-end tests (no NuGet package needed), and the startup
 # hooks the startup-hook tests load into it (one with a StartupHook type, one without).
-target: $(BUILD)/target/ClrTarget.dll $(BUILD)/hook/StartupHookTest.dll $(BUILD)/nohook/NoStartupHook.dll
+# The two more are a hook with an assembly of its own (tests/refhook, tests/hooklib) and one
+# shaped like OpenTelemetry's process-start-only hook (tests/otelhook).
+OTELHOOK := $(BUILD)/otelhook/OpenTelemetry.AutoInstrumentation.StartupHook.dll
+target: $(BUILD)/target/ClrTarget.dll $(BUILD)/hook/StartupHookTest.dll $(BUILD)/nohook/NoStartupHook.dll \
+	$(BUILD)/refhook/RefHook.dll $(OTELHOOK)
 $(BUILD)/target/ClrTarget.dll: $(wildcard tests/target/*.cs tests/target/*.csproj)
 	dotnet build tests/target/ClrTarget.csproj -c Release -o $(BUILD)/target --nologo -v q
 $(BUILD)/hook/StartupHookTest.dll: $(wildcard tests/hook/*.cs tests/hook/*.csproj)
 	dotnet build tests/hook/StartupHookTest.csproj -c Release -o $(BUILD)/hook --nologo -v q
 $(BUILD)/nohook/NoStartupHook.dll: $(wildcard tests/nohook/*.cs tests/nohook/*.csproj)
 	dotnet build tests/nohook/NoStartupHook.csproj -c Release -o $(BUILD)/nohook --nologo -v q
+$(BUILD)/refhook/RefHook.dll: $(wildcard tests/refhook/*.cs tests/refhook/*.csproj tests/hooklib/*.cs tests/hooklib/*.csproj)
+	dotnet build tests/refhook/RefHook.csproj -c Release -o $(BUILD)/refhook --nologo -v q
+$(OTELHOOK): $(wildcard tests/otelhook/*.cs tests/otelhook/*.csproj)
+	dotnet build tests/otelhook/OpenTelemetry.AutoInstrumentation.StartupHook.csproj -c Release \
+	    -o $(BUILD)/otelhook --nologo -v q
 
 # linux/arm64, cross-compiled here (docs/deploy.md): $(ARM64_BUILD) holds the dynamic clrattach,
 # the glibc and musl sample profilers and env loaders, and the unit tests, built by this Makefile

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * /proc/<pid>/maps of a target: the path column holds any file name the target mapped (spaces,
- * " (deleted)" suffixes, names that look like loaders). Both scanners must stay in bounds and
- * give only their documented results.
+ * " (deleted)" suffixes, names that look like loaders). Every scanner, and the directories a
+ * startup hook's references are looked for in (hookdeps), must stay in bounds and give only
+ * their documented results.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "fuzz.h"
+#include "profset/hookdeps.h"
 #include "target/proc_maps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -56,5 +58,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r = proc_maps_runtime_library(buf, size, lib, sizeof(lib));
     if (r == 1)
         FUZZ_CHECK(lib[0] == '/' && strnlen(lib, sizeof(lib)) < sizeof(lib));
+    r = proc_maps_find(buf, size, "/usr/share/dotnet/shared/", ".dll", lib, sizeof(lib));
+    FUZZ_CHECK(r == 0 || (r == 1 && strncmp(lib, "/usr/share/dotnet/shared/", 25) == 0));
+    static struct hookdeps_dirs dirs;
+    hookdeps_dirs_from_maps(buf, size, "App", &dirs);
+    FUZZ_CHECK(dirs.n <= HOOKDEPS_DIRS_MAX);
+    for (size_t i = 0; i < dirs.n; i++)
+        FUZZ_CHECK(dirs.dir[i][0] == '/' &&
+                   strnlen(dirs.dir[i], TARGET_PATH_MAX) < TARGET_PATH_MAX);
     return 0;
 }

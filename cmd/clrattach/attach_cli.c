@@ -116,6 +116,14 @@ int attach_cli_report_option(int c, const char *arg, struct attach_cli *a)
     return CLI_GO_ON;
 }
 
+int attach_cli_env_option(const char *arg, struct attach_cli *a)
+{
+    if (a->env_args_count >= ENV_VARS_MAX)
+        return usage_error(a->cmd, "more than %d --env options", ENV_VARS_MAX);
+    a->env_args[a->env_args_count++] = arg;
+    return CLI_GO_ON;
+}
+
 /* The selectors and pacing of `watch`. */
 static int watch_option(int c, const char *arg, struct attach_cli *a)
 {
@@ -170,11 +178,7 @@ static int attach_option(int c, const char *arg, struct attach_cli *a)
         if (parse_uint(arg, 60000, &a->settle_ms) < 0)
             return usage_error(cmd, "--settle takes 0..60000 ms, not '%s'", arg);
         break;
-    case OPT_ENV:
-        if (a->env_args_count >= ENV_VARS_MAX)
-            return usage_error(cmd, "more than %d --env options", ENV_VARS_MAX);
-        a->env_args[a->env_args_count++] = arg;
-        break;
+    case OPT_ENV: return attach_cli_env_option(arg, a);
     case OPT_SHOW_ENV: a->show_env = true; break;
     case OPT_LISTEN: a->listen = arg; break;
     case OPT_DELIVER_DIR: a->deliver_dir = arg; break;

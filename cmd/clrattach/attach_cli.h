@@ -93,6 +93,10 @@ struct attach_cli {
  * or the exit code of a usage error. */
 int attach_cli_report_option(int c, const char *arg, struct attach_cli *a);
 
+/* One --env (NAME=VALUE or @FILE), kept for attach_cli_setup to read and check (at most
+ * ENV_VARS_MAX). CLI_GO_ON or the exit code of a usage error. */
+int attach_cli_env_option(const char *arg, struct attach_cli *a);
+
 /* Parses and checks the options. CLI_GO_ON or the exit code. */
 int attach_cli_parse(int argc, char **argv, struct attach_cli *a);
 /* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,

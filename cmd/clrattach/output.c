@@ -162,6 +162,9 @@ static void print_other_text(const struct attach_result *r)
         if (r->delivered_dir[0])
             say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
         say(stdout, "  sha256:   %s", r->sha256);
+        if (r->dependency_note[0])
+            say(stdout, "  deps:     %s", r->dependency_note);
+        print_startup_lines(stdout, r);
     } else {
         print_perfmap_file("perf map:", r, r->perfmap_path, r->kind == ATTACH_KIND_PERFMAP_ENABLE);
         print_perfmap_file("jitdump:", r, r->jitdump_path, false);
@@ -211,7 +214,8 @@ static void print_attach_text(const struct attach_result *r)
     print_error(attach_outcome_name(r->outcome), &r->error);
     print_startup_lines(stderr, r);
     if (r->removed)
-        say(stderr, "clrattach: removed what this attach delivered (%s); --keep keeps it",
+        say(stderr, "clrattach: removed what this %s delivered (%s); --keep keeps it",
+            r->kind == ATTACH_KIND_STARTUP_HOOK ? "startup-hook run" : "attach",
             r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
 }
 

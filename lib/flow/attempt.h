@@ -195,6 +195,12 @@ int attempt_place(struct target *t, const struct place_opts *po, struct attach_s
 bool attempt_died_unanswered(struct target *t, int r, int64_t wait_ms, int64_t sent_at,
                              struct attach_result *res);
 
+/* Sends each --env variable (o->env) with SetEnvironmentVariable, each on its own connection,
+ * {dir} and {entry} expanded to a->p (attempt_env.c). Returns 0 with a->hr: 0 when every one was
+ * taken (a->env_done), else the runtime's refusal of the first that was not (a->env_rejected);
+ * a variable too long once expanded fails the result as usage_error (a->env_refused). */
+int startup_send_env(struct attempt *a);
+
 /* The reply stage of the seccomp filter, an owed ResumeRuntime sent first. `r` is the run's
  * result so far: a failure to tighten only becomes the outcome when the run itself succeeded. */
 int attempt_tighten_replied(struct attempt *a, int r);

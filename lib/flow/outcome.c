@@ -41,6 +41,8 @@ static const struct {
     [ATTACH_PERFMAP_DISABLED] = {"perfmap_disabled", 0},
     [ATTACH_HOOK_APPLIED] = {"startup_hook_applied", 0},
     [ATTACH_RUNTIME_TOO_OLD] = {"runtime_too_old", 15},
+    /* Refused as a known vendor's component is refused on attach, --force sending it. */
+    [ATTACH_HOOK_START_ONLY] = {"start_only_hook", 14},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 

@@ -38,8 +38,9 @@ enum attach_outcome {
     ATTACH_PERFMAP_DISABLED, /* perfmap disable: the runtime took DisablePerfMap */
     ATTACH_HOOK_APPLIED,     /* startup-hook: the runtime ran the hook's Initialize */
     ATTACH_RUNTIME_TOO_OLD,  /* perfmap, startup-hook: a runtime before .NET 8, nothing sent */
+    ATTACH_HOOK_START_ONLY,  /* startup-hook: a hook for process start only (profset/hooks.h) */
 };
-#define ATTACH_OUTCOME_LAST ATTACH_RUNTIME_TOO_OLD
+#define ATTACH_OUTCOME_LAST ATTACH_HOOK_START_ONLY
 
 /* What a result is about: a profiler (attach, watch), a perf map (perfmap enable|disable) or a
  * startup hook (startup-hook). The outcomes are shared; the JSON's command, the Event's reasons

@@ -94,6 +94,12 @@ static int settle_answer(const struct perfmap_opts *o, const struct target *t, u
     if (hr == 0) {
         if (o->enable && res->perfmap_path[0])
             res->perfmap_size = map_size(t, res->perfmap_path);
+        /* Disable names what the runtime wrote, not what it might have: whichever kind was
+         * enabled (by EnablePerfMap or DOTNET_PerfMapEnabled) is the file there. */
+        if (!o->enable && map_size(t, res->perfmap_path) < 0)
+            res->perfmap_path[0] = '\0';
+        if (!o->enable && map_size(t, res->jitdump_path) < 0)
+            res->jitdump_path[0] = '\0';
         res->outcome = o->enable ? ATTACH_PERFMAP_ENABLED : ATTACH_PERFMAP_DISABLED;
         return 0;
     }

@@ -15,10 +15,6 @@
 
 #include "flow/attempt.h"
 
-/* Sends each --env variable (SetEnvironmentVariable). Returns 0 with a->hr: 0 when every one
- * was taken, else the runtime's refusal of the first that was not. */
-int startup_send_env(struct attempt *a);
-
 /*
  * watch --startup tells a paused runtime from a running one by the runtime's own answers, never
  * by a guess from outside (thread count, maps and ProcessInfo's command line differ between the

@@ -15,9 +15,11 @@
 #include "deliver/deliver.h"
 #include "deliver/place.h"
 #include "profset/assembly.h"
+#include "profset/hooks.h"
 #include "profset/profdir.h"
 #include "profset/profdir_read.h"
 #include "profset/profset.h"
+#include "profset/target_hookdeps.h"
 #include "profset/userfile.h"
 #include "runtime/hresult.h"
 #include "runtime/ipc.h"
@@ -73,6 +75,8 @@ struct hook {
     struct place_opts po;
     struct placed p;
     bool delivered;
+    char shown[256];             /* the operator's --assembly, rendered */
+    struct assembly_identity id; /* the hook's name and references */
 };
 
 static void hook_free(struct hook *h)
@@ -123,8 +127,8 @@ static int load_assembly(struct hook *h)
 {
     const struct startup_hook_opts *o = h->o;
     struct cla_error *e = &h->res->error;
-    char shown[256];
-    render_text(o->assembly, strlen(o->assembly), shown, sizeof(shown));
+    char *shown = h->shown;
+    render_text(o->assembly, strlen(o->assembly), shown, sizeof(h->shown));
     _cleanup_close_ int dirfd = open(o->assembly, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int r;
     if (dirfd >= 0) {
@@ -135,7 +139,10 @@ static int load_assembly(struct hook *h)
             h->build.dir = NULL;
             return r;
         }
-        return choose_entry(h->build.dir, o->entry, shown, e);
+        if ((r = choose_entry(h->build.dir, o->entry, shown, e)) < 0)
+            return r;
+        const struct profdir_file *f = &h->build.dir->files[h->build.dir->entry];
+        return assembly_read_identity(f->data, f->len, shown, &h->id, e);
     }
     if (o->entry)
         return err_set(e, -EINVAL, "--entry names a file in a directory; %s is none", shown);
@@ -149,7 +156,34 @@ static int load_assembly(struct hook *h)
     snprintf(h->build.name, sizeof(h->build.name), "%s", slash ? slash + 1 : o->assembly);
     /* What the runtime would throw on, refused here: on .NET 10 an exception in a hook applied
      * to a running app is unhandled, on the runtime's diagnostics thread, and ends the app. */
-    return assembly_check_startup_hook(h->build.data, len, shown, e);
+    if ((r = assembly_check_startup_hook(h->build.data, len, shown, e)) < 0)
+        return r;
+    return assembly_read_identity(h->build.data, len, shown, &h->id, e);
+}
+
+/* Before anything is delivered: a hook for process start only is refused unless --force, and
+ * every assembly it references must be delivered with it or where the app resolves it. The
+ * app's entry assembly (ProcessInfo2) names its own directory. */
+static int check_hook(struct hook *h)
+{
+    struct attach_result *res = h->res;
+    struct cla_error *e = &res->error;
+    const struct hook_start_only *so = hooks_find_start_only(h->id.name);
+    int r;
+    if (so && !h->o->force)
+        return attach_fail(res, ATTACH_HOOK_START_ONLY, hooks_refuse_start_only(so, h->shown, e));
+    struct ipc_process_info pi = {0};
+    uint32_t hr = 0;
+    r = ipc_conn_process_info(h->c.sockfd, &h->c.peer, util_now_ms() + h->o->timeout_ms, &pi, &hr,
+                              e);
+    if (r < 0)
+        return attach_fail(res, attach_outcome_of_errno(r), r);
+    r = target_hookdeps_check(h->t, &h->id, h->build.dir, pi.entrypoint_assembly, h->shown,
+                              res->dependency_note, sizeof(res->dependency_note), e);
+    ipc_process_info_free(&pi);
+    if (r < 0)
+        return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
+    return 0;
 }
 
 static int deliver(struct hook *h)
@@ -193,6 +227,57 @@ static void undo(struct hook *h)
 static int stage(struct hook *h, enum attach_stage s, int r)
 {
     return attempt_stage(h->o->on_stage, h->o->userdata, s, h->res, r);
+}
+
+/* After delivery: the file delivered (or found there, reused) already mapped in the app is a hook
+ * the runtime has loaded; refused unless --again, its Initialize would run twice. */
+static int check_loaded(struct hook *h)
+{
+    struct attach_result *res = h->res;
+    if (h->o->again || target_maps_has(h->t, h->p.path + 1) != 1)
+        return 0;
+    undo(h);
+    err_set(&res->error, -EALREADY,
+            "the app has this hook loaded already (%s is mapped there): ApplyStartupHook would "
+            "run its StartupHook.Initialize a second time",
+            res->delivered_path);
+    err_hint(&res->error, "nothing to do if it runs; --again applies it once more (everything "
+                          "its Initialize sets up is then set up twice)");
+    return stage(h, ATTACH_STAGE_REPLIED, attach_fail(res, ATTACH_ALREADY_ACTIVE, -EALREADY));
+}
+
+/*
+ * --env, each with SetEnvironmentVariable on its own connection before ApplyStartupHook, as
+ * attach sends them (startup_send_env), {dir} the delivery directory and {entry} the hook as the
+ * app sees them. Returns 0 when every one was taken; else the run's failure, what was delivered
+ * taken back and the reply stage passed.
+ */
+static int send_env(struct hook *h)
+{
+    const struct startup_hook_opts *o = h->o;
+    struct attach_result *res = h->res;
+    if (!o->env_count)
+        return 0;
+    struct attach_opts ao = {.keep = o->keep,
+                             .timeout_ms = o->timeout_ms,
+                             .env = o->env,
+                             .env_count = o->env_count,
+                             .on_stage = o->on_stage,
+                             .userdata = o->userdata};
+    struct attempt a = {.o = &ao, .res = res, .t = h->t, .c = h->c, .p = h->p};
+    int r = startup_send_env(&a);
+    if (a.env_refused) /* the outcome is set, the delivery taken back, the stage passed */
+        return r < 0 ? r : -EINVAL;
+    if (r == 0 && a.hr == 0)
+        return 0;
+    undo(h);
+    if (r < 0)
+        return stage(h, ATTACH_STAGE_REPLIED,
+                     attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r));
+    attach_record_hresult(res, a.hr);
+    err_hint(&res->error, "%s; ApplyStartupHook was not sent", hresult_lookup(a.hr)->next_step);
+    return stage(h, ATTACH_STAGE_REPLIED,
+                 attach_fail(res, attach_outcome_of_hresult(a.hr), -EREMOTEIO));
 }
 
 static int settle_answer(struct hook *h, uint32_t hr)
@@ -239,7 +324,9 @@ static int run(struct hook *h, struct creds_saved *cs)
                                     "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
                                     "path>")) < 0)
         return r;
-    if ((r = deliver(h)) < 0 || (r = check_stop(h)) < 0)
+    if ((r = check_hook(h)) < 0)
+        return r;
+    if ((r = deliver(h)) < 0 || (r = check_loaded(h)) < 0 || (r = check_stop(h)) < 0)
         return r;
     size_t room = ipc_startup_hook_frame_room(h->p.path);
     _cleanup_free_ uint8_t *req = malloc(room);
@@ -258,6 +345,8 @@ static int run(struct hook *h, struct creds_saved *cs)
         undo(h);
         return stage(h, ATTACH_STAGE_REPLIED, attach_fail(res, ATTACH_NOT_FOUND, r));
     }
+    if ((r = send_env(h)) < 0)
+        return r;
     uint32_t hr = 0;
     int64_t sent_at = util_now_ms();
     r = ipc_conn_status_command(h->c.sockfd, &h->c.peer, req, (size_t)n, sent_at + o->timeout_ms,

@@ -4,8 +4,9 @@
  * delivered into a running app's filesystem view exactly as a profiler is (deliver/: the same
  * placement, content-addressed names, owner, every check), then ApplyStartupHook (.NET 8+) with
  * its path there: the runtime loads it and runs its StartupHook.Initialize() at once, on the
- * diagnostics server thread. The target is reached as attach reaches it (attach_reach). What was
- * delivered is removed when the runtime refuses it, unless keep. Nothing here prints.
+ * diagnostics server thread; --env variables go before it (SetEnvironmentVariable). The target
+ * is reached as attach reaches it (attach_reach). What was delivered is removed when the runtime
+ * refuses it, unless keep. Nothing here prints.
  */
 #ifndef CLRATTACH_STARTUP_HOOK_H
 #define CLRATTACH_STARTUP_HOOK_H
@@ -25,7 +26,14 @@ struct startup_hook_opts {
                                unique name); NULL: the only .NET assembly there */
     const char *target_dir; /* NULL: the target's TMPDIR, then the usual candidates */
     bool keep;              /* leave what was delivered after a refusal */
-    int64_t timeout_ms;     /* our deadline for each IPC exchange */
+    bool force;             /* send a hook known to be for process start only (profset/hooks.h) */
+    bool again;             /* send a hook already loaded in the app: its Initialize runs again */
+    /* --env: "NAME=VALUE" each (ipc_env_check()ed), {dir}/{entry} expanded to the delivery as
+     * the app sees it, sent with SetEnvironmentVariable before ApplyStartupHook; the result
+     * shows the names only */
+    const char *const *env;
+    size_t env_count;
+    int64_t timeout_ms; /* our deadline for each IPC exchange */
     /* Called as the run passes each stage (delivered, replied): the CLI tightens its seccomp
      * filter there. A negative return ends the run with that error. */
     int (*on_stage)(enum attach_stage stage, void *userdata, struct cla_error *e);
@@ -35,8 +43,11 @@ struct startup_hook_opts {
     struct attach_stop *stop;
 };
 
-/* Loads the operator's assembly, reaches the pinned process `t`, delivers, sends
- * ApplyStartupHook and decodes the answer. Always fills *ret (kind ATTACH_KIND_STARTUP_HOOK,
+/* Loads the operator's assembly, reaches the pinned process `t`, checks the hook (not one for
+ * process start only, unless force: start_only_hook; every referenced assembly delivered with it
+ * or where the app resolves it: dependency_missing; not already loaded there, unless again:
+ * already_active), delivers, sends the --env variables and ApplyStartupHook and decodes the
+ * answer. Always fills *ret (kind ATTACH_KIND_STARTUP_HOOK,
  * outcome, delivered path, on failure error with message and next step). Returns 0 when the
  * runtime ran the hook, else the negative error. `t` stays the caller's. */
 int startup_hook_run(const struct startup_hook_opts *o, struct target *t,

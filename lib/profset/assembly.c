@@ -94,10 +94,42 @@ enum {
     T_FIELD = 0x04,
     T_METHODPTR = 0x05,
     T_METHODDEF = 0x06,
+    T_PARAMPTR = 0x07,
     T_PARAM = 0x08,
+    T_INTERFACEIMPL = 0x09,
+    T_MEMBERREF = 0x0A,
+    T_CONSTANT = 0x0B,
+    T_CUSTOMATTRIBUTE = 0x0C,
+    T_FIELDMARSHAL = 0x0D,
+    T_DECLSECURITY = 0x0E,
+    T_CLASSLAYOUT = 0x0F,
+    T_FIELDLAYOUT = 0x10,
+    T_STANDALONESIG = 0x11,
+    T_EVENTMAP = 0x12,
+    T_EVENTPTR = 0x13,
+    T_EVENT = 0x14,
+    T_PROPERTYMAP = 0x15,
+    T_PROPERTYPTR = 0x16,
+    T_PROPERTY = 0x17,
+    T_METHODSEMANTICS = 0x18,
+    T_METHODIMPL = 0x19,
     T_MODULEREF = 0x1A,
     T_TYPESPEC = 0x1B,
+    T_IMPLMAP = 0x1C,
+    T_FIELDRVA = 0x1D,
+    T_ENCLOG = 0x1E,
+    T_ENCMAP = 0x1F,
+    T_ASSEMBLY = 0x20,
+    T_ASSEMBLYPROCESSOR = 0x21,
+    T_ASSEMBLYOS = 0x22,
     T_ASSEMBLYREF = 0x23,
+    T_FILE = 0x26,
+    T_EXPORTEDTYPE = 0x27,
+    T_MANIFESTRESOURCE = 0x28,
+    T_GENERICPARAM = 0x2A,
+    T_METHODSPEC = 0x2B,
+    T_GENERICPARAMCONSTRAINT = 0x2C,
+    T_READ = T_ASSEMBLYREF + 1, /* the tables located: 0x00 .. AssemblyRef */
 };
 
 #define TYPE_VISIBILITY_MASK 0x7u  /* 0 NotPublic, 1 Public; 2..7 nested */
@@ -152,8 +184,8 @@ struct metadata {
     struct md_stream tables, strings, blob;
     uint32_t rows[MD_TABLES];
     size_t str_idx, blob_idx, guid_idx; /* 2 or 4 bytes */
-    size_t table_at[T_METHODDEF + 1];   /* file offset of tables 0..6 */
-    size_t row_size[T_METHODDEF + 1];
+    size_t table_at[T_READ];            /* file offset of tables 0x00 .. AssemblyRef */
+    size_t row_size[T_READ];
 };
 
 /* Finds the #~, #Strings and #Blob streams behind the CLI header. */
@@ -216,7 +248,73 @@ static size_t coded_size(const struct metadata *md, unsigned tag_bits, const uns
     return most < (1u << (16 - tag_bits)) ? 2 : 4;
 }
 
-/* The row counts and where tables 0..6 lie. */
+/* The coded indexes of ECMA-335 II.24.2.6 the tables up to AssemblyRef use: each a tag width
+ * and the tables it may name (an unused tag names none). */
+#define CODED(name, bits, ...)                                                                     \
+    static size_t name(const struct metadata *md)                                                  \
+    {                                                                                              \
+        static const unsigned t[] = {__VA_ARGS__};                                                 \
+        return coded_size(md, bits, t, ARRAY_SIZE(t));                                             \
+    }
+CODED(c_type_def_or_ref, 2, T_TYPEDEF, T_TYPEREF, T_TYPESPEC)
+CODED(c_has_constant, 2, T_FIELD, T_PARAM, T_PROPERTY)
+CODED(c_has_custom_attribute, 5, T_METHODDEF, T_FIELD, T_TYPEREF, T_TYPEDEF, T_PARAM,
+      T_INTERFACEIMPL, T_MEMBERREF, T_MODULE, T_DECLSECURITY, T_PROPERTY, T_EVENT, T_STANDALONESIG,
+      T_MODULEREF, T_TYPESPEC, T_ASSEMBLY, T_ASSEMBLYREF, T_FILE, T_EXPORTEDTYPE,
+      T_MANIFESTRESOURCE, T_GENERICPARAM, T_GENERICPARAMCONSTRAINT, T_METHODSPEC)
+CODED(c_has_field_marshal, 1, T_FIELD, T_PARAM)
+CODED(c_has_decl_security, 2, T_TYPEDEF, T_METHODDEF, T_ASSEMBLY)
+CODED(c_member_ref_parent, 3, T_TYPEDEF, T_TYPEREF, T_MODULEREF, T_METHODDEF, T_TYPESPEC)
+CODED(c_has_semantics, 1, T_EVENT, T_PROPERTY)
+CODED(c_method_def_or_ref, 1, T_METHODDEF, T_MEMBERREF)
+CODED(c_member_forwarded, 1, T_FIELD, T_METHODDEF)
+CODED(c_custom_attribute_type, 3, T_METHODDEF, T_MEMBERREF)
+CODED(c_resolution_scope, 2, T_MODULE, T_MODULEREF, T_ASSEMBLYREF, T_TYPEREF)
+
+/* The row size of each table up to AssemblyRef (ECMA-335 II.22, its columns in order). */
+static void md_row_sizes(struct metadata *md)
+{
+    size_t *z = md->row_size, S = md->str_idx, G = md->guid_idx, B = md->blob_idx;
+    z[T_MODULE] = 2 + S + 3 * G;
+    z[T_TYPEREF] = c_resolution_scope(md) + 2 * S;
+    z[T_TYPEDEF] =
+        4 + 2 * S + c_type_def_or_ref(md) + idx_size(md, T_FIELD) + idx_size(md, T_METHODDEF);
+    z[T_FIELDPTR] = idx_size(md, T_FIELD);
+    z[T_FIELD] = 2 + S + B;
+    z[T_METHODPTR] = idx_size(md, T_METHODDEF);
+    z[T_METHODDEF] = 8 + S + B + idx_size(md, T_PARAM);
+    z[T_PARAMPTR] = idx_size(md, T_PARAM);
+    z[T_PARAM] = 4 + S;
+    z[T_INTERFACEIMPL] = idx_size(md, T_TYPEDEF) + c_type_def_or_ref(md);
+    z[T_MEMBERREF] = c_member_ref_parent(md) + S + B;
+    z[T_CONSTANT] = 2 + c_has_constant(md) + B;
+    z[T_CUSTOMATTRIBUTE] = c_has_custom_attribute(md) + c_custom_attribute_type(md) + B;
+    z[T_FIELDMARSHAL] = c_has_field_marshal(md) + B;
+    z[T_DECLSECURITY] = 2 + c_has_decl_security(md) + B;
+    z[T_CLASSLAYOUT] = 6 + idx_size(md, T_TYPEDEF);
+    z[T_FIELDLAYOUT] = 4 + idx_size(md, T_FIELD);
+    z[T_STANDALONESIG] = B;
+    z[T_EVENTMAP] = idx_size(md, T_TYPEDEF) + idx_size(md, T_EVENT);
+    z[T_EVENTPTR] = idx_size(md, T_EVENT);
+    z[T_EVENT] = 2 + S + c_type_def_or_ref(md);
+    z[T_PROPERTYMAP] = idx_size(md, T_TYPEDEF) + idx_size(md, T_PROPERTY);
+    z[T_PROPERTYPTR] = idx_size(md, T_PROPERTY);
+    z[T_PROPERTY] = 2 + S + B;
+    z[T_METHODSEMANTICS] = 2 + idx_size(md, T_METHODDEF) + c_has_semantics(md);
+    z[T_METHODIMPL] = idx_size(md, T_TYPEDEF) + 2 * c_method_def_or_ref(md);
+    z[T_MODULEREF] = S;
+    z[T_TYPESPEC] = B;
+    z[T_IMPLMAP] = 2 + c_member_forwarded(md) + S + idx_size(md, T_MODULEREF);
+    z[T_FIELDRVA] = 4 + idx_size(md, T_FIELD);
+    z[T_ENCLOG] = 8;
+    z[T_ENCMAP] = 4;
+    z[T_ASSEMBLY] = 16 + B + 2 * S;
+    z[T_ASSEMBLYPROCESSOR] = 4;
+    z[T_ASSEMBLYOS] = 12;
+    z[T_ASSEMBLYREF] = 12 + 2 * B + 2 * S;
+}
+
+/* The row counts and where tables 0x00 .. AssemblyRef lie. */
 static int md_tables(struct metadata *md)
 {
     const uint8_t *t = md->d + md->tables.off;
@@ -239,19 +337,9 @@ static int md_tables(struct metadata *md)
     md->str_idx = heaps & 1 ? 4 : 2;
     md->guid_idx = heaps & 2 ? 4 : 2;
     md->blob_idx = heaps & 4 ? 4 : 2;
-    static const unsigned scope[] = {T_MODULE, T_MODULEREF, T_ASSEMBLYREF, T_TYPEREF};
-    static const unsigned type_or_ref[] = {T_TYPEDEF, T_TYPEREF, T_TYPESPEC};
-    md->row_size[T_MODULE] = 2 + md->str_idx + 3 * md->guid_idx;
-    md->row_size[T_TYPEREF] = coded_size(md, 2, scope, ARRAY_SIZE(scope)) + 2 * md->str_idx;
-    md->row_size[T_TYPEDEF] = 4 + 2 * md->str_idx +
-                              coded_size(md, 2, type_or_ref, ARRAY_SIZE(type_or_ref)) +
-                              idx_size(md, T_FIELD) + idx_size(md, T_METHODDEF);
-    md->row_size[T_FIELDPTR] = idx_size(md, T_FIELD);
-    md->row_size[T_FIELD] = 2 + md->str_idx + md->blob_idx;
-    md->row_size[T_METHODPTR] = idx_size(md, T_METHODDEF);
-    md->row_size[T_METHODDEF] = 8 + md->str_idx + md->blob_idx + idx_size(md, T_PARAM);
-    for (unsigned i = 0; i <= T_METHODDEF; i++) {
-        /* At most 2^24 rows of at most 24 bytes: no overflow in size_t. */
+    md_row_sizes(md);
+    for (unsigned i = 0; i < T_READ; i++) {
+        /* At most 2^24 rows of at most 28 bytes: no overflow in size_t. */
         size_t bytes = (size_t)md->rows[i] * md->row_size[i];
         if (bytes > size - at)
             return -EINVAL;
@@ -316,16 +404,17 @@ static int find_initialize(const struct metadata *md, uint32_t first, uint32_t e
                        "would throw, and an exception in a hook applied to a running app ends it");
 }
 
-int assembly_check_startup_hook(const uint8_t *data, size_t len, const char *shown,
-                                struct cla_error *e)
+/* A .NET assembly's metadata tables, located (md_tables) and checked against the bytes. Returns 0
+ * or -EINVAL with e saying what is wrong. */
+static int md_open(const uint8_t *data, size_t len, const char *shown, struct metadata *md,
+                   struct cla_error *e)
 {
     struct pe_image pe;
-    struct metadata md = {.d = data};
     int r;
     if ((r = assembly_check(data, len, shown, e)) < 0)
         return r;
-    if ((r = pe_open(data, len, &pe)) < 0 || (r = md_streams(&pe, &md)) < 0 ||
-        (r = md_tables(&md)) < 0) {
+    if ((r = pe_open(data, len, &pe)) < 0 || (r = md_streams(&pe, md)) < 0 ||
+        (r = md_tables(md)) < 0) {
         if (r == -ENOTSUP)
             return err_set(e, -EINVAL,
                            "%s: uncompressed (#-) metadata, which clrattach does not "
@@ -333,6 +422,16 @@ int assembly_check_startup_hook(const uint8_t *data, size_t len, const char *sho
                            shown);
         return err_set(e, -EINVAL, "%s: its .NET metadata is cut or malformed", shown);
     }
+    return 0;
+}
+
+int assembly_check_startup_hook(const uint8_t *data, size_t len, const char *shown,
+                                struct cla_error *e)
+{
+    struct metadata md = {.d = data};
+    int r;
+    if ((r = md_open(data, len, shown, &md, e)) < 0)
+        return r;
     const size_t tsize = md.row_size[T_TYPEDEF];
     for (uint32_t i = 0; i < md.rows[T_TYPEDEF]; i++) {
         const uint8_t *row = data + md.table_at[T_TYPEDEF] + (size_t)i * tsize;
@@ -354,4 +453,61 @@ int assembly_check_startup_hook(const uint8_t *data, size_t len, const char *sho
     return err_hint(e, "declare 'internal class StartupHook { public static void Initialize() "
                        "}' in no namespace: the runtime would throw, and an exception in a hook "
                        "applied to a running app ends it");
+}
+
+/* The #Strings entry at `idx` as an assembly's simple name into `out` (ASSEMBLY_NAME_MAX):
+ * NUL-terminated inside the heap, not empty, not "." or "..", no '/', '\\' or control byte (it
+ * becomes a file name). Returns 0 or -EINVAL. */
+static int md_assembly_name(const struct metadata *md, uint32_t idx, char *out)
+{
+    if (idx >= md->strings.size)
+        return -EINVAL;
+    const char *s = (const char *)md->d + md->strings.off + idx;
+    size_t room = md->strings.size - idx, n = strnlen(s, room);
+    if (n == room || n == 0 || n >= ASSEMBLY_NAME_MAX || strcmp(s, ".") == 0 ||
+        strcmp(s, "..") == 0)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if ((uint8_t)s[i] < 0x20 || s[i] == 0x7f || s[i] == '/' || s[i] == '\\')
+            return -EINVAL;
+    memcpy(out, s, n + 1);
+    return 0;
+}
+
+int assembly_read_identity(const uint8_t *data, size_t len, const char *shown,
+                           struct assembly_identity *ret, struct cla_error *e)
+{
+    struct metadata md = {.d = data};
+    int r;
+    if ((r = md_open(data, len, shown, &md, e)) < 0)
+        return r;
+    /* An assembly has one Assembly row (a module without one is not loadable on its own). Its
+     * Name, and each AssemblyRef's, follow the blob of the public key (ECMA-335 II.22.2,
+     * II.22.5). */
+    if (md.rows[T_ASSEMBLY] != 1)
+        return err_set(e, -EINVAL, "%s: its .NET metadata has %s Assembly row", shown,
+                       md.rows[T_ASSEMBLY] ? "more than one" : "no");
+    if (md.rows[T_ASSEMBLYREF] > ASSEMBLY_REFS_MAX)
+        return err_set(e, -EINVAL, "%s references %u assemblies, more than clrattach reads (%d)",
+                       shown, (unsigned)md.rows[T_ASSEMBLYREF], ASSEMBLY_REFS_MAX);
+    struct assembly_identity id = {0};
+    if (md_assembly_name(&md,
+                         md_index(data + md.table_at[T_ASSEMBLY] + 16 + md.blob_idx, md.str_idx),
+                         id.name) < 0)
+        return err_set(e, -EINVAL, "%s: its assembly name is malformed", shown);
+    for (uint32_t i = 0; i < md.rows[T_ASSEMBLYREF]; i++) {
+        const uint8_t *row =
+            data + md.table_at[T_ASSEMBLYREF] + (size_t)i * md.row_size[T_ASSEMBLYREF];
+        char name[ASSEMBLY_NAME_MAX];
+        if (md_assembly_name(&md, md_index(row + 12 + md.blob_idx, md.str_idx), name) < 0)
+            return err_set(e, -EINVAL, "%s: the name of its assembly reference %u is malformed",
+                           shown, (unsigned)i + 1);
+        bool seen = false;
+        for (size_t j = 0; j < id.nrefs && !seen; j++)
+            seen = strcmp(id.refs[j], name) == 0;
+        if (!seen)
+            memcpy(id.refs[id.nrefs++], name, sizeof(name));
+    }
+    *ret = id;
+    return 0;
 }

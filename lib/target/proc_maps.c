@@ -187,10 +187,10 @@ int proc_maps_map_files_name(const char *buf, size_t len, const char *path, char
     return 0;
 }
 
-int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t size)
+int proc_maps_find(const char *buf, size_t len, const char *prefix, const char *suffix, char *out,
+                   size_t size)
 {
-    static const char name[] = "libcoreclr.so";
-    const size_t nlen = sizeof(name) - 1;
+    const size_t pl = prefix ? strlen(prefix) : 0, sl = strlen(suffix);
     const char *p = buf, *end = buf + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -200,7 +200,8 @@ int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t siz
         if (!path || *path != '/' || memchr(path, '\0', (size_t)(le - path)))
             continue;
         size_t plen = (size_t)(le - path);
-        if (plen <= nlen || le[-(ptrdiff_t)nlen - 1] != '/' || memcmp(le - nlen, name, nlen) != 0)
+        if (plen < sl || plen < pl || memcmp(le - sl, suffix, sl) != 0 ||
+            (pl && memcmp(path, prefix, pl) != 0))
             continue;
         /* A path that does not fit is not reported at all: a cut one would name another file. */
         if (plen + 1 > size)
@@ -210,4 +211,9 @@ int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t siz
         return 1;
     }
     return 0;
+}
+
+int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t size)
+{
+    return proc_maps_find(buf, len, NULL, "/libcoreclr.so", out, size);
 }

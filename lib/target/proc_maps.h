@@ -55,4 +55,10 @@ int proc_maps_map_files_name(const char *buf, size_t len, const char *path, char
  * its path does not fit `size`. The target's text, as above. */
 int proc_maps_runtime_library(const char *buf, size_t len, char *out, size_t size);
 
+/* The first mapped path (absolute, NUL-free) that starts with `prefix` (NULL: any) and ends
+ * with `suffix`, into `out` (NUL-terminated). Returns 1 when found, 0 when
+ * none is mapped or its path does not fit `size`. The target's text, as above. */
+int proc_maps_find(const char *buf, size_t len, const char *prefix, const char *suffix, char *out,
+                   size_t size);
+
 #endif

@@ -64,8 +64,8 @@ if start_target perfmap --pidns --uid 1000 --env CLRTARGET_SPIN_MS=20 \
 
     clr perfmap disable --pid "$P"
     if [ $RC -eq 0 ] && grep -q '^perf map disabled: pid' "$OUT" &&
-        grep -qF "/proc/$P/root/tmp/perf-1.map" "$OUT"; then
-        ok "disable: perf map disabled (text)"
+        grep -qF "/proc/$P/root/tmp/perf-1.map" "$OUT" && ! grep -q 'jit-1.dump' "$OUT"; then
+        ok "disable: perf map disabled (text), naming the map only (no jitdump was enabled)"
     else
         fail "disable" "exit $RC: $(cat "$OUT" "$ERR")"
     fi
@@ -94,9 +94,11 @@ if start_target perfmap --pidns --uid 1000 --env CLRTARGET_SPIN_MS=20 \
     else
         fail "enable --kind all" "exit $RC: $(cat "$OUT" "$ERR")"
     fi
-    clr perfmap disable --pid "$P" --dry-run-events --pod app-0
-    grep -q '"reason":"PerfMapDisabled"' "$OUT" && [ $RC -eq 0 ] &&
-        ok "disable: Event PerfMapDisabled" || fail "disable Event" "exit $RC: $(cat "$OUT" "$ERR")"
+    clr perfmap disable --pid "$P" --dry-run-events --pod app-0 -o json
+    grep -q '"reason":"PerfMapDisabled"' "$OUT" && [ $RC -eq 0 ] && grep -q '"jitdump"' "$OUT" &&
+        grep -q '"perf_map"' "$OUT" &&
+        ok "disable: Event PerfMapDisabled; both files named once both were written" ||
+        fail "disable Event" "exit $RC: $(cat "$OUT" "$ERR")"
 fi
 
 # 2. The default W^X app: the jitdump, folded into the profile by perf inject --jit. perf must
@@ -116,7 +118,10 @@ if start_target perfmap-wx --pidns --uid 1000 --env CLRTARGET_SPIN_MS=20; then
     else
         fail "jitdump route" "exit $RC: $(cat "$OUT" "$ERR") $(tail -3 "$WORK/perf-inject.out")"
     fi
-    clr perfmap disable --pid "$P"
+    clr perfmap disable --pid "$P" -o json
+    [ $RC -eq 0 ] && grep -q '"jitdump"' "$OUT" && ! grep -q '"perf_map"' "$OUT" &&
+        ok "disable after --kind jitdump: names the jitdump only" ||
+        fail "disable jitdump" "exit $RC: $(cat "$OUT" "$ERR")"
 fi
 
 # 3. A runtime older than .NET 8: refused from ProcessInfo's answer, nothing sent.

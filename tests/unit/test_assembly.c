@@ -4,6 +4,7 @@
  * them changed byte by byte. */
 #include <errno.h>
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,8 +15,9 @@
 #include "fixture.h"
 #include "profset/assembly.h"
 
-#define HOOK   "tests/fixtures/assembly/StartupHookTest.dll"
-#define NOHOOK "tests/fixtures/assembly/NoStartupHook.dll"
+#define HOOK    "tests/fixtures/assembly/StartupHookTest.dll"
+#define NOHOOK  "tests/fixtures/assembly/NoStartupHook.dll"
+#define REFHOOK "tests/fixtures/assembly/RefHook.dll"
 
 static uint8_t *load(const char *path, size_t *len)
 {
@@ -101,13 +103,78 @@ static void test_not_assemblies(void **state)
     free(d);
 }
 
+/* The hook's own name and what it references (System.Runtime, for Path, File, Environment). */
+static void test_identity(void **state)
+{
+    (void)state;
+    size_t len;
+    uint8_t *d = load(HOOK, &len);
+    struct cla_error e = {0};
+    struct assembly_identity *id = calloc(1, sizeof(*id));
+    assert_non_null(id);
+    assert_int_equal(assembly_read_identity(d, len, "hook", id, &e), 0);
+    assert_string_equal(id->name, "StartupHookTest");
+    bool runtime = false;
+    assert_true(id->nrefs >= 1);
+    for (size_t i = 0; i < id->nrefs; i++) {
+        runtime |= strcmp(id->refs[i], "System.Runtime") == 0;
+        assert_null(strchr(id->refs[i], '/'));
+    }
+    assert_true(runtime);
+    /* A reference's name that would be a path: refused, *ret untouched. */
+    size_t at = find(d, len, "System.Runtime");
+    d[at + 6] = '/';
+    memset(id, 0x5a, sizeof(*id));
+    assert_int_equal(assembly_read_identity(d, len, "hook", id, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "malformed"));
+    assert_int_equal((uint8_t)id->name[0], 0x5a);
+    d[at + 6] = '.';
+    d[at] = '\0'; /* an empty name */
+    assert_int_equal(assembly_read_identity(d, len, "hook", id, &e), -EINVAL);
+    d[at] = 'S';
+    assert_int_equal(assembly_read_identity(d, len, "hook", id, &e), 0);
+    /* Every cut of the image is refused or read within it (ASan checks); not an assembly. */
+    for (size_t cut = 0; cut < len; cut += 5)
+        (void)assembly_read_identity(d, cut, "cut", id, &e);
+    static const uint8_t text[] = "not a PE file, only text bytes, long enough for a DOS header..";
+    assert_int_equal(assembly_read_identity(text, sizeof(text), "t", id, &e), -EINVAL);
+    free(id);
+    free(d);
+}
+
+/* Each class library names itself; the hook with an assembly of its own references it. */
+static void test_identity_names(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *name, *ref;
+    } cases[] = {
+        {NOHOOK, "NoStartupHook", "System.Runtime"},
+        {REFHOOK, "RefHook", "HookLib"},
+    };
+    struct assembly_identity *id = calloc(1, sizeof(*id));
+    assert_non_null(id);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        size_t len;
+        uint8_t *d = load(cases[c].path, &len);
+        struct cla_error e = {0};
+        assert_int_equal(assembly_read_identity(d, len, "lib", id, &e), 0);
+        assert_string_equal(id->name, cases[c].name);
+        bool found = false;
+        for (size_t i = 0; i < id->nrefs; i++)
+            found |= strcmp(id->refs[i], cases[c].ref) == 0;
+        assert_true(found);
+        free(d);
+    }
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hook_found),
-        cmocka_unit_test(test_no_hook_type),
-        cmocka_unit_test(test_renamed),
-        cmocka_unit_test(test_not_assemblies),
+        cmocka_unit_test(test_hook_found), cmocka_unit_test(test_no_hook_type),
+        cmocka_unit_test(test_renamed),    cmocka_unit_test(test_not_assemblies),
+        cmocka_unit_test(test_identity),   cmocka_unit_test(test_identity_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -68,6 +68,31 @@ static void test_maps_runtime_library(void **state)
     assert_int_equal(proc_maps_runtime_library("", 0, lib, sizeof(lib)), 0);
 }
 
+/* The first mapped path with a prefix and a suffix: whole paths only, deleted ones never match
+ * a suffix, a path that does not fit is not given cut. */
+static void test_maps_find(void **state)
+{
+    (void)state;
+    static const char maps[] =
+        "1-2 r-xp 0 08:01 1 "
+        "/usr/share/dotnet/shared/Microsoft.NETCore.App/10.0.1/System.Runtime.dll\n"
+        "3-4 r--p 0 08:01 2 /usr/share/dotnet/shared/Microsoft.AspNetCore.App/10.0.1/"
+        "Microsoft.AspNetCore.dll (deleted)\n"
+        "5-6 r--p 0 08:01 3 /usr/share/dotnet/shared/Microsoft.AspNetCore.App/10.0.1/"
+        "Microsoft.AspNetCore.Http.dll\n"
+        "7-8 r--p 0 08:01 4 /app/App.dll\n";
+    char out[128];
+    const char *aspnet = "/usr/share/dotnet/shared/Microsoft.AspNetCore.App/";
+    assert_int_equal(proc_maps_find(maps, sizeof(maps) - 1, aspnet, ".dll", out, sizeof(out)), 1);
+    assert_string_equal(out, "/usr/share/dotnet/shared/Microsoft.AspNetCore.App/10.0.1/"
+                             "Microsoft.AspNetCore.Http.dll");
+    assert_int_equal(proc_maps_find(maps, sizeof(maps) - 1, NULL, "/App.dll", out, sizeof(out)), 1);
+    assert_string_equal(out, "/app/App.dll");
+    assert_int_equal(proc_maps_find(maps, sizeof(maps) - 1, NULL, "/pp.dll", out, sizeof(out)), 0);
+    assert_int_equal(proc_maps_find(maps, sizeof(maps) - 1, "/app/", ".so", out, sizeof(out)), 0);
+    assert_int_equal(proc_maps_find(maps, sizeof(maps) - 1, aspnet, ".dll", out, 40), 0);
+}
+
 /* The map_files name of a mapped file: its first mapping's addresses without the zeros the
  * maps lines pad them with (the kernel refuses a padded name); only a whole path column matches,
  * and a malformed address column or a name that does not fit gives nothing. */
@@ -135,9 +160,8 @@ static void test_maps_scan_feed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_maps),
-        cmocka_unit_test(test_maps_runtime_library),
-        cmocka_unit_test(test_maps_scan_feed),
+        cmocka_unit_test(test_maps),           cmocka_unit_test(test_maps_runtime_library),
+        cmocka_unit_test(test_maps_find),      cmocka_unit_test(test_maps_scan_feed),
         cmocka_unit_test(test_map_files_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
