@@ -17,7 +17,9 @@
 require_env
 require_vendorinert listen-verify
 
-SHARE="$WORK/share"
+# The socket's path may have at most 107 bytes: in a short directory, not under $WORK.
+make_sock_dir
+SHARE="$SOCK_DIR/share"
 mkdir -p "$SHARE"
 chmod 0755 "$SHARE"
 SOCK="$SHARE/port.sock"
