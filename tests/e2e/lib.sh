@@ -50,6 +50,13 @@ make_sock_dir() {
     chmod 0711 "$SOCK_DIR"
 }
 
+# require_sock_path NAME PATH WHAT: the test binds a socket at PATH; one too long for sun_path
+# fails the test at once, naming the path, its length and the limit (not a timeout later).
+require_sock_path() {
+    local msg
+    msg=$(sock_path_fits "$2" "$3") || { echo "FAIL $1-prerequisites: $msg"; exit 1; }
+}
+
 cleanup_targets() {
     local p
     for p in "${TARGET_PIDS[@]}"; do

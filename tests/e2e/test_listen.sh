@@ -33,6 +33,7 @@ SHARE="$SOCK_DIR/share"
 mkdir -p "$SHARE"
 chmod 0755 "$SHARE"
 SOCK="$SHARE/port.sock"
+require_sock_path listen "$SOCK" "the listening socket"
 # The app's side: its own namespaces, uid 1000, the shared directory at /mnt.
 APP=(--pidns --uid 1000 --pre "mount --bind '$SHARE' /mnt")
 LISTEN=(--listen "$SOCK" --deliver-dir "$SHARE" --app-dir /mnt --socket-owner 1000:1000
