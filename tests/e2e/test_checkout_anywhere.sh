@@ -20,6 +20,8 @@ require_vendorinert checkout-anywhere
 command -v git >/dev/null || { echo "FAIL checkout-anywhere-prerequisites: git missing"; exit 1; }
 
 BASE=$(mktemp -d /tmp/clrattach-anywhere.XXXXXX)
+# As a clone's parent would be: the tests' other uids read the build through it.
+chmod 0755 "$BASE"
 # lib.sh's EXIT trap cleans $WORK; the copy goes with it (and whatever (c) left mounted in it).
 trap 'remove_run_dir "$BASE"; cleanup_targets' EXIT
 trap 'exit 143' TERM INT
