@@ -32,8 +32,12 @@ FAILED=0
 ok() { echo "ok $1"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
 note() { echo "# $*"; }
-# Timed call of the private engine: nothing may hang the suite.
-dk() { timeout "${DK_TIMEOUT:-120}" "$DOCKER_BIN" "$@"; }
+# Timed call of the private engine: nothing may hang the suite. Never the host's engine, which an
+# empty DOCKER_HOST would reach.
+dk() {
+    [ -n "$DOCKER_HOST" ] || { echo "dk: no engine started (start_dockerd)" >&2; return 1; }
+    timeout "${DK_TIMEOUT:-120}" "$DOCKER_BIN" "$@"
+}
 
 DOCKERD_PID=
 # The engine's state directory (data root, pidfile, daemon.json, log): the container suite's own
