@@ -81,11 +81,12 @@ start_dockerd() {
     mkdir -p "$ed"
     rm -f "$ed/dockerd.pid"
     rd=$(short_run_dir engine) || { echo "no directory for the engine's sockets under /run or /tmp"; return 1; }
+    # The deepest socket the engine makes: say so now rather than time out on it.
+    sock_path_fits "$rd/exec/containerd/containerd.sock.ttrpc" "containerd's socket" ||
+        { remove_run_dir "$rd"; return 1; }
     ENGINE_RUN=$rd
     echo "$rd" >"$ed/run-dir"
     export DOCKER_HOST=unix://$rd/docker.sock
-    # The deepest socket the engine makes: say so now rather than time out on it.
-    sock_path_fits "$rd/exec/containerd/containerd.sock.ttrpc" "containerd's socket" || return 1
     # Its own daemon.json (the host's /etc/docker/daemon.json is not ours to read), with crun
     # as a second runtime. crun refuses a cgroup v1 host whose v2 hierarchy (mounted at
     # /sys/fs/cgroup/unified: "hybrid") has controllers, whatever its --cgroup-manager; there it
