@@ -357,7 +357,7 @@ startup_one() {
     startup)
         start_target "bench-startup-watch-$i" "${base[@]}" --seconds 996 --suspended || return 1 ;;
     listen)
-        start_target "bench-startup-listen-$i" "${base[@]}" --seconds 995 --pre "mount --bind '$sd/share' /mnt" \
+        start_target "bench-startup-listen-$i" "${base[@]}" --seconds 995 --pre "mount --bind '$SHARE' /mnt" \
             --env DOTNET_DiagnosticPorts=/mnt/port.sock || return 1 ;;
     esac
     pid=$TARGET_PID
@@ -393,7 +393,12 @@ PY
 startup_bench() {
     local sd="$B/startup" i how ws=()
     rm -rf "$sd"
-    mkdir -p "$sd/share"
+    mkdir -p "$sd"
+    # The listening watcher's socket: in a short directory (a socket's path may have at most 107
+    # bytes), not under the checkout.
+    make_sock_dir
+    SHARE=$SOCK_DIR/share
+    mkdir -p "$SHARE"
     # One variable sent (SetEnvironmentVariable), as a vendor profiler's settings are.
     local common=(--profiler "$PROBE" --clsid "$PROBE_CLSID" --env BENCH_SETTING=1 --settle 0
         --events off -o json)
@@ -402,12 +407,12 @@ startup_bench() {
     "$SHIP_BIN" watch --startup "${common[@]}" \
         --match-cmdline "ClrTarget.dll --seconds 996" >"$sd/startup.out" 2>"$sd/startup.err" &
     ws+=("$!")
-    "$SHIP_BIN" watch --listen "$sd/share/port.sock" --deliver-dir "$sd/share" --app-dir /mnt \
+    "$SHIP_BIN" watch --listen "$SHARE/port.sock" --deliver-dir "$SHARE" --app-dir /mnt \
         "${common[@]}" >"$sd/listen.out" 2>"$sd/listen.err" &
     ws+=("$!")
     TARGET_PIDS+=("${ws[@]}")
-    for _ in $(seq 100); do [ -S "$sd/share/port.sock" ] && break; sleep 0.05; done
-    [ -S "$sd/share/port.sock" ] || return 1
+    for _ in $(seq 100); do [ -S "$SHARE/port.sock" ] && break; sleep 0.05; done
+    [ -S "$SHARE/port.sock" ] || return 1
     # One untimed app each way first (cold page cache), then interleaved.
     for how in env startup listen; do
         startup_one "$how" warmup "$sd/$how.out" "$sd" || return 1

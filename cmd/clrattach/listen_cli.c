@@ -2,6 +2,7 @@
 /* `attach --listen` and `watch --listen`: the runtime connects to clrattach (flow/listen.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,30 @@ static int parse_owner(const char *s, uid_t *uid, gid_t *gid)
     return 0;
 }
 
+/* The paths a runtime connects to must fit sun_path: --listen's, and, when the socket is in
+ * --deliver-dir, the same socket under --app-dir (the app's view, its DOTNET_DiagnosticPorts).
+ * Too long is a usage error, found before anything is bound. */
+static int check_socket_paths(const struct attach_cli *a)
+{
+    struct cla_error e = {0};
+    if (listen_sock_path_fits(a->listen, "--listen", &e) < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    const char *slash = strrchr(a->listen, '/');
+    size_t dlen = slash ? (size_t)(slash - a->listen) : 0;
+    if (!a->app_dir || !slash || strncmp(a->listen, a->deliver_dir, dlen) != 0 ||
+        strspn(a->deliver_dir + dlen, "/") != strlen(a->deliver_dir + dlen))
+        return CLI_GO_ON;
+    char app_path[PATH_MAX];
+    int n = snprintf(app_path, sizeof(app_path), "%s/%s", a->app_dir, slash + 1);
+    if ((n < 0 || (size_t)n >= sizeof(app_path)) ||
+        listen_sock_path_fits(app_path, "the socket under --app-dir (the app's view)", &e) < 0) {
+        if (!e.msg[0])
+            err_set(&e, -ENAMETOOLONG, "--app-dir '%s' is too long", a->app_dir);
+        return fatal("usage error", ATTACH_USAGE, &e);
+    }
+    return CLI_GO_ON;
+}
+
 /* What --listen rules out or needs, once every option is read. */
 static int check_listen_options(struct attach_cli *a, struct listen_opts *lo)
 {
@@ -108,6 +133,9 @@ static int check_listen_options(struct attach_cli *a, struct listen_opts *lo)
         return usage_error(cmd, "--app-dir '%s' must be absolute (as the app sees it)", a->app_dir);
     if (strcmp(a->profiler, "-") == 0 && a->watch)
         return usage_error(cmd, "--profiler - (stdin) is read once: give a watcher a file");
+    int r = check_socket_paths(a);
+    if (r != CLI_GO_ON)
+        return r;
     lo->sock = (struct listen_sock_opts){.mode = 0600, .uid = (uid_t)-1, .gid = (gid_t)-1};
     if (a->socket_mode_s) {
         char *end;

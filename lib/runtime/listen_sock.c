@@ -127,9 +127,30 @@ static int clear_name(int dirfd, const char *name, uid_t given, struct cla_error
     return 0;
 }
 
+int listen_sock_path_fits(const char *path, const char *what, struct cla_error *e)
+{
+    _Static_assert(LISTEN_PATH_MAX == sizeof(((struct sockaddr_un *)0)->sun_path) - 1,
+                   "LISTEN_PATH_MAX is sun_path less its NUL");
+    size_t len = strlen(path);
+    if (len <= LISTEN_PATH_MAX)
+        return 0;
+    err_set(e, -ENAMETOOLONG,
+            "%s '%s' is %zu bytes, over the %d a Unix socket's path may have (sun_path): a "
+            "runtime given it in DOTNET_DiagnosticPorts could never connect",
+            what, path, len, LISTEN_PATH_MAX);
+    err_hint(e,
+             "mount the directory shared with the app at a shorter path (in both containers) "
+             "or give a shorter socket name, so the path is at most %d bytes",
+             LISTEN_PATH_MAX);
+    return -ENAMETOOLONG;
+}
+
 int listen_sock_open(const char *path, const struct listen_sock_opts *opts,
                      struct listen_sock **ret, struct cla_error *e)
 {
+    int fits = listen_sock_path_fits(path, "listen: the socket path", e);
+    if (fits < 0)
+        return fits;
     const char *slash = strrchr(path, '/');
     const char *name = slash ? slash + 1 : path;
     size_t dlen = slash ? (size_t)(slash - path) : 0;

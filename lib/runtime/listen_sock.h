@@ -56,6 +56,17 @@ struct listen_stats {
 
 struct listen_sock;
 
+/* The longest path a Unix socket may be connected to by (sun_path less its NUL): 107 bytes. */
+#define LISTEN_PATH_MAX 107
+
+/*
+ * Is `path` (what = the option that gave it, for the message) short enough for a peer to
+ * connect to it by name? A runtime given DOTNET_DiagnosticPorts=PATH puts PATH in sun_path, so a
+ * longer one is never reached, whatever clrattach itself can bind. Returns 0, or -ENAMETOOLONG
+ * with e naming the path, its length, the limit and the next step.
+ */
+int listen_sock_path_fits(const char *path, const char *what, struct cla_error *e);
+
 /*
  * Binds and listens at `path`. The directory part is opened once (O_PATH, following links: it
  * is the operator's path, the shared volume's mount point) and the socket is bound by its last
@@ -65,7 +76,8 @@ struct listen_sock;
  * connect() is refused (nobody listens: a clrattach before us that was killed). Anything else -
  * a live socket (another listener), another uid's socket, a symlink, a file, a directory - is
  * refused with -EEXIST and never touched. The socket is created with opts->mode exactly (the
- * umask is lifted around bind()), then chowned as asked.
+ * umask is lifted around bind()), then chowned as asked. A path over LISTEN_PATH_MAX is refused
+ * (listen_sock_path_fits): no runtime could connect to it.
  * Returns 0 with *ret (listen_sock_close() it); -EEXIST, -ENAMETOOLONG, -EINVAL for a path
  * without a name, -errno.
  */

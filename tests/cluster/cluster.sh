@@ -11,7 +11,8 @@
 # bind 127.0.0.1, the controller-manager and the scheduler serve nothing, dockerd and containerd
 # use unix sockets, the kubelet's streaming server for exec/attach/logs binds localhost.
 #
-# Needs (set by the caller): ROOT, BUILD, WORK (this run's directory), and tests/containers/lib.sh
+# Needs (set by the caller): ROOT, BUILD, WORK (this run's directory), CLUSTER_RUN (this run's
+# short directory for sockets: short_run_dir, tests/suite.sh), and tests/containers/lib.sh
 # sourced (dk, start_dockerd, stop_dockerd, ENGINE_DIR).
 
 KBIN=$ROOT/build/cluster/bin
@@ -27,7 +28,9 @@ API_PORT=443
 URL=https://127.0.0.1:$API_PORT
 GATES=EphemeralContainers=true,BoundServiceAccountTokenVolume=true
 PAUSE_IMAGE=clrattach-test/pause:$(cat "$KBIN/pause.version" 2>/dev/null || echo 3.4)
-KUBELET_ROOT=$WORK/kubelet
+# The kubelet binds its sockets under its root directory (pod-resources/kubelet.sock,
+# plugins_registry/): a short one of its own, whatever the checkout's path.
+KUBELET_ROOT=$CLUSTER_RUN/kubelet
 # Where the kubelet reads Localhost seccomp profiles: its --seccomp-profile-root, whose default
 # is /var/lib/kubelet/seccomp whatever --root-dir says; given here as the same place under this
 # run's root directory.
@@ -266,8 +269,7 @@ start_engine() {
     ENGINE_DIR=$CLUSTER_ENGINE
     ENGINE_CONFIG=$(printf '{"default-runtime": "runc-oom", "runtimes": {"runc-oom": {"path": "%s"}}}' \
         "$CLUSTER_ENGINE/runc-oom")
-    DOCKER_HOST=unix://$CLUSTER_ENGINE/docker.sock
-    export DOCKER_HOST
+    # Sets DOCKER_HOST: the engine's socket, in a short directory of its own.
     start_dockerd || return 1
     # Containers a killed run left behind (the kubelet's "k8s_" ones): this engine is ours alone.
     local ids
@@ -280,6 +282,7 @@ start_kubelet() {
     local p=$WORK/pki
     KUBELET_PORT=$(free_port)
     mkdir -p "$KUBELET_ROOT" "$SECCOMP_DIR"
+    sock_path_fits "$KUBELET_ROOT/plugins_registry/kubelet.sock" "the kubelet's sockets" || return 1
     cat >"$WORK/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -380,8 +383,8 @@ cluster_stop() {
     for p in "${CLUSTER_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
     CLUSTER_PIDS=()
     KUBELET_PID=
-    awk -v d="$WORK/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
-        while read -r p; do umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null; done
+    unmount_under "$WORK"
+    unmount_under "$CLUSTER_RUN"
     restore_sysctls
     # Only what this run snapshotted: a run that never started touches nothing of the host's.
     if [ -n "${CLUSTER_STARTED:-}" ]; then
@@ -403,7 +406,8 @@ IMAGE_IDS=$CLUSTER_ENGINE/data/clrattach-test-images.ids
 # images in $CLUSTER_ENGINE/images.tar when the cluster engine's copies are not current.
 images_build() (
     ENGINE_DIR=$CT
-    DOCKER_HOST=unix://$CT/docker.sock
+    DOCKERD_PID=
+    ENGINE_RUN=
     trap stop_dockerd EXIT
     start_dockerd || exit 1
     make_base_image && make_app_image && make_clrattach_image || exit 1

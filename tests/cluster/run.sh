@@ -12,10 +12,16 @@
 #
 # Prints "ok NAME" / "FAIL NAME: reason" per check and "cluster: N passed, M failed". Needs
 # root, kubectl, etcd, openssl, Debian's docker.io, golang-1.19-go (scripts/install-deps.sh),
-# `make all target`. Outside CI a missing prerequisite skips the suite; with CI=true it fails.
+# `make all target`. A missing prerequisite fails the suite, in CI and outside it;
+# CLRATTACH_SKIP_SUITES=cluster skips it (tests/suite.sh).
 # Env: KEEP_WORK=1 keeps build/cluster/run.*/ (every component's log, the rendered manifests).
+# The sockets (the engine's, containerd's, the kubelet's) are in short directories of their own
+# under /run, whatever the checkout's path.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/suite.sh
+. "$here/../suite.sh"
+suite_skipped cluster && exit 0
 # shellcheck source=tests/containers/lib.sh
 . "$here/../containers/lib.sh"
 cd "$ROOT" || exit 2
@@ -23,6 +29,8 @@ T0=$SECONDS
 mkdir -p "$ROOT/build/cluster"
 WORK=$(mktemp -d "$ROOT/build/cluster/run.XXXXXX")
 chmod 755 "$WORK"
+CLUSTER_RUN=$(short_run_dir cluster exec) || { suite_cannot_run cluster "no directory under /run or /tmp"; exit 1; }
+chmod 755 "$CLUSTER_RUN"
 # shellcheck source=tests/cluster/cluster.sh
 . "$here/cluster.sh"
 
@@ -34,30 +42,28 @@ finish() {
 cleanup() {
     cluster_stop
     if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+    remove_run_dir "$CLUSTER_RUN"
 }
 trap cleanup EXIT
 # A timeout's TERM (tests/run-all.sh) must still stop the cluster.
 trap 'exit 143' TERM INT
 
-skip_or_fail() {
-    if [ "${CI:-}" = true ]; then
-        fail cluster-prerequisites "$1"
-        finish
-    fi
-    echo "cluster: SKIPPED (not CI): $1" >&2
-    exit 0
+prereq_fail() {
+    suite_cannot_run cluster "$1"
+    FAILED=$((FAILED + 1))
+    finish
 }
-[ "$(id -u)" -eq 0 ] || skip_or_fail "needs root (dockerd, the kubelet)"
+[ "$(id -u)" -eq 0 ] || prereq_fail "needs root (dockerd, the kubelet)"
 for tool in kubectl etcd openssl dotnet curl python3 ss; do
-    command -v "$tool" >/dev/null || skip_or_fail "$tool not on PATH (scripts/install-deps.sh)"
+    command -v "$tool" >/dev/null || prereq_fail "$tool not on PATH (scripts/install-deps.sh)"
 done
 [ -x "$DOCKERD_BIN" ] && [ -x /usr/sbin/runc ] ||
-    skip_or_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
+    prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
 for f in "$ABS_BUILD/target/ClrTarget.dll" "$ABS_BUILD/libclrprobe.so"; do
-    [ -e "$f" ] || skip_or_fail "$f missing (make all target)"
+    [ -e "$f" ] || prereq_fail "$f missing (make all target)"
 done
 if ss -Hltn 'sport = :443' | grep -q .; then
-    skip_or_fail "127.0.0.1:443 is taken (the kubernetes Service's port: kube-apiserver listens there)"
+    prereq_fail "127.0.0.1:443 is taken (the kubernetes Service's port: kube-apiserver listens there)"
 fi
 
 # ---- builds ------------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 # shellcheck shell=bash
-# Helpers of the container suite: a private Docker Engine (Debian's docker.io, its own socket,
-# data root and exec root under $BUILD/containers), locally made base and app images, ok/FAIL
-# lines in tests/e2e/lib.sh's style. Nothing here talks to an image registry or leaves loopback.
+# Helpers of the container suite: a private Docker Engine (Debian's docker.io: its data root
+# under build/containers; its socket and exec root, where containerd puts its sockets, in a short
+# directory of its own under /run), locally made base and app images, ok/FAIL lines in
+# tests/e2e/lib.sh's style. Nothing here talks to an image registry or leaves loopback.
 
 set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../suite.sh
+. "$ROOT/tests/suite.sh"
 # shellcheck source=../../scripts/apt-sources.sh
 . "$ROOT/scripts/apt-sources.sh"
 case $BUILD in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD=$ROOT/$BUILD ;; esac
@@ -16,7 +19,8 @@ mkdir -p "$CT"
 DOCKER_BIN=${DOCKER_BIN:-/usr/bin/docker}
 DOCKERD_BIN=${DOCKERD_BIN:-/usr/sbin/dockerd}
 CRUN_BIN=${CRUN_BIN:-/usr/bin/crun}
-export DOCKER_HOST=unix://$CT/docker.sock
+# Set by start_dockerd: the engine's socket is in its run directory (ENGINE_RUN).
+export DOCKER_HOST=
 # The CLI keeps its config (auth, contexts) here, not in ~/.docker.
 export DOCKER_CONFIG=$CT/cli
 # The classic builder: BuildKit would fetch the "# syntax=" frontend image from a registry.
@@ -28,28 +32,61 @@ FAILED=0
 ok() { echo "ok $1"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL $1: $2"; FAILED=$((FAILED + 1)); }
 note() { echo "# $*"; }
-# Timed call of the private engine: nothing may hang the suite.
-dk() { timeout "${DK_TIMEOUT:-120}" "$DOCKER_BIN" "$@"; }
+# Timed call of the private engine: nothing may hang the suite. Never the host's engine, which an
+# empty DOCKER_HOST would reach.
+dk() {
+    [ -n "$DOCKER_HOST" ] || { echo "dk: no engine started (start_dockerd)" >&2; return 1; }
+    timeout "${DK_TIMEOUT:-120}" "$DOCKER_BIN" "$@"
+}
 
 DOCKERD_PID=
-# The engine's state directory (socket, data and exec roots, pidfile, daemon.json, log): the
-# container suite's own by default. tests/cluster/ runs a second engine for its kubelet with
-# ENGINE_DIR (and DOCKER_HOST) pointing elsewhere and its own ENGINE_CONFIG (daemon.json).
+# The engine's state directory (data root, pidfile, daemon.json, log): the container suite's own
+# by default. tests/cluster/ runs a second engine for its kubelet with ENGINE_DIR pointing
+# elsewhere and its own ENGINE_CONFIG (daemon.json).
 ENGINE_DIR=${ENGINE_DIR:-$CT}
 ENGINE_CONFIG=${ENGINE_CONFIG:-}
+# The engine's run directory: its socket and its exec root, where containerd binds
+# exec/containerd/containerd.sock.ttrpc. A socket's path may have at most 107 bytes, so it is a
+# short directory under /run (short_run_dir), never under the checkout; $ENGINE_DIR/run-dir
+# names it for a later run, which reuses the engine while it answers.
+ENGINE_RUN=
+
+# unmount_under DIR: what is mounted under DIR, deepest first (dockerd leaves its default network
+# namespace bind-mounted in the exec root, and a killed one may leave overlays).
+unmount_under() {
+    local m
+    awk -v d="$1/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
+        while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+}
+
 # start_dockerd: reuses our own engine when its socket answers, else starts one whose pid is
-# remembered so stop_dockerd ends it (and only it).
+# remembered so stop_dockerd ends it (and only it). Sets and exports DOCKER_HOST.
 start_dockerd() {
-    local ed=$ENGINE_DIR
-    if [ -S "$ed/docker.sock" ] && dk version >/dev/null 2>&1; then
-        note "reusing the engine at $DOCKER_HOST"
-        return 0
+    local ed=$ENGINE_DIR rd
+    rd=$(cat "$ed/run-dir" 2>/dev/null)
+    case $rd in /run/clrattach-engine.* | /tmp/clrattach-engine.*) ;; *) rd= ;; esac
+    if [ -n "$rd" ]; then
+        export DOCKER_HOST=unix://$rd/docker.sock
+        if [ -S "$rd/docker.sock" ] && dk version >/dev/null 2>&1; then
+            note "reusing the engine at $DOCKER_HOST"
+            return 0
+        fi
+        # A killed run's: nothing answers there any more.
+        remove_run_dir "$rd"
+        rm -f "$ed/run-dir"
     fi
     [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] ||
         { echo "docker.io is not installed (scripts/install-deps.sh)"; return 1; }
     [ "$(id -u)" -eq 0 ] || { echo "the container suite needs root (dockerd)"; return 1; }
     mkdir -p "$ed"
-    rm -f "$ed/docker.sock" "$ed/dockerd.pid"
+    rm -f "$ed/dockerd.pid"
+    rd=$(short_run_dir engine) || { echo "no directory for the engine's sockets under /run or /tmp"; return 1; }
+    # The deepest socket the engine makes: say so now rather than time out on it.
+    sock_path_fits "$rd/exec/containerd/containerd.sock.ttrpc" "containerd's socket" ||
+        { remove_run_dir "$rd"; return 1; }
+    ENGINE_RUN=$rd
+    echo "$rd" >"$ed/run-dir"
+    export DOCKER_HOST=unix://$rd/docker.sock
     # Its own daemon.json (the host's /etc/docker/daemon.json is not ours to read), with crun
     # as a second runtime. crun refuses a cgroup v1 host whose v2 hierarchy (mounted at
     # /sys/fs/cgroup/unified: "hybrid") has controllers, whatever its --cgroup-manager; there it
@@ -73,7 +110,7 @@ start_dockerd() {
     fi
     # No bridge, no iptables rules, no NAT: containers get --network none or host only.
     # Its own containerd (no --containerd): state under the exec root, gone with the daemon.
-    "$DOCKERD_BIN" -H "$DOCKER_HOST" --data-root "$ed/data" --exec-root "$ed/exec" \
+    "$DOCKERD_BIN" -H "$DOCKER_HOST" --data-root "$ed/data" --exec-root "$rd/exec" \
         --pidfile "$ed/dockerd.pid" --bridge=none --iptables=false --ip6tables=false \
         --ip-masq=false --userland-proxy=false --storage-driver=overlay2 \
         --config-file "$ed/daemon.json" >"$ed/dockerd.log" 2>&1 &
@@ -99,12 +136,14 @@ stop_dockerd() {
     kill -KILL "$DOCKERD_PID" 2>/dev/null
     wait "$DOCKERD_PID" 2>/dev/null
     DOCKERD_PID=
-    # dockerd leaves its default network namespace bind-mounted in the exec root (and a killed
-    # one may leave overlays): unmount what is left under our own directory, deepest first, so
-    # `make clean` can remove it.
-    local m
-    awk -v d="$ENGINE_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r |
-        while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+    # What is left mounted under our own directories, so `make clean` can remove the state and
+    # the run directory goes with the engine.
+    unmount_under "$ENGINE_DIR"
+    if [ -n "$ENGINE_RUN" ]; then
+        remove_run_dir "$ENGINE_RUN"
+        rm -f "$ENGINE_DIR/run-dir"
+        ENGINE_RUN=
+    fi
 }
 
 # The Debian mirror apt uses, for debootstrap (scripts/apt-sources.sh); empty when none.

@@ -10,12 +10,16 @@
 # (restricted and general), the node (--pid host), a noexec /tmp, the image itself.
 # Docker flags of the app and the sidecar come from `kubectl kustomize deploy/...` (flags.py).
 # Prints "ok NAME" / "FAIL NAME: reason" and "containers: N passed, M failed".
-# Outside CI a missing engine is a skip; with CI=true it is a FAIL.
+# An engine that cannot start is a FAIL (CI or not); CLRATTACH_SKIP_SUITES=containers skips the
+# suite (tests/suite.sh).
 # CT_ONLY="listen sidecar" runs only those shapes (sidecar, debug, noexec, listen, image; the
 # images are always made): for working on one. CT_KEEP_IMAGE=1 takes the clrattach image as it
 # is when there is one (it may be older than the checkout: for work on the suite itself).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/suite.sh
+. "$here/../suite.sh"
+suite_skipped containers && exit 0
 # shellcheck source=tests/containers/lib.sh
 . "$here/lib.sh"
 cd "$ROOT" || exit 2
@@ -52,15 +56,17 @@ finish() {
     exit
 }
 
-# Prerequisites: a missing engine is a skip on a developer machine, a failure in CI.
+# Prerequisites: what is missing fails the suite (CLRATTACH_SKIP_SUITES=containers skips it).
 prereq_fail() {
-    if [ "${CI:-}" = true ]; then
-        fail containers-engine "$1"
-    else
-        echo "skip containers: $1 (CI=true makes this a failure)"
-    fi
+    suite_cannot_run containers "$1"
+    FAILED=$((FAILED + 1))
     finish
 }
+# The listening sidecar's socket as deploy/components/listen names it, where the app connects.
+listen_path=$(sed -n 's/^ *- --listen=\(.*\)$/\1/p' deploy/components/listen/listen-patch.yaml)
+[ -n "$listen_path" ] || prereq_fail "no --listen= in deploy/components/listen/listen-patch.yaml"
+sock_path_fits "$listen_path" "the listening sidecar's socket" >"$work/path.msg" ||
+    prereq_fail "$(cat "$work/path.msg")"
 [ -x "$DOCKERD_BIN" ] && [ -x "$DOCKER_BIN" ] ||
     prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
 [ "$(id -u)" -eq 0 ] || prereq_fail "needs root to run dockerd"

@@ -6,6 +6,8 @@
 set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=../suite.sh
+. "$ROOT/tests/suite.sh"
 CLRATTACH="$ROOT/$BUILD/clrattach"
 PROBE="$ROOT/$BUILD/libclrprobe.so"
 TARGET_DLL="$ROOT/$BUILD/target/ClrTarget.dll"
@@ -46,13 +48,36 @@ PASSED=0
 FAILED=0
 TARGET_PIDS=()
 
+# make_sock_dir: sets SOCK_DIR, a short directory (0711) for the sockets a test binds and what is
+# delivered beside them, under /run (the same in every namespace here; each mounts its own
+# /tmp): a Unix socket's path may have at most 107 bytes, and $WORK's depth is the checkout's.
+# Removed with $WORK.
+SOCK_DIR=
+make_sock_dir() {
+    [ -n "$SOCK_DIR" ] && return 0
+    SOCK_DIR=$(short_run_dir e2e exec) || { echo "FAIL e2e-prerequisites: no directory under /run"; exit 1; }
+    chmod 0711 "$SOCK_DIR"
+}
+
+# require_sock_path NAME PATH WHAT: the test binds a socket at PATH; one too long for sun_path
+# fails the test at once, naming the path, its length and the limit (not a timeout later).
+require_sock_path() {
+    local msg
+    msg=$(sock_path_fits "$2" "$3") || { echo "FAIL $1-prerequisites: $msg"; exit 1; }
+}
+
 cleanup_targets() {
     local p
     for p in "${TARGET_PIDS[@]}"; do
         kill -KILL "$p" 2>/dev/null
     done
     wait 2>/dev/null
-    [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" >&2 || rm -rf "$WORK"
+    if [ -n "${KEEP_WORK:-}" ]; then
+        echo "kept $WORK $SOCK_DIR" >&2
+    else
+        rm -rf "$WORK"
+        remove_run_dir "$SOCK_DIR"
+    fi
 }
 trap cleanup_targets EXIT
 

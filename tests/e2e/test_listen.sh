@@ -19,7 +19,8 @@
 #   (e) hostile peers against one watcher: silence, garbage, a zero cookie, a slow
 #       advertisement, 1,000 connections, and the socket's name replaced by a link: the watcher
 #       stays up, its fds stay bounded, a good runtime is still served, SIGTERM ends it at once;
-#   (f) the socket path: a file of the app's, or a live socket, is never replaced.
+#   (f) the socket path: a file of the app's, or a live socket, is never replaced;
+#   (g) a socket path longer than sun_path allows is a usage error, before anything is bound.
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -28,10 +29,13 @@ VI_CLSID="{918728DD-259F-4A6A-AC2B-B85E1B658318}"
 [ -e "$VI/OpenTelemetry.AutoInstrumentation.Native.so" ] ||
     { echo "FAIL listen-prerequisites: $VI missing (make vendorprof)"; exit 1; }
 
-SHARE="$WORK/share"
+# The socket's path may have at most 107 bytes: in a short directory, not under $WORK.
+make_sock_dir
+SHARE="$SOCK_DIR/share"
 mkdir -p "$SHARE"
 chmod 0755 "$SHARE"
 SOCK="$SHARE/port.sock"
+require_sock_path listen "$SOCK" "the listening socket"
 # The app's side: its own namespaces, uid 1000, the shared directory at /mnt.
 APP=(--pidns --uid 1000 --pre "mount --bind '$SHARE' /mnt")
 LISTEN=(--listen "$SOCK" --deliver-dir "$SHARE" --app-dir /mnt --socket-owner 1000:1000
@@ -440,5 +444,29 @@ else
 fi
 kill -TERM "$LPID"
 wait_exit "$LPID" 5
+
+# (g) A socket path no runtime could connect to (over sun_path's 107 bytes), as clrattach sees
+# it or as the app does (--app-dir), is a usage error naming its length and the limit; nothing
+# is bound, although the directory is there and clrattach could bind by its fd.
+LONG="$SHARE/$(printf 'd%.0s' $(seq 100))"
+mkdir -p "$LONG"
+clr attach --listen "$LONG/port.sock" --deliver-dir "$LONG" --events off \
+    --profiler "$PROBE" --clsid "$PROBE_CLSID" -o json
+n=${#LONG}
+if [ "$RC" -eq 2 ] && [ ! -e "$LONG/port.sock" ] &&
+    grep -q "is $((n + 10)) bytes, over the 107 a Unix socket's path may have" "$ERR" &&
+    grep -q 'next step: mount the directory shared with the app at a shorter path' "$ERR" &&
+    [ "$(json_get "$OUT" outcome)" = usage_error ]; then
+    ok "listen-path-too-long-refused"
+else
+    fail "listen-path-too-long-refused" "exit $RC $(cat "$ERR" "$OUT")"
+fi
+clr watch --listen "$SOCK" --deliver-dir "$SHARE" --app-dir "/$(printf 'm%.0s' $(seq 100))" \
+    --events off --profiler "$PROBE" --clsid "$PROBE_CLSID"
+if [ "$RC" -eq 2 ] && [ ! -e "$SOCK" ] && grep -q "under --app-dir.* is 111 bytes, over the 107" "$ERR"; then
+    ok "listen-app-path-too-long-refused"
+else
+    fail "listen-app-path-too-long-refused" "exit $RC $(cat "$ERR")"
+fi
 
 finish test_listen

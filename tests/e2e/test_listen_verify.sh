@@ -18,10 +18,13 @@
 require_env
 require_vendorinert listen-verify
 
-SHARE="$WORK/share"
+# The socket's path may have at most 107 bytes: in a short directory, not under $WORK.
+make_sock_dir
+SHARE="$SOCK_DIR/share"
 mkdir -p "$SHARE"
 chmod 0755 "$SHARE"
 SOCK="$SHARE/port.sock"
+require_sock_path listen-verify "$SOCK" "the listening socket"
 APP=(--pidns --uid 1000 --pre "mount --bind '$SHARE' /mnt")
 
 # serve NAME ARGS...: a one-shot attach --listen for the next app started; its output in

@@ -328,12 +328,41 @@ static void test_path_forms(void **state)
     assert_int_equal(listen_sock_open(p, &opts600, &ls, &e), -EINVAL);
     snprintf(p, sizeof(p), "%s/nodir/x.sock", dir);
     assert_int_equal(listen_sock_open(p, &opts600, &ls, &e), -ENOENT);
-    /* A name too long for sun_path with the /proc/self/fd/N/ prefix. */
+    /* A path longer than sun_path allows: refused before anything is opened. */
     memset(p, 'a', sizeof(p));
     int n = snprintf(p, sizeof(p), "%s/", dir);
     p[n] = 'a';
     p[n + 120] = '\0';
     assert_int_equal(listen_sock_open(p, &opts600, &ls, &e), -ENAMETOOLONG);
+    assert_non_null(strstr(e.msg, "sun_path"));
+    /* One that fits, whose name is too long with the /proc/self/fd/N/ prefix (refused before
+     * anything is made at it). */
+    memset(p, 'b', sizeof(p));
+    p[0] = '/';
+    p[LISTEN_PATH_MAX] = '\0';
+    e = (struct cla_error){0};
+    assert_int_equal(listen_sock_open(p, &opts600, &ls, &e), -ENAMETOOLONG);
+    assert_non_null(strstr(e.msg, "/proc/self/fd/N/"));
+}
+
+/* The limit is sun_path's: 107 bytes fit, 108 do not, and the refusal says so. */
+static void test_path_fits(void **state)
+{
+    struct cla_error e = {0};
+    char p[200];
+    (void)state;
+
+    memset(p, 'x', sizeof(p));
+    p[0] = '/';
+    p[LISTEN_PATH_MAX] = '\0';
+    assert_int_equal(listen_sock_path_fits(p, "--listen", &e), 0);
+    p[LISTEN_PATH_MAX] = 'x';
+    p[LISTEN_PATH_MAX + 1] = '\0';
+    assert_int_equal(listen_sock_path_fits(p, "--listen", &e), -ENAMETOOLONG);
+    assert_non_null(strstr(e.msg, "--listen '/xxx"));
+    assert_non_null(strstr(e.msg, "is 108 bytes, over the 107"));
+    assert_non_null(strstr(e.hint, "shorter path"));
+    assert_int_equal(listen_sock_path_fits("", "--listen", &e), 0);
 }
 
 int main(void)
@@ -347,6 +376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_socket_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_sees_replacement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_path_forms, setup, teardown),
+        cmocka_unit_test(test_path_fits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
