@@ -16,17 +16,24 @@
  * added only when the CLSID, the library name and InitializeForAttach were all read in the
  * vendor's own code or build files; a vendor whose code could not be read stays out.
  */
-/* OpenTelemetry's managed half starts only when the runtime's environment says this very
- * profiler was loaded: CORECLR_ENABLE_PROFILING=1, its CLSID in CORECLR_PROFILER, and
- * CORECLR_PROFILER_PATH naming the native library ("The CLR Profiler is disabled", "a different
- * profiler ID", "Automatic Instrumentation won't be loaded"); both halves find their files
- * under OTEL_DOTNET_AUTO_HOME. With the env loader, {entry} is the real profiler's path. */
+/*
+ * OpenTelemetry's managed half starts only when the runtime's environment says this very
+ * profiler was loaded: CORECLR_ENABLE_PROFILING=1, its CLSID in CORECLR_PROFILER ("The CLR
+ * Profiler is disabled", "a different profiler ID"), and a path its P/Invokes load the native
+ * library from (NativeMethods.cs: CORECLR_PROFILER_PATH_64, or when that is blank,
+ * CORECLR_PROFILER_PATH); both halves find their files under OTEL_DOTNET_AUTO_HOME. {entry} is
+ * the real library, never the env loader, which exports none of its functions.
+ *
+ * Set before the resume, the three would also have the runtime load the real library itself, as
+ * its environment's startup profiler, before the one StartupProfiler stored (the env loader), so
+ * that the variables would never reach its getenv(). The runtime reads CORECLR_PROFILER_PATH_64
+ * first and takes a blank one as the path, which fails to load (an event, nothing else), and
+ * then loads the env loader; OpenTelemetry skips a blank one and reads CORECLR_PROFILER_PATH.
+ */
 static const char *const otel_startup_env[] = {
-    "CORECLR_ENABLE_PROFILING=1",
-    "CORECLR_PROFILER={918728DD-259F-4A6A-AC2B-B85E1B658318}",
-    "CORECLR_PROFILER_PATH={entry}",
-    "OTEL_DOTNET_AUTO_HOME={dir}",
-    NULL,
+    "CORECLR_ENABLE_PROFILING=1",    "CORECLR_PROFILER={918728DD-259F-4A6A-AC2B-B85E1B658318}",
+    "CORECLR_PROFILER_PATH={entry}", "CORECLR_PROFILER_PATH_64= ",
+    "OTEL_DOTNET_AUTO_HOME={dir}",   NULL,
 };
 
 const struct vendor_noop vendors_noop[] = {
@@ -42,8 +49,10 @@ const struct vendor_noop vendors_noop[] = {
         .startup_env = otel_startup_env,
         .startup_env_source = "open-telemetry/opentelemetry-dotnet-instrumentation "
                               "src/OpenTelemetry.AutoInstrumentation.StartupHook/RulesEngine/"
-                              "NativeProfilerDiagnosticsRule.cs@4fa5574 (CORECLR_*), "
-                              "docs/config.md (OTEL_DOTNET_AUTO_HOME)",
+                              "NativeProfilerDiagnosticsRule.cs@4fa5574 (CORECLR_ENABLE_PROFILING, "
+                              "CORECLR_PROFILER), src/OpenTelemetry.AutoInstrumentation/"
+                              "NativeMethods.cs (CORECLR_PROFILER_PATH_64, then "
+                              "CORECLR_PROFILER_PATH), docs/config.md (OTEL_DOTNET_AUTO_HOME)",
     },
     {
         .vendor = "Datadog .NET tracer (native loader)",
