@@ -204,7 +204,9 @@ static void run_fields(json_t *o, const struct attach_result *r)
     /* --force sent a profiler whose InitializeForAttach is known to do nothing (vendors.h). */
     if (r->expected_inert) {
         json_object_set_new(o, "expected_inert", json_true());
-        set_str(o, "note", attach_inert_note);
+        /* Only once it is attached does it hold the slot. */
+        if (r->outcome == ATTACH_OK)
+            set_str(o, "note", attach_inert_note);
     }
     if (r->vendor_env[0])
         set_str(o, "vendor_env", r->vendor_env);
