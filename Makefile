@@ -78,6 +78,7 @@ help:
 	@echo "make static ARCH=arm64  the static clrattach for arm64 (build/static-arm64)"
 	@echo "make test-arm64   arm64 builds under qemu-user against an arm64 .NET runtime"
 	@echo "make image        the linux/amd64 + linux/arm64 image index (build/image/*.oci.tar)"
+	@echo "make otel-agent   the OpenTelemetry agent (a startup hook) in $(BUILD)/otel-agent"
 	@echo "make demo         attach the sample profiler to a sample app in its own namespaces"
 	@echo "make lint         the layer rules of lib/, banned calls and static checks"
 	@echo "make test-lint    the layer rules hold and a planted breach fails them"
@@ -93,6 +94,7 @@ include static.mk
 include fuzz/fuzz.mk
 include bench/bench.mk
 include tests/vendorprof/vendorprof.mk
+include profiler/otel-agent/otel-agent.mk
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -235,11 +237,11 @@ test-image: image
 unit: $(UNIT_BINS) all
 	tests/run-unit.sh $(UNIT_BINS)
 
-e2e: all target profiler-musl vendorprof $(NO_OPENAT2)
+e2e: all target profiler-musl vendorprof otel-agent otel-apps $(NO_OPENAT2)
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof $(REPLAY_BINS) \
-      $(FUZZ_BINS) $(NO_OPENAT2) $(ARM64_TEST_DEPS) static-arm64 image
+test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof otel-agent otel-apps \
+      $(REPLAY_BINS) $(FUZZ_BINS) $(NO_OPENAT2) $(ARM64_TEST_DEPS) static-arm64 image
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 ARM64_UNIT_BINS="$(ARM64_UNIT_BINS)" \
 	    tests/run-all.sh $(UNIT_BINS)

@@ -39,14 +39,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
     }
     FUZZ_CHECK(r == -EPROTO || r == proc_maps_has(buf, size, "clrprobe.so"));
+    /* The libraries, then what the loader holds (unlinked ones too). */
     char libs[4096];
-    size_t n = proc_maps_libraries(buf, size, libs, sizeof(libs), 64);
-    FUZZ_CHECK(n <= 64);
-    const char *q = libs;
-    for (size_t i = 0; i < n; i++) {
-        size_t l = strnlen(q, sizeof(libs) - (size_t)(q - libs));
-        FUZZ_CHECK(l > 0 && q + l < libs + sizeof(libs) && q[0] == '/');
-        q += l + 1;
+    for (int k = 0; k < 2; k++) {
+        size_t n = k ? proc_maps_loaded(buf, size, libs, sizeof(libs), 64)
+                     : proc_maps_libraries(buf, size, libs, sizeof(libs), 64);
+        FUZZ_CHECK(n <= 64);
+        const char *q = libs;
+        for (size_t i = 0; i < n; i++) {
+            size_t l = strnlen(q, sizeof(libs) - (size_t)(q - libs));
+            FUZZ_CHECK(l > 0 && q + l < libs + sizeof(libs) && q[0] == '/');
+            q += l + 1;
+        }
     }
     char lib[256];
     r = proc_maps_runtime_library(buf, size, lib, sizeof(lib));

@@ -574,6 +574,20 @@ static int report(struct attach_cli *a, const struct attach_result *res, int cod
     return code;
 }
 
+bool attach_cli_admit(struct attach_cli *a, const struct attach_result *res)
+{
+    return event_report_admit(&a->rep, res, a->profiler);
+}
+
+const char *attach_cli_suppressed_note(const struct attach_cli *a, char *buf, size_t size)
+{
+    uint64_t n = event_report_suppressed(&a->rep);
+    if (!n)
+        return "";
+    snprintf(buf, size, "; %llu results not reported (rate limit)", (unsigned long long)n);
+    return buf;
+}
+
 int attach_cli_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event)
 {
     int code = attach_outcome_exit_code(res->outcome);

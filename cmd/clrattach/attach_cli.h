@@ -120,6 +120,14 @@ struct attach_opts attach_cli_opts(struct attach_cli *a);
 /* Reports a result's Event (unless !send_event), then prints it and writes the termination
  * log; returns the exit code for it. */
 int attach_cli_emit_result(struct attach_cli *a, const struct attach_result *res, bool send_event);
+
+/* watch and listen: may this result be reported at all (its lines, JSON, Event and termination
+ * log)? The rate limit of docs/events.md#rate-limit; always true for a one-shot command. */
+bool attach_cli_admit(struct attach_cli *a, const struct attach_result *res);
+
+/* How many results the rate limit kept from being reported, for a watcher's summary: ""
+ * when none, else "; N results not reported (rate limit)" in buf. */
+const char *attach_cli_suppressed_note(const struct attach_cli *a, char *buf, size_t size);
 void attach_cli_release(struct attach_cli *a);
 /* The steps every command that acts on one pinned target ends with (perfmap, startup-hook):
  * pins `pid` (attach_cli_pin) and runs `run` on it with `opts`, or, when nothing was pinned,

@@ -72,8 +72,13 @@ struct watch_ctx {
 static void on_watch_result(const struct attach_result *r, bool retry, void *userdata)
 {
     struct watch_ctx *w = userdata;
-    say(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s", (int)r->pid, (int)r->nspid,
-        r->command_line, attach_outcome_name(r->outcome), retry ? ", will retry" : "");
+    /* The runtimes are hostile input: the results they cause are rate-limited (docs/events.md).
+     * The instance was served all the same, and counts below. */
+    bool admitted = attach_cli_admit(w->a, r);
+    if (admitted)
+        say(stderr, "clrattach: watch: pid %d (namespace pid %d, %s): %s%s", (int)r->pid,
+            (int)r->nspid, r->command_line, attach_outcome_name(r->outcome),
+            retry ? ", will retry" : "");
     /* The summary counts each instance once, at its final outcome: a result that will be
      * retried is not a failure yet, a profiler already active is the runtime's own state
      * (one profiler per process), a profiler skipped as inert on attach is the profiler's:
@@ -86,7 +91,8 @@ static void on_watch_result(const struct attach_result *r, bool retry, void *use
         w->failed++;
     /* An attach abandoned at a stop is printed, not sent as an Event: the stop must not wait
      * on the API server, and the next watcher reports what really happens to that process. */
-    (void)attach_cli_emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
+    if (admitted)
+        (void)attach_cli_emit_result(w->a, r, r->outcome != ATTACH_INTERRUPTED);
 }
 
 static void on_watch_warning(const char *msg, void *userdata)
@@ -139,10 +145,13 @@ static int setup_watch(struct attach_cli *a)
 
 static void print_summary(const struct watch_ctx *ctx, size_t tracked, size_t known)
 {
+    char note[96];
     fprintf(stderr,
             "clrattach: watch: stopped (%u attached, %u failed, %zu instances tracked, "
-            "%zu processes known%s",
-            ctx->attached, ctx->failed, tracked, known, ctx->interrupted ? "; " : ")\n");
+            "%zu processes known%s%s",
+            ctx->attached, ctx->failed, tracked, known,
+            attach_cli_suppressed_note(ctx->a, note, sizeof(note)),
+            ctx->interrupted ? "; " : ")\n");
     if (ctx->interrupted)
         fprintf(stderr, "%u in flight interrupted)\n", ctx->interrupted);
 }

@@ -32,6 +32,12 @@ static void on_result(const struct attach_result *res, void *userdata)
 {
     struct listen_ctx *c = userdata;
     c->served++;
+    /* Anything that can connect can make up instance after instance: the results they cause are
+     * rate-limited (docs/events.md#rate-limit). The runtime was served all the same. */
+    if (!attach_cli_admit(c->a, res)) {
+        c->code = attach_outcome_exit_code(res->outcome);
+        return;
+    }
     if (c->a->watch)
         say(stderr, "clrattach: watch: runtime pid %d in its namespace (uid %u, %s): %s",
             (int)res->nspid, (unsigned)res->uid, res->command_line,
@@ -185,8 +191,10 @@ int listen_cli_run(struct attach_cli *a)
                      &e);
     else if (r == -EINTR && !ctx.served && !a->watch)
         code = attach_outcome_exit_code(ATTACH_INTERRUPTED);
+    char note[96];
     if (a->watch)
-        say(stderr, "clrattach: watch: stopped (%u runtimes served)", ctx.served);
+        say(stderr, "clrattach: watch: stopped (%u runtimes served%s)", ctx.served,
+            attach_cli_suppressed_note(a, note, sizeof(note)));
     attach_cli_release(a);
     return code;
 }

@@ -189,7 +189,10 @@ static void print_attach_text(const struct attach_result *r)
                 "  loader:   %s (the env loader: the runtime loads it, it sets --env in "
                 "the C library's environment, then loads the profiler)",
                 r->loader_path);
-        if (r->delivered_dir[0])
+        if (result_delivered_home(r))
+            say(stdout, "  with:     the whole home (its %s/ folder's library the entry), in %s",
+                r->variant, r->delivered_dir);
+        else if (r->delivered_dir[0])
             say(stdout, "  with:     the files of its directory, in %s", r->delivered_dir);
         say(stdout, "  sha256:   %s", r->sha256);
         say(stdout,

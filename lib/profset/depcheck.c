@@ -31,6 +31,42 @@ static const char *base_of(const char *path)
     return s ? s + 1 : path;
 }
 
+/* A mapped path the kernel marked " (deleted)": the file is unlinked, the loader still holds it
+ * (proc_maps_loaded()). */
+static bool is_deleted(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 10 && strcmp(path + n - 10, " (deleted)") == 0;
+}
+
+/* Is the base name of the mapped `path`, " (deleted)" left off, `name`? */
+static bool base_is(const char *path, const char *name)
+{
+    const char *base = base_of(path);
+    size_t n = strlen(base) - (is_deleted(path) ? 10 : 0);
+    return strlen(name) == n && memcmp(base, name, n) == 0;
+}
+
+/* Is the mapped `path`'s base name `name` followed by a version (".6.0.30" after
+ * "libstdc++.so.6"): the file behind the link the loader opened, as libraries are installed
+ * (the real name, whose SONAME is the link's name). */
+static bool base_versions(const char *path, const char *name)
+{
+    const char *base = base_of(path);
+    size_t n = strlen(name), end = strlen(base) - (is_deleted(path) ? 10 : 0);
+    if (end <= n + 1 || strncmp(base, name, n) != 0)
+        return false;
+    for (size_t i = n; i < end; i++) {
+        bool dot = base[i] == '.';
+        if (!dot && (base[i] < '0' || base[i] > '9'))
+            return false;
+        /* ".", then digits: no empty part, none at the end. */
+        if (dot && (i + 1 == end || base[i + 1] == '.'))
+            return false;
+    }
+    return base[n] == '.';
+}
+
 /* Does a regular file exist at `path` in the target's root? Links inside the root are followed
  * (shared libraries are links to versioned files), with or without openat2. */
 static bool exists_in_root(int rootfd, const char *path)
@@ -59,8 +95,9 @@ struct ctx {
     bool mapped_tried;
     const char *maps; /* the maps text they came from, for their map_files names */
     size_t maps_len;
-    /* The DT_SONAME of the first n_sonames mapped files, ELF_SONAME_MAX + 1 bytes each ("" for
-     * none or unreadable), read on first need and within the caps of bounds.h. */
+    /* The DT_SONAME of the first n_sonames mapped files, ELF_SONAME_MAX + 2 bytes each ("" for
+     * none or unreadable; the last byte 1 when the file could not be read at all), read on first
+     * need and within the caps of bounds.h. */
     char *sonames;
     size_t n_sonames;
     uint64_t soname_bytes;
@@ -85,7 +122,8 @@ static int load_mapped(struct ctx *c)
         return -ENOMEM;
     size_t len = 0;
     const char *maps = c->in->maps ? c->in->maps(c->in->maps_arg, &len) : NULL;
-    c->n_mapped = maps ? proc_maps_libraries(maps, len, c->mapped, MAPPED_BUF, MAPPED_MAX) : 0;
+    /* Unlinked ones too: the loader reuses what it holds by name, whatever became of the file. */
+    c->n_mapped = maps ? proc_maps_loaded(maps, len, c->mapped, MAPPED_BUF, MAPPED_MAX) : 0;
     c->maps = maps;
     c->maps_len = maps ? len : 0;
     return 0;
@@ -117,37 +155,48 @@ static int open_mapped(const struct ctx *c, const char *path)
                 return fd;
         }
     }
+    /* An unlinked file has no name left to open (one ending in " (deleted)" is another file). */
+    if (is_deleted(path))
+        return -1;
     /* maps shows the path resolved when it was mapped; links inside the root are still followed
      * (contained in it), as the path may have been replaced by one since. */
     return rootfs_open_contained(c->in->rootfd, path, ROOTFS_REG, O_RDONLY, NULL);
 }
 
 /* The SONAME of the i-th mapped file (i < n_mapped), "" when it has none, cannot be read or is
- * past the caps (bounds.h). -ENOMEM, else 0. Only the chunks of the file its headers need are
- * read (elffile.h): the target chooses every library's size. */
-static int mapped_soname(struct ctx *c, size_t i, const char *path, const char **ret)
+ * past the caps (bounds.h); *ret_unread true when the file could not be opened or parsed at all.
+ * -ENOMEM, else 0. Only the chunks of the file its headers need are read (elffile.h): the target
+ * chooses every library's size. */
+static int mapped_soname(struct ctx *c, size_t i, const char *path, const char **ret,
+                         bool *ret_unread)
 {
     if (!c->sonames) {
         size_t n =
             c->n_mapped < DEPCHECK_SONAME_FILES_MAX ? c->n_mapped : DEPCHECK_SONAME_FILES_MAX;
-        c->sonames = calloc(n ? n : 1, ELF_SONAME_MAX + 1);
+        c->sonames = calloc(n ? n : 1, ELF_SONAME_MAX + 2);
         if (!c->sonames)
             return -ENOMEM;
     }
     *ret = "";
+    *ret_unread = false;
     if (i >= DEPCHECK_SONAME_FILES_MAX)
         return 0;
-    char *slot = c->sonames + i * (ELF_SONAME_MAX + 1);
+    char *slot = c->sonames + i * (ELF_SONAME_MAX + 2);
     *ret = slot;
-    if (i < c->n_sonames)
+    if (i < c->n_sonames) {
+        *ret_unread = slot[ELF_SONAME_MAX + 1];
         return 0;
+    }
     /* Read in map order, each once: i == n_sonames here, as the callers walk from 0. */
     c->n_sonames = i + 1;
     if (c->soname_bytes >= DEPCHECK_SONAME_BYTES_MAX)
         return 0;
     _cleanup_close_ int fd = open_mapped(c, path);
-    if (fd < 0)
+    if (fd < 0) {
+        slot[ELF_SONAME_MAX + 1] = 1;
+        *ret_unread = true;
         return 0;
+    }
     uint64_t room = DEPCHECK_SONAME_BYTES_MAX - c->soname_bytes;
     struct elffile_limits lim = {
         .max_bytes = room < DEPCHECK_SONAME_FILE_BYTES ? room : DEPCHECK_SONAME_FILE_BYTES,
@@ -161,6 +210,9 @@ static int mapped_soname(struct ctx *c, size_t i, const char *path, const char *
     c->soname_bytes += st.bytes_read;
     if (r == 0)
         memcpy(slot, ei->soname, strlen(ei->soname) + 1);
+    else
+        slot[ELF_SONAME_MAX + 1] = 1;
+    *ret_unread = r != 0;
     free(ei);
     return 0;
 }
@@ -173,7 +225,11 @@ static int mapped_soname(struct ctx *c, size_t i, const char *path, const char *
  * glibc (elf/dl-load.c, _dl_map_object) reuses a loaded object whose names include the needed
  * one, and failing that one whose DT_SONAME equals it: libstdc++.so.6 is the loaded
  * libstdc++.so.6.0.30, although maps show only the latter (the kernel resolves the link the
- * loader opened). So a mapped file counts by its base name or by its SONAME.
+ * loader opened). So a mapped file counts by its base name or by its SONAME. A mapped file that
+ * cannot be read at all (unlinked, its path hidden or overmounted after start, while the sandbox
+ * keeps /proc/<pid>/map_files shut) counts when its name is the needed one followed by a version
+ * (libstdc++.so.6.0.30 for libstdc++.so.6): the real name installed behind the SONAME's link.
+ * Unlinked files count as the loader still holds them (proc_maps_loaded()).
  *
  * musl never reads DT_SONAME: its load_library (ldso/dynlink.c; read in the bminor/musl mirror at
  * 039d3c34f2e3) reuses a loaded DSO
@@ -186,16 +242,17 @@ static int mapped_by_name(struct ctx *c, const char *name)
 {
     const char *p = c->mapped;
     for (size_t i = 0; i < c->n_mapped; i++, p += strlen(p) + 1)
-        if (strcmp(base_of(p), name) == 0)
+        if (base_is(p, name))
             return 1;
     if (c->in->libc == RID_LIBC_MUSL)
         return 0;
     p = c->mapped;
     for (size_t i = 0; i < c->n_mapped && i < DEPCHECK_SONAME_FILES_MAX; i++, p += strlen(p) + 1) {
         const char *soname;
-        if (mapped_soname(c, i, p, &soname) < 0)
+        bool unread;
+        if (mapped_soname(c, i, p, &soname, &unread) < 0)
             return -ENOMEM;
-        if (strcmp(soname, name) == 0)
+        if (strcmp(soname, name) == 0 || (unread && base_versions(p, name)))
             return 1;
     }
     return 0;
@@ -306,6 +363,8 @@ static int resolve(struct ctx *c, const struct elf_info *elf, const char *origin
     const char *p = c->mapped;
     for (size_t i = 0; r == 0 && i < c->n_mapped; i++, p += strlen(p) + 1) {
         size_t dl = (size_t)(base_of(p) - p);
+        if (is_deleted(p))
+            continue;
         if (snprintf(path, sizeof(path), "%.*s%s", (int)dl, p, name) >= (int)sizeof(path))
             continue;
         if (exists_in_root(in->rootfd, path))

@@ -4,8 +4,10 @@
  * The runtime's only answer to a missing DT_NEEDED is 0x8007007E with no name, and some profilers
  * leave the process unstable after a failed load; so each DT_NEEDED of every shared object
  * delivered is resolved the way the target's loader will (ldsearch.h): already mapped in the
- * target (by name or, for glibc, by the mapped file's DT_SONAME; or in the directory of a mapped
- * library), in the delivered profiler directory
+ * target (by name, unlinked files too, or, for glibc, by the mapped file's DT_SONAME, read
+ * through map_files or its path; a file neither reaches counts by its versioned real name,
+ * libstdc++.so.6.0.30 for libstdc++.so.6; or in the directory of a mapped library), in the
+ * delivered profiler directory
  * through RUNPATH/RPATH with $ORIGIN, then in the target's own root under LD_LIBRARY_PATH, the
  * run path, the path file or the standard and multiarch directories. A miss names the library,
  * who needs it and where it was looked for.

@@ -10,6 +10,7 @@
 
 #include "base/sha256.h"
 #include "base/util.h"
+#include "profset/tarstream.h"
 
 /* Linear: with at most PROFDIR_FILES_MAX entries a whole tree costs at most 512^2 compares,
  * and the array must stay in arrival order until profdir_seal() sorts it. */
@@ -186,10 +187,29 @@ static void list_libs(const struct profdir *pd, bool any, char *out, size_t size
     }
 }
 
+int profdir_entry_path(const char *want, const char *shown, char out[PROFDIR_PATH_MAX + 1],
+                       struct cla_error *e)
+{
+    struct cla_error ne = {0};
+    if (tar_normalise_path(want, strlen(want), out, PROFDIR_PATH_MAX + 1, &ne) == 0)
+        return 0;
+    err_set(e, -EINVAL, "--entry '%s': %s", want, ne.msg);
+    return err_hint(e,
+                    "name the profiler library by its path relative to %s (\"./\" may lead "
+                    "it; never \"..\" nor an absolute path)",
+                    shown);
+}
+
 int profdir_choose_entry(struct profdir *pd, const char *want, const char *shown,
                          struct cla_error *e)
 {
-    char have[512];
+    char have[512], norm[PROFDIR_PATH_MAX + 1];
+    int r;
+    /* "./linux-x64/x.so" is "linux-x64/x.so": the path as the tree holds it. */
+    if (want && (r = profdir_entry_path(want, shown, norm, e)) < 0)
+        return r;
+    if (want)
+        want = norm;
     size_t found = 0, at = 0;
     for (size_t i = 0; i < pd->n; i++) {
         const struct profdir_file *f = &pd->files[i];

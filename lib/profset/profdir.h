@@ -50,10 +50,16 @@ int profdir_add(struct profdir *pd, const char *path, bool is_dir, bool executab
  * digest. Returns 0, -EINVAL when the tree holds no file, -ENOMEM. */
 int profdir_seal(struct profdir *pd, struct cla_error *e);
 
-/* Chooses the entry library: `want` (a relative path, or a file name that is unique in the
- * tree) when given, else the only shared object that exports DllGetClassObject. Returns 0, or
- * -EINVAL naming the candidates (none, several, `want` absent or not a profiler). `shown` names
- * the directory in messages. */
+/* Checks --entry's `want` and normalises it into `out` ("./lib//x.so" -> "lib/x.so"). Returns 0,
+ * or -EINVAL for an absolute path, a ".." component, a control byte or an empty or overlong
+ * name (the hint names `shown`, the directory it is relative to). */
+int profdir_entry_path(const char *want, const char *shown, char out[PROFDIR_PATH_MAX + 1],
+                       struct cla_error *e);
+
+/* Chooses the entry library: `want` (a relative path, "./" allowed, or a file name that is
+ * unique in the tree; profdir_entry_path()) when given, else the only shared object that exports
+ * DllGetClassObject. Returns 0, or -EINVAL naming the candidates (none, several, `want` absent or
+ * not a profiler). `shown` names the directory in messages. */
 int profdir_choose_entry(struct profdir *pd, const char *want, const char *shown,
                          struct cla_error *e);
 

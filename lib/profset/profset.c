@@ -16,6 +16,7 @@
 #include "base/bounds.h"
 #include "profset/elfinfo.h"
 #include "profset/profdir_read.h"
+#include "profset/profhome.h"
 #include "profset/tarstream.h"
 #include "profset/userfile.h"
 #include "base/util.h"
@@ -145,8 +146,30 @@ static bool has_subdir(int root, const char *rel)
     return true;
 }
 
+/* Does the directory `root` hold an entry that is not a RID folder (profhome.h)? Then its RID
+ * folders stand beside what they need: a home. */
+static bool beside_rid_folders(int root)
+{
+    int fd = openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        /* Unreadable: read as a bundle, whose reading then says what failed. */
+        return false;
+    }
+    bool other = false;
+    struct dirent *de;
+    while (!other && (de = readdir(d)))
+        other = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0 &&
+                !profhome_rid_folder(de->d_name);
+    closedir(d);
+    return other;
+}
+
 /* Which layout a directory has: per-RID builds under `prefix` with `suffix` ("runtimes/",
- * "/native" for a NuGet package), or none (a plain profiler directory). */
+ * "/native" for a NuGet package), a home (RID folders beside other entries, read whole), or none
+ * (a plain profiler directory). */
 static const char *detect_layout(int root, const char **prefix, const char **suffix)
 {
     /* Most specific first: a NuGet package's root (runtimes/<rid>/native), then a package's
@@ -169,9 +192,95 @@ static const char *detect_layout(int root, const char **prefix, const char **suf
     for (size_t i = 0; i < ARRAY_SIZE(variants); i++)
         if (has_subdir(root, variants[i])) {
             *prefix = "", *suffix = "";
-            return "bundle";
+            return beside_rid_folders(root) ? "home" : "bundle";
         }
     return "directory";
+}
+
+/* The builds of a home, one per Linux RID folder, each the whole tree `pd` with that folder's
+ * entry (`want`: a bare name, or NULL). The first build owns the tree, the others share it
+ * (dir_shared). On failure `pd` is freed, or owned by the set. */
+static int home_per_rid(struct profdir *pd, const char *want, const char *shown, struct profset *ps,
+                        struct cla_error *e)
+{
+    ps->bundle = true;
+    for (size_t i = 0; i < ARRAY_SIZE(variants); i++) {
+        if (!profhome_has_folder(pd, variants[i]))
+            continue;
+        struct cla_error me = {0};
+        int r = profhome_choose_entry(pd, variants[i], want, shown, &me);
+        /* A bare --entry absent from this folder: this RID has no build. */
+        if (r == -ENOENT)
+            continue;
+        if (r < 0) {
+            if (ps->n == 0)
+                profdir_free(pd);
+            *e = me;
+            return r;
+        }
+        struct profset_build *b = add_build(ps, e);
+        if (!b) {
+            /* Until a build holds the tree, it is ours to free. */
+            if (ps->n == 0)
+                profdir_free(pd);
+            return -ENOMEM;
+        }
+        snprintf(b->variant, sizeof(b->variant), "%s", variants[i]);
+        if (ps->n == 1) {
+            if ((r = take_dir(pd, b, e)) < 0)
+                return r;
+            continue;
+        }
+        if (!(b->dir = malloc(sizeof(*b->dir))))
+            return err_set(e, -ENOMEM, "out of memory");
+        *b->dir = *ps->builds[0].dir;
+        b->dir->entry = pd->entry;
+        b->dir_shared = true;
+        b->elf = *b->dir->files[b->dir->entry].elf;
+    }
+    if (ps->n > 0)
+        return 0;
+    profdir_free(pd);
+    if (!want)
+        return err_set(e, -EINVAL, "the home %s has no file in its Linux RID folders", shown);
+    err_set(e, -EINVAL, "--entry '%s' is in none of the RID folders of the home %s", want, shown);
+    return err_hint(e, "name it by its path relative to %s (e.g. linux-x64/%s)", shown, want);
+}
+
+/* A home (profhome.h): the whole tree below `root`, delivered as it is. Its entry is --entry when
+ * that is a path in the tree (one build for every RID), else per RID folder (home_per_rid). */
+static int load_home(int root, const char *path, const char *entry, struct profset *ps,
+                     struct cla_error *e)
+{
+    char want[PROFDIR_PATH_MAX + 1];
+    int r;
+    if (entry && (r = profdir_entry_path(entry, path, want, e)) < 0)
+        return r;
+    struct profdir pd;
+    if ((r = profdir_read_tree(root, path, &pd, e)) < 0)
+        return r;
+    bool bare = entry && !strchr(want, '/');
+    for (size_t i = 0; bare && i < pd.n; i++)
+        bare = strcmp(pd.files[i].path, want) != 0;
+    if (!entry || bare)
+        return home_per_rid(&pd, entry ? want : NULL, path, ps, e);
+    /* A path inside the home: the operator's choice for any RID, checked against the target's
+     * machine and libc as a single build is (profset_choose). */
+    if ((r = profdir_choose_entry(&pd, want, path, e)) < 0) {
+        profdir_free(&pd);
+        return r;
+    }
+    struct profset_build *b = add_build(ps, e);
+    if (!b) {
+        profdir_free(&pd);
+        return -ENOMEM;
+    }
+    const char *slash = strchr(want, '/');
+    if (slash && (size_t)(slash - want) < sizeof(b->variant))
+        snprintf(b->variant, sizeof(b->variant), "%.*s", (int)(slash - want), want);
+    if (!profhome_rid_folder(b->variant))
+        b->variant[0] = '\0';
+    return take_dir(&pd, b, e);
 }
 
 static int load_dir(const char *path, const char *entry, struct profset *ps, struct cla_error *e)
@@ -183,6 +292,8 @@ static int load_dir(const char *path, const char *entry, struct profset *ps, str
         return err_setsys(e, root, "profiler directory '%s'", path);
     const char *prefix = "", *suffix = "";
     ps->layout = detect_layout(root, &prefix, &suffix);
+    if (strcmp(ps->layout, "home") == 0)
+        return load_home(root, path, entry, ps, e);
     if (strcmp(ps->layout, "directory") == 0) {
         struct profset_build *b = add_build(ps, e);
         return b ? read_dir_build(root, entry, path, b, e) : -ENOMEM;
@@ -342,10 +453,10 @@ void profset_free(struct profset *ps)
 {
     for (size_t i = 0; i < ps->n; i++) {
         free(ps->builds[i].data);
-        if (ps->builds[i].dir) {
+        /* A home's other builds share the first one's tree: only their own struct is theirs. */
+        if (ps->builds[i].dir && !ps->builds[i].dir_shared)
             profdir_free(ps->builds[i].dir);
-            free(ps->builds[i].dir);
-        }
+        free(ps->builds[i].dir);
     }
     /* `layout` is a static string and stays; reset so that a second free is harmless. */
     free(ps->builds);
@@ -404,6 +515,7 @@ int profset_choose(const struct profset *ps, const struct rid *rid,
                 have);
         return err_hint(e, "pass --rid (for example --rid linux-musl-x64)");
     }
-    err_set(e, -ENOENT, "the bundle has no build for %s (it has: %s)", rid->portable, have);
-    return err_hint(e, "add a %s/ subdirectory with that build of the profiler", rid->portable);
+    err_set(e, -ENOENT, "the %s has no build for %s (it has: %s)", ps->layout, rid->portable, have);
+    return err_hint(e, "add a %s/ %s with that build of the profiler", rid->portable,
+                    strcmp(ps->layout, "home") == 0 ? "folder to the home" : "subdirectory");
 }

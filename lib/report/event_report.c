@@ -166,7 +166,45 @@ int event_report_for_watch(struct event_reporter *rep, struct cla_error *ret_war
     }
     if (rep->enabled && !rep->dry_run && !(rep->series = k8s_series_cache_new()))
         return err_set(e, -ENOMEM, "out of memory");
+    if (!(rep->limit = event_limit_new()))
+        return err_set(e, -ENOMEM, "out of memory");
     return 0;
+}
+
+bool event_report_admit(struct event_reporter *rep, const struct attach_result *res,
+                        const char *profiler)
+{
+    if (!rep->limit)
+        return true;
+    char key[K8S_SERIES_KEY_MAX];
+    snprintf(key, sizeof(key), "%s|%08x|%s", attach_outcome_name(res->outcome),
+             res->have_hresult ? res->hresult : 0u, profiler ? profiler : "-");
+    return event_limit_take(rep->limit, key, util_now_ms());
+}
+
+uint64_t event_report_suppressed(const struct event_reporter *rep)
+{
+    return rep->limit ? event_limit_suppressed_total(rep->limit) : 0;
+}
+
+/* The first Event after suppressed ones says how many there were. */
+static void note_suppressed(struct event_reporter *rep, struct result_text_event *ev)
+{
+    uint64_t n = rep->limit ? event_limit_take_note(rep->limit) : 0;
+    if (!n)
+        return;
+    size_t len = strlen(ev->note);
+    char add[160];
+    int m = snprintf(add, sizeof(add),
+                     "%s%llu earlier result(s) were not reported: rate limit (docs/events.md)",
+                     len ? " " : "", (unsigned long long)n);
+    /* Room is made at the end of a long note, on a UTF-8 boundary: the count must not be lost. */
+    if (len + (size_t)m >= sizeof(ev->note)) {
+        len = sizeof(ev->note) - 1 - (size_t)m;
+        while (len > 0 && ((unsigned char)ev->note[len] & 0xC0) == 0x80)
+            len--;
+    }
+    memcpy(ev->note + len, add, (size_t)m + 1);
 }
 
 /* One series per outcome, profiler and HRESULT: a crash-looping app attached at every start,
@@ -190,6 +228,7 @@ int event_report_send(struct event_reporter *rep, const struct attach_result *re
     clock_gettime(CLOCK_REALTIME, &now);
     struct result_text_event ev;
     result_text_event(res, profiler, clsid, &now, &ev);
+    note_suppressed(rep, &ev);
     ret->sent = true;
     ret->reason = ev.spec.reason;
     if (rep->dry_run) {
@@ -231,6 +270,8 @@ void event_report_close(struct event_reporter *rep)
         k8s_target_sa_close(&rep->sa);
     k8s_series_cache_free(rep->series);
     rep->series = NULL;
+    event_limit_free(rep->limit);
+    rep->limit = NULL;
     /* util_closep leaves the value set: reset it so that a second close is a no-op. */
     util_closep(&rep->termination_fd);
     rep->termination_fd = -1;

@@ -14,6 +14,7 @@
 #include "flow/attach.h"
 #include "base/err.h"
 #include "runtime/ipc.h"
+#include "report/event_limit.h"
 #include "report/k8s_client.h"
 #include "report/k8s_series.h"
 #include "report/k8s_config.h"
@@ -40,6 +41,8 @@ struct event_reporter {
     size_t termination_len; /* longest message written so far */
     /* watch: repeats of one outcome update an Event series instead of adding Events */
     struct k8s_series_cache *series;
+    /* watch and listen: how many results the runtimes may cause (event_limit.h) */
+    struct event_limit *limit;
 };
 
 /* The defaults before options: Events auto, no termination log open. */
@@ -82,6 +85,16 @@ struct event_report_sent {
 int event_report_send(struct event_reporter *rep, const struct attach_result *res,
                       const char *profiler, const struct ipc_guid *clsid,
                       struct event_report_sent *ret, struct cla_error *e);
+
+/* watch and listen: may this result be reported, its lines and its Event? The runtimes a
+ * long-running watcher serves are hostile input, and one that makes up instance after instance
+ * must not cost an API write and a line each (event_limit.h). true for every result outside
+ * watch; false counts it as suppressed, and the next Event sent says how many were. */
+bool event_report_admit(struct event_reporter *rep, const struct attach_result *res,
+                        const char *profiler);
+
+/* Results not reported because of the rate limit, in all (0 outside watch). */
+uint64_t event_report_suppressed(const struct event_reporter *rep);
 
 /* Replaces the termination log's content with the result's message (the JSON `json` when it
  * fits, else a summary with `exit_code`). 0 when there is no log; -errno. */

@@ -152,6 +152,14 @@ static void sent_fields(json_t *o, const struct attach_result *r, const char *pr
     }
 }
 
+bool result_delivered_home(const struct attach_result *r)
+{
+    size_t d = strlen(r->delivered_dir), v = strlen(r->variant);
+    return d && v && strncmp(r->delivered_path, r->delivered_dir, d) == 0 &&
+           r->delivered_path[d] == '/' && strncmp(r->delivered_path + d + 1, r->variant, v) == 0 &&
+           r->delivered_path[d + 1 + v] == '/';
+}
+
 /* Where it was delivered, and what the target's side showed of it after. */
 static void delivery_fields(json_t *o, const struct attach_result *r)
 {
@@ -161,6 +169,8 @@ static void delivery_fields(json_t *o, const struct attach_result *r)
             set_str(o, "env_loader", r->loader_path);
         if (r->delivered_dir[0])
             set_str(o, "delivered_dir", r->delivered_dir);
+        if (result_delivered_home(r))
+            set_str(o, "layout", "home");
         set_str(o, "sha256", r->sha256);
         json_object_set_new(o, "reused", json_boolean(r->reused));
         if (r->removed)

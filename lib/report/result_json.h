@@ -14,6 +14,11 @@
 char *result_attach_json(const struct attach_result *r, const char *profiler,
                          const struct ipc_guid *clsid, int exit_code);
 
+/* Was what `r` delivered a home (lib/profset/profhome.h: RID folders beside other files,
+ * delivered whole)? It is the one layout whose entry lies in a folder named by the variant below
+ * the delivered directory: a bundle's build is delivered as its RID folder's contents. */
+bool result_delivered_home(const struct attach_result *r);
+
 /* Returns a malloc'd one-line JSON object for a `ps` entry, or NULL when out of memory. */
 char *result_ps_json(const struct ps_entry *p);
 

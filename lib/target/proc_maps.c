@@ -86,7 +86,9 @@ int proc_maps_scan_feed(struct proc_maps_scan *s, size_t n, const char *name)
     return 0;
 }
 
-size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max)
+/* proc_maps_libraries() and proc_maps_loaded(): `deleted_too` keeps unlinked files' lines. */
+static size_t scan_libraries(const char *buf, size_t len, char *out, size_t size, size_t max,
+                             bool deleted_too)
 {
     size_t n = 0, used = 0;
     const char *p = buf, *end = buf + len;
@@ -103,10 +105,11 @@ size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, 
             if (*q == '/')
                 base = q + 1;
         /* The kernel appends " (deleted)" to an unlinked file's path: no such file exists
-         * under that name, so nothing could be found beside it. */
-        if (plen > 10 && memcmp(le - 10, " (deleted)", 10) == 0)
+         * under that name, so nothing could be found beside it; but the loader still holds it. */
+        bool deleted = plen > 10 && memcmp(le - 10, " (deleted)", 10) == 0;
+        if (deleted && !deleted_too)
             continue;
-        if (!memmem(base, (size_t)(le - base), ".so", 3))
+        if (!memmem(base, (size_t)(le - base) - (deleted ? 10 : 0), ".so", 3))
             continue;
         bool seen = false;
         for (const char *q = out; q < out + used; q += strlen(q) + 1)
@@ -125,6 +128,16 @@ size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, 
         n++;
     }
     return n;
+}
+
+size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max)
+{
+    return scan_libraries(buf, len, out, size, max, false);
+}
+
+size_t proc_maps_loaded(const char *buf, size_t len, char *out, size_t size, size_t max)
+{
+    return scan_libraries(buf, len, out, size, max, true);
 }
 
 /* Copies hex digits [p, end) to out without leading zeros ("0" stays); false for a non-hex or

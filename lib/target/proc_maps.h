@@ -38,12 +38,16 @@ int proc_maps_scan_feed(struct proc_maps_scan *s, size_t n, const char *name);
  * text: for lookups in its root, never for printing raw. */
 size_t proc_maps_libraries(const char *buf, size_t len, char *out, size_t size, size_t max);
 
+/* As proc_maps_libraries(), unlinked files included, their path column kept whole (ending in
+ * " (deleted)"): the objects the process's loader holds, whatever became of their names. */
+size_t proc_maps_loaded(const char *buf, size_t len, char *out, size_t size, size_t max);
+
 /* The name under /proc/<pid>/map_files/ of the first mapping of the file at `path` (a path as
- * proc_maps_libraries() gives it): "start-end" in lower-case hex without leading zeros, as the
- * kernel names those entries (it refuses a name with leading zeros, which the maps lines carry),
- * into `out` (NUL-terminated). Returns 1 when found, 0 when `path` is not mapped, its address
- * column is malformed or the name does not fit `size`. Opening that entry reaches the very file
- * mapped, whatever the target's mounts now show under its path. */
+ * proc_maps_libraries() or proc_maps_loaded() gives it): "start-end" in lower-case hex without
+ * leading zeros, as the kernel names those entries (it refuses a name with leading zeros, which the
+ * maps lines carry), into `out` (NUL-terminated). Returns 1 when found, 0 when `path` is not
+ * mapped, its address column is malformed or the name does not fit `size`. Opening that entry
+ * reaches the very file mapped, whatever the target's mounts now show under its path. */
 int proc_maps_map_files_name(const char *buf, size_t len, const char *path, char *out, size_t size);
 
 /* The path of the mapped CoreCLR runtime library (last component exactly "libcoreclr.so"), the

@@ -49,6 +49,9 @@ the 34-byte advertisement (ADVR_V1, cookie, pid, reserved) first on every connec
   connect-bad PATH       sends 34 bytes that are not an advertisement (a zero cookie with
                          --zero-cookie), reconnecting when closed
   connect-slow PATH      sends the advertisement one byte every 200 ms
+  connect-churn PATH     a made-up instance per connection (a fresh cookie), its first command
+                         refused with E_FAIL, gone; again and again for --seconds S (default
+                         10); prints "churned <instances>"
   connect-flood PATH     opens --count N (default 1000) connections that send nothing, holds
                          them, and prints "flood <connected>"
 Connect-mode options: --cookie HEX (16 bytes; random by default), --nosuspend,
@@ -381,6 +384,29 @@ def connect_main(mode, path, args):
             log.write("closed\n")
             log.flush()
             time.sleep(0.05)
+    elif mode == "connect-churn":
+        # A made-up instance per connection: a fresh cookie, the first command refused with
+        # E_FAIL, gone; again and again (--seconds S, default 10), as fast as it is served.
+        end = time.monotonic() + float(opt("--seconds") or 10)
+        made = 0
+        while time.monotonic() < end:
+            try:
+                conn = connect_to(path)
+            except OSError:
+                time.sleep(0.005)
+                continue
+            try:
+                conn.sendall(advertisement(os.urandom(16), nspid))
+                conn.settimeout(2)
+                if read_request(conn) is not None:
+                    conn.sendall(frame(SET_SERVER, 0xFF, struct.pack("<I", 0x80004005)))
+                    made += 1
+            except OSError:
+                pass
+            conn.close()
+        print("churned %d" % made, flush=True)
+        while True:
+            time.sleep(3600)
     elif mode == "connect-flood":
         import resource
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -305,12 +305,48 @@ static void test_loaded_hidden_read_through_map_files(void **state)
     maps = z;
     maps[len] = '\0';
     assert_non_null(strstr(maps, cxx_real));
-    /* By path in the root: nothing there to read. */
-    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1, maps, &e), -ENOENT);
+    /* By path in the root: nothing there to read, and its versioned name stands for it. */
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1, maps, &e), 0);
     if (check_cxx(RID_LIBC_GLIBC, self, maps, &e) != 0)
         fail_msg("refused: %s", e.msg);
     free(maps);
     dlclose(h);
+}
+
+/* A mapped file that cannot be read (unlinked, or its path hidden after start under the
+ * sandbox) still counts: by its name when unlinked, by its versioned real name on glibc. */
+static void test_loaded_unreadable(void **state)
+{
+    (void)state;
+    struct cla_error e = {0};
+    if (!cxx_real[0])
+        skip();
+    static const char libc[] = "1-2 r-xp 0 08:01 9 /usr/lib/x86_64-linux-gnu/libc.so.6\n";
+    char maps[512];
+    /* Gone from the root: libstdc++.so.6.0.30 is what the loader opened for libstdc++.so.6. */
+    sh("rm -f %s/root%s", base, cxx_real);
+    snprintf(maps, sizeof(maps), "%s3-4 r--p 0 08:01 7 /opt/priv/libstdc++.so.6.0.30\n", libc);
+    if (check_cxx(RID_LIBC_GLIBC, -1, maps, &e) != 0)
+        fail_msg("refused: %s", e.msg);
+    /* Unlinked (" (deleted)"): the same, and musl too knows it by the name it was loaded under. */
+    snprintf(maps, sizeof(maps), "%s3-4 r--p 0 08:01 7 /opt/priv/libstdc++.so.6.0.30 (deleted)\n",
+             libc);
+    assert_int_equal(check_cxx(RID_LIBC_GLIBC, -1, maps, &e), 0);
+    assert_int_equal(check_cxx(RID_LIBC_MUSL, -1, maps, &e), -ENOENT);
+    snprintf(maps, sizeof(maps), "%s3-4 r--p 0 08:01 7 /opt/priv/libstdc++.so.6 (deleted)\n", libc);
+    assert_int_equal(check_cxx(RID_LIBC_MUSL, -1, maps, &e), 0);
+    /* Not a version after the name: not it. */
+    static const char *const not_it[] = {"libstdc++.so.6x",   "libstdc++.so.6.",
+                                         "libstdc++.so.6..1", "libstdc++.so.6.0a",
+                                         "libstdc++.so.60",   "libstdc++.so"};
+    for (size_t i = 0; i < sizeof(not_it) / sizeof(not_it[0]); i++) {
+        snprintf(maps, sizeof(maps), "%s3-4 r--p 0 08:01 7 /opt/priv/%s\n", libc, not_it[i]);
+        if (check_cxx(RID_LIBC_GLIBC, -1, maps, &e) != -ENOENT)
+            fail_msg("%s taken for libstdc++.so.6", not_it[i]);
+    }
+    /* musl never reads a SONAME, and does not guess one from a name either. */
+    snprintf(maps, sizeof(maps), "%s3-4 r--p 0 08:01 7 /opt/priv/libstdc++.so.6.0.30\n", libc);
+    assert_int_equal(check_cxx(RID_LIBC_MUSL, -1, maps, &e), -ENOENT);
 }
 
 int main(void)
@@ -320,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_long_ld_library_path),
         cmocka_unit_test(test_loaded_by_soname),
         cmocka_unit_test(test_loaded_hidden_read_through_map_files),
+        cmocka_unit_test(test_loaded_unreadable),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

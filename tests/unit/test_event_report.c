@@ -200,6 +200,42 @@ static void test_watch_keeps_a_series_cache(void **state)
     dry.enabled = dry.dry_run = true;
     assert_int_equal(event_report_for_watch(&dry, NULL, NULL), 0);
     assert_null(dry.series);
+    event_report_close(&dry);
+}
+
+/* watch: a flood of results is bounded (event_limit.h), and the next Event let through says how
+ * many were not reported. One-shot commands are never limited. */
+static void test_watch_rate_limit(void **state)
+{
+    (void)state;
+    struct event_reporter rep = EVENT_REPORTER_INIT;
+    rep.dry_run = true;
+    rep.pod_name = "orders-api-1";
+    struct cla_error e = {0};
+    assert_int_equal(event_report_prepare(&rep, NULL, &e), 0);
+    struct attach_result r = attached();
+    struct ipc_guid g = clsid();
+    assert_true(event_report_admit(&rep, &r, "p.so")); /* not watch: no limit */
+    assert_int_equal(event_report_suppressed(&rep), 0);
+    assert_int_equal(event_report_for_watch(&rep, NULL, &e), 0);
+    unsigned passed = 0;
+    for (unsigned i = 0; i < 200; i++) {
+        r.have_hresult = true;
+        r.hresult = 0x80000000u + i; /* a peer's made-up answers: a series each */
+        passed += event_report_admit(&rep, &r, "p.so");
+    }
+    assert_int_equal(passed, EVENT_LIMIT_SOURCE_BURST);
+    assert_int_equal(event_report_suppressed(&rep), 200 - EVENT_LIMIT_SOURCE_BURST);
+    struct event_report_sent sent;
+    assert_int_equal(event_report_send(&rep, &r, "p.so", &g, &sent, &e), 0);
+    assert_non_null(sent.body);
+    assert_non_null(strstr(sent.body, "175 earlier result(s) were not reported: rate limit"));
+    free(sent.body);
+    /* Said once. */
+    assert_int_equal(event_report_send(&rep, &r, "p.so", &g, &sent, &e), 0);
+    assert_null(strstr(sent.body, "not reported"));
+    free(sent.body);
+    event_report_close(&rep);
 }
 
 int main(void)
@@ -213,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_no_termination_log_is_no_error),
         cmocka_unit_test(test_watch_needs_a_token_of_its_own),
         cmocka_unit_test(test_watch_keeps_a_series_cache),
+        cmocka_unit_test(test_watch_rate_limit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -36,6 +36,11 @@ static void test_maps(void **state)
     assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, sizeof(libs), 8), 2);
     assert_string_equal(libs, "/usr/share/dotnet/shared/x/libcoreclr.so");
     assert_string_equal(libs + strlen(libs) + 1, "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30");
+    /* What the loader holds: the unlinked one too, its path column whole. */
+    assert_int_equal(proc_maps_loaded(many, sizeof(many) - 1, libs, sizeof(libs), 8), 3);
+    const char *third = libs + strlen(libs) + 1;
+    third += strlen(third) + 1;
+    assert_string_equal(third, "/tmp/old.so (deleted)");
     assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, sizeof(libs), 1), 1);
     assert_int_equal(proc_maps_libraries(many, sizeof(many) - 1, libs, 20, 8), 0);
 }

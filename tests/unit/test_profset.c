@@ -2,7 +2,8 @@
 /*
  * The layouts --profiler accepts (lib/profset/profset.c): a single .so, a profiler directory, a
  * bundle of single files or of directories per RID, a NuGet package root or its runtimes/ folder,
- * and a .so or tar stream on stdin; the entry chosen in each, and the choice by the target's RID.
+ * a home (RID folders beside other files, read whole), and a .so or tar stream on stdin; the entry
+ * chosen in each (--entry's forms), and the choice by the target's RID.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -272,6 +273,103 @@ static void test_choose_refusals(void **state)
     profset_free(&ps);
 }
 
+/* A home (OpenTelemetry's release layout): RID folders beside net/ and LICENSE, read whole; the
+ * entry is the library in the target's RID folder, or --entry as a path inside the home. */
+static void test_home(void **state)
+{
+    (void)state;
+    struct profset ps;
+    struct cla_error e = {0};
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    sh("cd %s && mkdir -p home/linux-x64 home/linux-musl-x64 home/net && cp %s/" FIX
+       "entry-gnu.so home/linux-x64/Native.so && cp %s/" FIX
+       "entry-sysv.so home/linux-musl-x64/Native.so && echo m > home/net/Managed.dll && "
+       "echo l > home/LICENSE && mkdir -p ridonly/linux-x64 ridonly/win-x64 && cp %s/" FIX
+       "glibc-x64.so ridonly/linux-x64/p.so && cp %s/" FIX "glibc-x64.so ridonly/win-x64/p.so",
+       base, cwd, cwd, cwd, cwd);
+    static const char *const entries[] = {NULL, "Native.so", "./Native.so"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(load("home", entries[i], &ps, &e), 0);
+        assert_string_equal(ps.layout, "home");
+        assert_true(ps.bundle);
+        assert_int_equal(ps.n, 2);
+        const struct profset_build *b = choose(&ps, "linux-x64");
+        assert_non_null(b);
+        assert_string_equal(b->variant, "linux-x64");
+        /* The whole tree: 3 folders and 4 files, names kept. */
+        assert_int_equal(b->dir->n, 7);
+        assert_string_equal(b->dir->files[b->dir->entry].path, "linux-x64/Native.so");
+        b = choose(&ps, "alpine.3.19-x64");
+        assert_non_null(b);
+        assert_string_equal(b->dir->files[b->dir->entry].path, "linux-musl-x64/Native.so");
+        assert_ptr_equal(b->dir->files, ps.builds[0].dir->files);
+        assert_null(choose(&ps, "linux-arm64"));
+        profset_free(&ps);
+    }
+    const struct profset_build *b = NULL;
+    struct rid r;
+    assert_int_equal(load("home", NULL, &ps, &e), 0);
+    assert_int_equal(rid_parse("linux-arm64", &r), 0);
+    assert_int_equal(profset_choose(&ps, &r, &b, &e), -ENOENT);
+    assert_non_null(strstr(e.msg, "the home has no build for linux-arm64"));
+    assert_non_null(strstr(e.hint, "linux-arm64/ folder"));
+    profset_free(&ps);
+    /* A path inside the home: one build, whatever the RID, checked as a single file is. */
+    static const char *const paths[] = {"linux-x64/Native.so", "./linux-x64/Native.so",
+                                        ".//linux-x64/./Native.so"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(load("home", paths[i], &ps, &e), 0);
+        assert_string_equal(ps.layout, "home");
+        assert_false(ps.bundle);
+        assert_int_equal(ps.n, 1);
+        assert_string_equal(ps.builds[0].variant, "linux-x64");
+        assert_int_equal(ps.builds[0].dir->n, 7);
+        assert_string_equal(ps.builds[0].dir->files[ps.builds[0].dir->entry].path,
+                            "linux-x64/Native.so");
+        assert_non_null(choose(&ps, "linux-x64"));
+        assert_null(choose(&ps, "linux-musl-x64")); /* a glibc build */
+        profset_free(&ps);
+    }
+    /* Never outside the home, and never a file that is not a profiler. */
+    static const char *const bad[] = {"../home/linux-x64/Native.so",
+                                      "/linux-x64/Native.so",
+                                      "linux-x64/../linux-x64/Native.so",
+                                      "linux-x64/nope.so",
+                                      "net/Managed.dll",
+                                      "nope.so",
+                                      "."};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (load("home", bad[i], &ps, &e) != -EINVAL)
+            fail_msg("--entry %s taken", bad[i]);
+        assert_non_null(strstr(e.msg, "--entry"));
+    }
+    assert_int_equal(load("home", "../x.so", &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "'..'"));
+    assert_non_null(strstr(e.hint, "./"));
+    /* A RID folder with no profiler library in a home: refused, naming the folder. */
+    sh("cd %s && echo x > home/linux-arm64-readme && mkdir -p home/linux-arm64 && echo t > "
+       "home/linux-arm64/notes.txt",
+       base);
+    assert_int_equal(load("home", NULL, &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "linux-arm64/ folder"));
+    /* Its RID folders empty: nothing to load. */
+    sh("cd %s && mkdir -p emptyhome/linux-x64 && echo l > emptyhome/LICENSE", base);
+    assert_int_equal(load("emptyhome", NULL, &ps, &e), -EINVAL);
+    assert_non_null(strstr(e.msg, "no file in its Linux RID folders"));
+    /* Nothing but RID folders (another OS's among them): a bundle, as before. */
+    assert_int_equal(load("ridonly", NULL, &ps, &e), 0);
+    assert_string_equal(ps.layout, "bundle");
+    assert_int_equal(ps.n, 1);
+    assert_null(ps.builds[0].dir);
+    profset_free(&ps);
+    /* "./" leads --entry in a plain profiler directory too. */
+    assert_int_equal(load("pkg/runtimes/linux-x64/native", "./libEngine.so", &ps, &e), 0);
+    assert_string_equal(ps.layout, "directory");
+    profset_free(&ps);
+    sh("rm -rf %s/home %s/ridonly %s/emptyhome", base, base, base);
+}
+
 /* What is not a profiler at all: refused with the documented codes, nothing left to free. */
 static void test_load_refusals(void **state)
 {
@@ -301,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_stdin),
         cmocka_unit_test(test_stdin_never_closed),
         cmocka_unit_test(test_choose_refusals),
+        cmocka_unit_test(test_home),
         cmocka_unit_test(test_load_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -334,6 +334,39 @@ static void test_error_document(void **state)
     }
 }
 
+/* A home's delivery says so ("layout":"home"): its entry lies in the variant's folder below the
+ * delivered directory; a bundle's directory build or a plain directory does not. */
+static void test_home_layout(void **state)
+{
+    (void)state;
+    /* Zeroed: ATTACH_OK of a profiler; a result is too large for the stack of a test. */
+    struct attach_result *r = calloc(1, sizeof(*r));
+    assert_non_null(r);
+    snprintf(r->delivered_dir, sizeof(r->delivered_dir), "/tmp/Native-77bb");
+    snprintf(r->delivered_path, sizeof(r->delivered_path), "/tmp/Native-77bb/linux-x64/Native.so");
+    snprintf(r->variant, sizeof(r->variant), "linux-x64");
+    assert_true(result_delivered_home(r));
+    json_t *o = parse(result_attach_json(r, "/p", &clsid, 0));
+    assert_string_equal(str(o, "layout"), "home");
+    json_decref(o);
+    /* A bundle's directory build: the entry at the top of the delivered directory. */
+    snprintf(r->delivered_path, sizeof(r->delivered_path), "/tmp/Native-77bb/Native.so");
+    assert_false(result_delivered_home(r));
+    snprintf(r->delivered_path, sizeof(r->delivered_path), "/tmp/Native-77bb/linux-x64x/Native.so");
+    assert_false(result_delivered_home(r));
+    o = parse(result_attach_json(r, "/p", &clsid, 0));
+    assert_null(json_object_get(o, "layout"));
+    json_decref(o);
+    /* No variant (a plain directory), or no directory (a file). */
+    snprintf(r->delivered_path, sizeof(r->delivered_path), "/tmp/Native-77bb/linux-x64/Native.so");
+    r->variant[0] = '\0';
+    assert_false(result_delivered_home(r));
+    snprintf(r->variant, sizeof(r->variant), "linux-x64");
+    r->delivered_dir[0] = '\0';
+    assert_false(result_delivered_home(r));
+    free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_ps),
         cmocka_unit_test(test_error_document),
         cmocka_unit_test(test_startup_loaded),
+        cmocka_unit_test(test_home_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

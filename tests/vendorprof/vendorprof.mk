@@ -13,9 +13,33 @@ VENDORPROF_FLAGS := $(PROF_CFLAGS) -fPIC -shared -fvisibility=hidden -Wl,-z,defs
 VENDORINERT_DIR := $(BUILD)/vendorinert
 VENDORINERT_LIB := $(VENDORINERT_DIR)/OpenTelemetry.AutoInstrumentation.Native.so
 
-.PHONY: vendorprof
+# The same startup-only library as a home in OpenTelemetry's release layout: the native profiler
+# in its RID folder (with the files it finds beside itself) next to net/ (the managed half) and
+# LICENSE, delivered whole (docs/bundles.md, "Vendor homes"). There is no musl build of the test
+# profiler, so linux-x64/ is the only RID folder.
+VENDORHOME_DIR := $(BUILD)/vendorhome
+VENDORHOME_RID := $(VENDORHOME_DIR)/linux-x64
+VENDORHOME_FILES := $(VENDORHOME_RID)/$(notdir $(VENDORINERT_LIB)) $(VENDORHOME_RID)/vendor.conf \
+                    $(VENDORHOME_RID)/lib/libvendorhelper.so \
+                    $(VENDORHOME_DIR)/net/OpenTelemetry.AutoInstrumentation.dll \
+                    $(VENDORHOME_DIR)/LICENSE
+
+.PHONY: vendorprof vendorhome
 vendorprof: $(VENDORPROF_DIR)/libvendorprof.so $(VENDORPROF_DIR)/vendor.conf $(VENDORINERT_LIB) \
-            $(VENDORINERT_DIR)/vendor.conf $(VENDORINERT_DIR)/lib/libvendorhelper.so
+            $(VENDORINERT_DIR)/vendor.conf $(VENDORINERT_DIR)/lib/libvendorhelper.so vendorhome
+vendorhome: $(VENDORHOME_FILES)
+
+$(VENDORHOME_RID)/%: $(VENDORINERT_DIR)/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+$(VENDORHOME_DIR)/net/OpenTelemetry.AutoInstrumentation.dll:
+	@mkdir -p $(dir $@)
+	echo 'the managed half (a stand-in)' >$@
+
+$(VENDORHOME_DIR)/LICENSE:
+	@mkdir -p $(dir $@)
+	echo 'Apache-2.0 (a stand-in for the vendor licence)' >$@
 
 $(VENDORPROF_DIR)/lib/libvendorhelper.so: tests/vendorprof/vendorhelper.c \
                                           tests/vendorprof/vendorhelper.h
