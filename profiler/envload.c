@@ -90,14 +90,6 @@ static char *read_conf(const char *path, size_t *ret_len, const char **ret_why)
 static HRESULT apply(char *buf, const struct envload_conf *c, const char *dir, const char *conf)
 {
     char msg[PATH_BYTES + 64];
-    for (size_t i = 0; i < c->nvars; i++) {
-        buf[c->name[i].off + c->name[i].len] = '\0';
-        buf[c->value[i].off + c->value[i].len] = '\0';
-        if (setenv(buf + c->name[i].off, buf + c->value[i].off, 1) < 0) {
-            snprintf(msg, sizeof(msg), "%s: setenv %s", conf, buf + c->name[i].off);
-            return say(E_FAIL, msg, strerror(errno));
-        }
-    }
     char path[PATH_BYTES];
     const char *rel = buf + c->profiler.off;
     buf[c->profiler.off + c->profiler.len] = '\0';
@@ -105,6 +97,21 @@ static HRESULT apply(char *buf, const struct envload_conf *c, const char *dir, c
                           : snprintf(path, sizeof(path), "%s/%s", dir, rel);
     if (n < 0 || (size_t)n >= sizeof(path))
         return say(E_FAIL, conf, "the profiler's path is too long once joined to the directory");
+    for (size_t i = 0; i < c->nvars; i++) {
+        buf[c->name[i].off + c->name[i].len] = '\0';
+        const char *v = buf + c->value[i].off;
+        size_t need = envload_expand(v, c->value[i].len, dir, path, NULL, 0) + 1;
+        char *value = malloc(need);
+        if (!value)
+            return say(E_FAIL, conf, strerror(ENOMEM));
+        envload_expand(v, c->value[i].len, dir, path, value, need);
+        int r = setenv(buf + c->name[i].off, value, 1);
+        free(value);
+        if (r < 0) {
+            snprintf(msg, sizeof(msg), "%s: setenv %s", conf, buf + c->name[i].off);
+            return say(E_FAIL, msg, strerror(errno));
+        }
+    }
 
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {

@@ -107,3 +107,35 @@ int envload_conf_parse(const char *buf, size_t len, struct envload_conf *ret,
     *ret = c;
     return 0;
 }
+
+/* Appends `n` bytes of `s` at `*at` when they fit below cap - 1 (the NUL's room). */
+static void put(char *out, size_t cap, size_t *at, const char *s, size_t n)
+{
+    if (out && *at + n < cap)
+        memcpy(out + *at, s, n);
+    *at += n;
+}
+
+size_t envload_expand(const char *v, size_t len, const char *dir, const char *entry, char *out,
+                      size_t cap)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < len;) {
+        if (v[i] == '{' && i + 1 < len && v[i + 1] == '{') {
+            put(out, cap, &at, "{", 1);
+            i += 2;
+        } else if (v[i] == '{' && len - i >= 5 && memcmp(v + i, "{dir}", 5) == 0) {
+            put(out, cap, &at, dir, strlen(dir));
+            i += 5;
+        } else if (v[i] == '{' && len - i >= 7 && memcmp(v + i, "{entry}", 7) == 0) {
+            put(out, cap, &at, entry, strlen(entry));
+            i += 7;
+        } else {
+            put(out, cap, &at, v + i, 1);
+            i++;
+        }
+    }
+    if (out && cap)
+        out[at < cap ? at : cap - 1] = '\0';
+    return at;
+}

@@ -23,6 +23,13 @@
  * byte, each NAME once, at most ENVLOAD_VARS_MAX lines. The caps are clrattach's own for --env
  * (lib/base/bounds.h: ENV_VARS_MAX, ENV_VAR_BYTES_MAX), so whatever it sends fits. No comments,
  * no empty lines, no NUL; the file is at most ENVLOAD_CONF_MAX bytes.
+ *
+ * A VALUE is set with its placeholders expanded as clrattach expands --env (lib/deliver/
+ * placeholders.h), against where the loader was loaded from: "{dir}" is the loader's directory,
+ * "{entry}" the profiler's path (line 2 joined to that directory, or as given when absolute),
+ * "{{" a literal '{'; any other brace stays as it is. So clrattach writes the file before it
+ * knows where the directory lands, and the profiler's getenv() sees the very values the runtime
+ * was sent with SetEnvironmentVariable.
  */
 #define ENVLOAD_CONF_NAME     "clrenvload.conf"
 #define ENVLOAD_MAGIC         "clrenvload 1"
@@ -55,5 +62,11 @@ struct envload_error {
  * -EINVAL (malformed) and fills *ret_err; *ret is never written on failure. */
 int envload_conf_parse(const char *buf, size_t len, struct envload_conf *ret,
                        struct envload_error *ret_err);
+
+/* Expands the placeholders of the `len` bytes of `v` (above) into `out` (`cap` bytes, NULL to
+ * measure), `dir` and `entry` the loader's directory and the profiler's path. Returns the
+ * expanded length (without the NUL written after it when it fits: out[cap - 1] at most). */
+size_t envload_expand(const char *v, size_t len, const char *dir, const char *entry, char *out,
+                      size_t cap);
 
 #endif

@@ -413,7 +413,10 @@ fi
 # builder) is given it in the environment, else scripts/commit.sh finds it (git, or the COMMIT
 # file of a `git archive` copy).
 [ "${COMMIT:-unknown}" != unknown ] || COMMIT=$("$ROOT/scripts/commit.sh")
+# GLIBC_CC and MUSL_CC: the env loaders clrattach carries inside it (Makefile, envload_blob),
+# one per C library, for the CPU it is built for.
 make -C "$ROOT" -j"$JOBS" --no-print-directory BUILD="${OBJ#"$ROOT"/}" CC="$CC" SAN= \
+    GLIBC_CC="${CROSS}gcc" MUSL_CC="$MUSL_CC" \
     SECCOMP_ARCH="$ARCH" COMPONENTS="$COMPONENTS" COMMIT="$COMMIT" \
     CPPFLAGS="-Ilib -I$PREFIX/include $COMPAT_CPPFLAGS${ARCH_CFLAGS:+ $ARCH_CFLAGS}" \
     LDFLAGS="-static -L$PREFIX/lib -Wl,--gc-sections -Wl,-Map=$OUT/clrattach.map" \

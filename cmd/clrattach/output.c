@@ -108,6 +108,9 @@ static void print_startup_lines(FILE *f, const struct attach_result *r)
     if (r->env_count)
         say(f, "%senv:      %s (%u of %u set)", f == stderr ? "clrattach: " : "  ", line,
             (unsigned)r->env_sent, (unsigned)r->env_count);
+    if (r->vendor_env[0])
+        say(f, "%svendor:   %s: the vendor's own startup settings, added to --env",
+            f == stderr ? "clrattach: " : "  ", r->vendor_env);
     if (!r->resume_owed)
         return;
     if (r->resumed)
@@ -184,6 +187,11 @@ static void print_attach_text(const struct attach_result *r)
             say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
         say(stdout, "  profiler: %s (in the target's view%s)", r->delivered_path,
             r->reused ? ", reused" : "");
+        if (r->loader_path[0])
+            say(stdout,
+                "  loader:   %s (the env loader: the runtime loads it, it sets --env in "
+                "the C library's environment, then loads the profiler)",
+                r->loader_path);
         if (result_delivered_home(r))
             say(stdout, "  with:     the whole home (its %s/ folder's library the entry), in %s",
                 r->variant, r->delivered_dir);
@@ -207,8 +215,8 @@ static void print_attach_text(const struct attach_result *r)
             say(stdout, "  verified: %s", r->verify_note);
         print_startup_lines(stdout, r);
         if (r->expected_inert)
-            say(stdout, "  note:     --force: this profiler's InitializeForAttach is known to do "
-                        "nothing; expected to stay inert (load it at startup: docs/bundles.md)");
+            say(stdout, "  note:     --force: %s (load it at startup: docs/bundles.md)",
+                attach_inert_note);
         return;
     }
     print_error(attach_outcome_name(r->outcome), &r->error);

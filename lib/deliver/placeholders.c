@@ -32,7 +32,12 @@ static bool token_is(const uint8_t *in, size_t i, size_t tlen, const char *name)
  * expansion would substitute; unknown {word}s are not reported here (expansion refuses them). */
 int placeholders_present(const uint8_t *in, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    return placeholders_has(in, len, "dir") || placeholders_has(in, len, "entry");
+}
+
+int placeholders_has(const uint8_t *in, size_t len, const char *name)
+{
+    for (size_t i = 0; in && i < len; i++) {
         if (in[i] == '{' && i + 1 < len && in[i + 1] == '{') {
             /* Both braces skipped: "{{dir}" is a literal "{dir}", not a placeholder. */
             i++;
@@ -41,7 +46,7 @@ int placeholders_present(const uint8_t *in, size_t len)
         if (in[i] != '{')
             continue;
         size_t t = token_len(in, len, i);
-        if (t && (token_is(in, i, t, "dir") || token_is(in, i, t, "entry")))
+        if (t && token_is(in, i, t, name))
             return 1;
     }
     return 0;

@@ -28,4 +28,7 @@ int placeholders_expand(const uint8_t *in, size_t len, const char *dir, const ch
 /* Whether `len` bytes of `in` hold any placeholder ({dir}, {entry}); "{{dir}" is not one. */
 int placeholders_present(const uint8_t *in, size_t len);
 
+/* Whether `len` bytes of `in` (NULL: none) hold the placeholder {name} ("dir", "entry"). */
+int placeholders_has(const uint8_t *in, size_t len, const char *name);
+
 #endif

@@ -101,12 +101,15 @@ static int choose_and_deliver(struct attempt *a, const struct profset *ps)
     if ((r = profset_choose(ps, &a->rid, &a->build, &res->error)) < 0)
         return attach_fail(res, ATTACH_USAGE, r);
     memcpy(res->variant, a->build->variant, sizeof(res->variant));
+    if ((r = attempt_wrap(a)) < 0)
+        return r;
 
     if ((r = attempt_nonce(a->o->nonce, a->nonce, res)) < 0)
         return r;
     a->po = (struct place_opts){
         .build = a->build, .user_dir = a->o->target_dir, .uid = res->uid, .nonce = a->nonce};
-    if ((r = attempt_place(a->t, &a->po, a->o->stop, &a->p, res)) < 0)
+    if ((r = attempt_place(a->t, &a->po, a->o->stop, &a->p, res)) < 0 ||
+        (r = attempt_wrapped_placed(a)) < 0)
         return r;
     return check_stop(a);
 }
@@ -120,9 +123,10 @@ static int encode_request(struct attempt *a)
     _cleanup_free_ uint8_t *cd = NULL;
     int n = attach_check_client_data(a->o, &a->p, &cd, e);
     if (n >= 0) {
-        size_t cd_len = (size_t)n, room = ipc_attach_frame_room(a->p.path, cd_len);
+        const char *load = attempt_load_path(a);
+        size_t cd_len = (size_t)n, room = ipc_attach_frame_room(load, cd_len);
         a->req = malloc(room);
-        n = a->req ? ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, a->p.path, cd, cd_len,
+        n = a->req ? ipc_encode_attach(a->o->attach_timeout_ms, &a->o->clsid, load, cd, cd_len,
                                        a->req, room, e)
                    : -ENOMEM;
     }
@@ -173,7 +177,7 @@ static int send_request(struct attempt *a)
         /* --force: the variables go before AttachProfiler, for a profiler that reads them; a
          * watcher sends them only to a paused runtime (startup_load, below). */
         a->hr = 0;
-        r = o->startup_or_attach ? 0 : startup_send_env(a);
+        r = o->startup_or_attach ? 0 : attempt_send_env(a);
         if (r == 0 && a->hr == 0)
             r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, a->req, a->req_len,
                                         a->sent_at + o->timeout_ms, &a->hr, e);
@@ -304,6 +308,9 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
         return r;
     if ((r = ask_runtime(a)) < 0)
         return r;
+    /* A startup load of a known vendor's profiler: its own startup settings join --env. */
+    if (a->res->resume_owed && (r = attempt_vendor_env(a)) < 0)
+        return r;
     if ((r = choose_and_deliver(a, ps)) < 0)
         return r;
     r = attach_check_dependencies(a);
@@ -320,6 +327,7 @@ static int run_steps(struct attempt *a, struct creds_saved *cs, struct profset *
 static void attempt_free(struct attempt *a)
 {
     target_maps_drop(a->t);
+    envwrap_free(&a->wrap);
     free(a->req);
     if (a->c.sockfd >= 0)
         close(a->c.sockfd);

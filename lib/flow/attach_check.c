@@ -30,11 +30,21 @@ int attach_check_refuse_inert(struct attach_result *res, const struct vendor_noo
     err_set(&res->error, -EOPNOTSUPP,
             "%s (%s %s) does nothing when attached to a running app%s: %s (%s); nothing was sent",
             v->vendor, v->entry, v->clsid, why, v->on_attach, v->source);
-    err_hint(&res->error,
-             "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 and run "
-             "attach --startup (or watch --startup), or set the vendor's variables in the app's "
-             "environment (%s); --force sends it anyway",
-             v->startup);
+    if (why[0])
+        /* watch --startup found the app running: it is this watcher's own mode that was used,
+         * so the next step is the app's restart, paused (or the listening mode). */
+        err_hint(&res->error,
+                 "restart the app with DOTNET_DefaultDiagnosticPortSuspend=1 in its environment: "
+                 "this watcher then loads it at startup; without a shared PID namespace, start "
+                 "it with DOTNET_DiagnosticPorts=<socket> and run watch --listen (docs/sidecar.md)"
+                 ", or set the vendor's variables in the app's environment (%s)",
+                 v->startup);
+    else
+        err_hint(&res->error,
+                 "load it at startup: start the app with DOTNET_DefaultDiagnosticPortSuspend=1 "
+                 "and run attach --startup (or watch --startup), or set the vendor's variables "
+                 "in the app's environment (%s); --force sends it anyway",
+                 v->startup);
     return attach_fail(res, ATTACH_INERT, -EOPNOTSUPP);
 }
 

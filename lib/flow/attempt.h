@@ -18,6 +18,7 @@
 #include "deliver/deliver.h"
 #include "deliver/place.h"
 #include "flow/outcome.h"
+#include "profset/envwrap.h"
 #include "profset/profset.h"
 #include "profset/rid.h"
 #include "profset/vendors.h"
@@ -130,6 +131,17 @@ struct attempt {
     bool startup_sent; /* StartupProfiler went out: a->hr is its answer, not AttachProfiler's */
     /* the profiler's row in the table of those inert on attach (profset/vendors.h), or NULL */
     const struct vendor_noop *inert;
+    /* A startup load of a known vendor's profiler: the options again, with the vendor's startup
+     * settings added to --env (a->o points here then; attempt_vendor_env) */
+    struct attach_opts eo;
+    const char *env_all[ENV_VARS_MAX];
+    /* --env (or the vendor's settings), or {dir} asked of a single file: the directory of our
+     * own delivered instead of a->build (attempt_wrap) */
+    struct envwrap wrap;
+    bool wrapped;
+    /* With the env loader: its path in the target, what the runtime is given; a->p.path is then
+     * the real profiler's ({entry}, and what the maps are searched for) */
+    char load_path[TARGET_PATH_MAX];
 };
 
 /* Pins `pid` (target_open under o->proc_dirfd): the process an attach, and the Event about it,
@@ -199,7 +211,26 @@ bool attempt_died_unanswered(struct target *t, int r, int64_t wait_ms, int64_t s
  * {dir} and {entry} expanded to a->p (attempt_env.c). Returns 0 with a->hr: 0 when every one was
  * taken (a->env_done), else the runtime's refusal of the first that was not (a->env_rejected);
  * a variable too long once expanded fails the result as usage_error (a->env_refused). */
-int startup_send_env(struct attempt *a);
+int attempt_send_env(struct attempt *a);
+
+/* A startup load of a profiler in the table of those inert on attach whose vendor's code needs
+ * variables of its own (vendors.h: startup_env): from here a->o is a copy whose --env holds
+ * them after the operator's (whose names win), and res->vendor_env names them. Called once the
+ * load is known to be a startup one. Fails the result as usage_error past ENV_VARS_MAX. */
+int attempt_vendor_env(struct attempt *a);
+
+/* After the build was chosen: with --env (a profiler, not a perf map) the build becomes a
+ * directory of our own holding it, the env loader for the target's libc and its settings; a
+ * single file whose client data or --env names {dir} goes in a directory of our own too
+ * (profset/envwrap.h). A no-op otherwise. Fails the result as usage_error. */
+int attempt_wrap(struct attempt *a);
+
+/* After a wrapped delivery: a->load_path and res->loader_path name the loader, a->p.path and
+ * res->delivered_path the real profiler in the delivered directory. */
+int attempt_wrapped_placed(struct attempt *a);
+
+/* The path the runtime is given to load: the env loader's, or the profiler's. */
+const char *attempt_load_path(const struct attempt *a);
 
 /* The reply stage of the seccomp filter, an owed ResumeRuntime sent first. `r` is the run's
  * result so far: a failure to tighten only becomes the outcome when the run itself succeeded. */

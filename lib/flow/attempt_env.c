@@ -30,7 +30,7 @@ static void show_env(struct attach_result *res, const char *name, const char *va
  * else the refusal of the first that was not (the rest are not sent). A variable too long once
  * expanded is the operator's: refused here (a->env_refused, outcome usage_error).
  */
-int startup_send_env(struct attempt *a)
+int attempt_send_env(struct attempt *a)
 {
     const struct attach_opts *o = a->o;
     struct attach_result *res = a->res;

@@ -104,7 +104,7 @@ static void take_conn(struct loop *l, struct listen_conn *c, int64_t now)
     in->busy_fd = -1;
     in->quiet_since = now;
     struct listen_fsm_cfg cfg = {
-        .env_count = l->o->env_count,
+        .env_count = l->env_count,
         .attach_allowed = !l->inert || l->o->force,
         .env_running = l->o->force,
         .resume_deadline_ms = l->o->resume_deadline_ms,
@@ -117,6 +117,7 @@ static void take_conn(struct loop *l, struct listen_conn *c, int64_t now)
     in->res.uid = c->peer_uid;
     in->res.gid = c->peer_gid;
     snprintf(in->res.socket_name, sizeof(in->res.socket_name), "%s", l->o->path);
+    memcpy(in->res.vendor_env, l->vendor_env, sizeof(in->res.vendor_env));
     /* A runtime served before whose record was let go (it stayed away past --timeout): its
      * connection is parked, never served again, and never closed, which would have it
      * reconnect at once, over and over. */
@@ -132,6 +133,12 @@ static int expand(const struct inst *in, const uint8_t *src, size_t len, uint8_t
                   size_t *ret_len, struct cla_error *e)
 {
     return placeholders_expand(src, len, in->app_dir, in->app_path, out, size, ret_len, e);
+}
+
+/* What the runtime is given to load: the env loader (with --env), else the profiler. */
+static const char *load_path(const struct inst *in)
+{
+    return in->load_path[0] ? in->load_path : in->app_path;
 }
 
 /* The request for the command the machine handed out. Returns its length or a negative
@@ -156,9 +163,9 @@ static int encode(struct loop *l, struct inst *in, enum listen_cmd cmd, int arg,
     case LISTEN_CMD_RESUME:
         n = ipc_encode_simple(IPC_SET_PROCESS, IPC_PROCESS_RESUME, buf, room, e);
         break;
-    case LISTEN_CMD_STARTUP: n = ipc_encode_startup(&o->clsid, in->app_path, buf, room, e); break;
+    case LISTEN_CMD_STARTUP: n = ipc_encode_startup(&o->clsid, load_path(in), buf, room, e); break;
     case LISTEN_CMD_SETENV: {
-        const char *nv = o->env[arg];
+        const char *nv = l->env[arg];
         size_t nl;
         char name[ENV_VAR_BYTES_MAX + 1], value[ENV_VAR_BYTES_MAX + 1];
         size_t vn = 0;
@@ -187,7 +194,8 @@ static int encode(struct loop *l, struct inst *in, enum listen_cmd cmd, int arg,
          * the same library again (a reference more), has its class factory create one more
          * instance (the profiler's constructor runs), and refuses before Initialize, releasing
          * both. */
-        n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, in->app_path, NULL, 0, buf, room, e);
+        n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, load_path(in), NULL, 0, buf, room,
+                              e);
         break;
     case LISTEN_CMD_ATTACH: {
         size_t cdn = 0;
@@ -200,8 +208,8 @@ static int encode(struct loop *l, struct inst *in, enum listen_cmd cmd, int arg,
                    : err_set(e, -ENOMEM, "out of memory");
         }
         if (n == 0)
-            n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, in->app_path, cd, cdn, buf, room,
-                                  e);
+            n = ipc_encode_attach(o->attach_timeout_ms, &o->clsid, load_path(in), cd, cdn, buf,
+                                  room, e);
         free(cd);
         break;
     }
@@ -435,6 +443,7 @@ static int setup(struct loop *l, struct cla_error *e)
         return r;
     char clsid[39];
     ipc_guid_format(&o->clsid, clsid);
+    const struct vendor_noop *row = NULL;
     for (size_t i = 0; i < l->ps.n && !l->inert; i++) {
         const struct profset_build *b = &l->ps.builds[i];
         const char *name = b->name;
@@ -442,8 +451,16 @@ static int setup(struct loop *l, struct cla_error *e)
             const char *p = b->dir->files[b->dir->entry].path, *slash = strrchr(p, '/');
             name = slash ? slash + 1 : p;
         }
-        l->inert = vendors_find_noop(vendors_noop, vendors_noop_count, name, clsid) != NULL;
+        row = vendors_find_noop(vendors_noop, vendors_noop_count, name, clsid);
+        l->inert = row != NULL;
     }
+    /* Every load here is a startup one: a known vendor's startup settings join --env. */
+    int n = vendors_startup_env(row, o->env, o->env_count, l->env, ARRAY_SIZE(l->env),
+                                l->vendor_env, sizeof(l->vendor_env));
+    if (n < 0)
+        return err_set(e, -E2BIG, "--env: with the variables %s needs at startup, over %d",
+                       row->vendor, ENV_VARS_MAX);
+    l->env_count = (size_t)n;
     l->dirfd = open(o->deliver_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (l->dirfd < 0)
         return err_setsys(e, -errno, "listen: --deliver-dir '%s'", o->deliver_dir);

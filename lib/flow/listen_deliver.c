@@ -14,7 +14,9 @@
 #include "base/render.h"
 #include "deliver/deliver.h"
 #include "deliver/deliver_dir.h"
+#include "deliver/placeholders.h"
 #include "profset/elfinfo.h"
+#include "profset/envwrap.h"
 #include "profset/profdir.h"
 #include "profset/rid.h"
 
@@ -110,26 +112,28 @@ static void known_dependencies(const struct profset_build *b, char *note, size_t
              "filesystem is not visible from a listening clrattach");
 }
 
-/* The build for the runtime's identifier (ProcessInfo3, or --rid), delivered into the shared
- * directory with every guarantee delivery has (deliver.h): exclusive creation, verification
- * through the fd that wrote it, no link followed, nothing overwritten. */
-int listen_deliver(struct loop *l, struct inst *in, struct cla_error *e)
+/* A wrapped delivery: the loader is what the runtime is given, {entry} the real profiler. */
+static int wrapped_paths(struct inst *in, const struct envwrap *w, struct cla_error *e)
+{
+    if (w->loader)
+        snprintf(in->load_path, sizeof(in->load_path), "%s", in->app_path);
+    int n = snprintf(in->app_path, sizeof(in->app_path), "%s/%s", in->app_dir, w->real);
+    if (n < 0 || (size_t)n >= sizeof(in->app_path))
+        return err_set(e, -ENAMETOOLONG, "listen: --app-dir and the name are too long");
+    render_text(in->app_path, strlen(in->app_path), in->res.delivered_path,
+                sizeof(in->res.delivered_path));
+    render_text(in->load_path, strlen(in->load_path), in->res.loader_path,
+                sizeof(in->res.loader_path));
+    return 0;
+}
+
+/* `b` written into the shared directory (below). */
+static int deliver_build(struct loop *l, struct inst *in, const struct profset_build *b,
+                         struct cla_error *e)
 {
     const struct listen_opts *o = l->o;
     struct attach_result *res = &in->res;
-    struct rid rid = {0};
-    const char *rid_s = o->rid;
-    if ((!rid_s || !o->force_rid) && in->pi.runtime_identifier && in->pi.runtime_identifier[0])
-        rid_s = in->pi.runtime_identifier;
-    res->rid_source = rid_s == o->rid && rid_s ? "--rid" : "runtime";
-    if (rid_s && rid_parse(rid_s, &rid) < 0)
-        memset(&rid, 0, sizeof(rid));
-    snprintf(res->target_rid, sizeof(res->target_rid), "%s", rid.portable);
-    const struct profset_build *b;
-    int r = profset_choose(&l->ps, &rid, &b, e);
-    if (r < 0)
-        return r;
-    memcpy(res->variant, b->variant, sizeof(res->variant));
+    int r;
     /* Ours, read-only for everyone: the app (another uid, most often) reads and maps it and
      * can neither rewrite nor remove it; a sidecar running as the app's uid makes it the app's. */
     uid_t uid = geteuid();
@@ -170,10 +174,49 @@ int listen_deliver(struct loop *l, struct inst *in, struct cla_error *e)
     res->reused = in->reused;
     render_text(in->app_path, strlen(in->app_path), res->delivered_path,
                 sizeof(res->delivered_path));
-    /* Without the app's root, its loader's directories cannot be searched: what the profiler
-     * needs beside the runtime's own libraries must come with it (RUNPATH $ORIGIN). */
-    known_dependencies(b, res->dependency_note, sizeof(res->dependency_note));
     return 0;
+}
+
+/* The build for the runtime's identifier (ProcessInfo3, or --rid), delivered into the shared
+ * directory with every guarantee delivery has (deliver.h): exclusive creation, verification
+ * through the fd that wrote it, no link followed, nothing overwritten. */
+int listen_deliver(struct loop *l, struct inst *in, struct cla_error *e)
+{
+    const struct listen_opts *o = l->o;
+    struct attach_result *res = &in->res;
+    struct rid rid = {0};
+    const char *rid_s = o->rid;
+    if ((!rid_s || !o->force_rid) && in->pi.runtime_identifier && in->pi.runtime_identifier[0])
+        rid_s = in->pi.runtime_identifier;
+    res->rid_source = rid_s == o->rid && rid_s ? "--rid" : "runtime";
+    if (rid_s && rid_parse(rid_s, &rid) < 0)
+        memset(&rid, 0, sizeof(rid));
+    snprintf(res->target_rid, sizeof(res->target_rid), "%s", rid.portable);
+    const struct profset_build *b;
+    int r = profset_choose(&l->ps, &rid, &b, e);
+    if (r < 0)
+        return r;
+    memcpy(res->variant, b->variant, sizeof(res->variant));
+    /* With --env, the profiler goes with the env loader for the runtime's libc (envwrap.h). */
+    struct envwrap w = {0};
+    bool dir = placeholders_has(o->client_data, o->client_data_len, "dir");
+    for (size_t i = 0; i < l->env_count && !dir; i++)
+        dir = placeholders_has((const uint8_t *)l->env[i], strlen(l->env[i]), "dir");
+    if (l->env_count || (dir && !b->dir)) {
+        if ((r = envwrap_build(b, &rid, l->env_count > 0, l->env, l->env_count, &w, e)) < 0)
+            return r;
+        b = &w.build;
+    }
+    r = deliver_build(l, in, b, e);
+    if (r == 0 && w.build.dir)
+        r = wrapped_paths(in, &w, e);
+    if (r == 0)
+        /* Without the app's root, its loader's directories cannot be searched: what the
+         * profiler needs beside the runtime's own libraries must come with it (RUNPATH
+         * $ORIGIN). */
+        known_dependencies(b, res->dependency_note, sizeof(res->dependency_note));
+    envwrap_free(&w);
+    return r;
 }
 
 /* What the runtime refused is removed, unless --keep (nothing maps it). */

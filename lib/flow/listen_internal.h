@@ -50,6 +50,9 @@ struct inst {
     char ours[TARGET_PATH_MAX];
     char app_path[TARGET_PATH_MAX];
     char app_dir[TARGET_PATH_MAX];
+    /* With --env: the env loader beside the profiler, as the app sees it: what the runtime is
+     * given (app_path is the real profiler's, {entry}); "" without */
+    char load_path[TARGET_PATH_MAX];
     bool delivered, reused;
     uint64_t dev, ino;
     bool reported;
@@ -62,6 +65,11 @@ struct loop {
     int dirfd; /* --deliver-dir */
     struct profset ps;
     bool inert; /* the profiler is known to do nothing on attach (vendors.h) */
+    /* --env, and after it the variables the vendor's code needs at startup (vendors.h) whose
+     * names the operator did not give; vendor_env names those */
+    const char *env[ENV_VARS_MAX];
+    size_t env_count;
+    char vendor_env[160];
     struct inst *inst[LISTEN_INSTANCES_MAX];
     struct ipc_guid done[DONE_COOKIES];
     size_t ndone;

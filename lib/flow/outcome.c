@@ -140,3 +140,7 @@ int attach_require_runtime(struct attach_result *res, int min_major, const char 
     err_hint(&res->error, "%s", hint);
     return attach_fail(res, ATTACH_RUNTIME_TOO_OLD, -EOPNOTSUPP);
 }
+
+const char attach_inert_note[] =
+    "its InitializeForAttach is known to do nothing: expected to stay inert, and it now holds the "
+    "app's only profiler slot until the app restarts (no other profiler can attach before then)";

@@ -108,10 +108,13 @@ struct attach_result {
     char target_rid[32];                  /* the portable RID the profiler was chosen for */
     const char *rid_source;               /* one of attach_rid_sources[], or NULL */
     char variant[32];                     /* bundle subdirectory used, "" for a single .so */
-    char delivered_path[TARGET_PATH_MAX]; /* what the runtime was given to dlopen() */
-    char delivered_dir[TARGET_PATH_MAX];  /* a profiler directory delivered whole, "" for a file */
-    char placement[512];                  /* directories passed over, and why */
-    bool mapped;                          /* the delivered file shows in the target's maps */
+    char delivered_path[TARGET_PATH_MAX]; /* the profiler as the app sees it */
+    /* With --env (or a known vendor's startup settings): the env loader delivered beside the
+     * profiler, what the runtime was given to dlopen() instead ("" without one) */
+    char loader_path[TARGET_PATH_MAX];
+    char delivered_dir[TARGET_PATH_MAX]; /* a profiler directory delivered whole, "" for a file */
+    char placement[512];                 /* directories passed over, and why */
+    bool mapped;                         /* the delivered file shows in the target's maps */
     bool removed; /* what this run delivered was removed after a failed load */
     bool died;    /* the app died within the settle time after the answer */
     int64_t died_after_ms;
@@ -135,6 +138,9 @@ struct attach_result {
     int64_t answer_ms;
     int64_t settle_wait_ms;
     char profiler_env[160]; /* a profiler already configured by the environment */
+    /* The names of the variables a known vendor's code needs at startup, sent with the
+     * operator's --env (profset/vendors.h: startup_env), "" for none. */
+    char vendor_env[160];
     /* --startup on a runtime that may be paused: ResumeRuntime was owed, whether it went out and
      * was answered with success (resumed), and when, from the attach's start. */
     bool resume_owed;
@@ -157,6 +163,10 @@ struct attach_result {
     int64_t perfmap_size;   /* bytes of the perf map right after the answer; -1 not seen */
     struct cla_error error; /* for every outcome but ATTACH_OK */
 };
+
+/* What --force on a profiler known to do nothing on attach leaves (expected_inert): said in the
+ * text, the JSON's "note" and the Event. */
+extern const char attach_inert_note[];
 
 /* Where the target's runtime identifier came from: "--rid", "runtime", "maps+exe", indexed by
  * enum target_rid_source (profset/target_rid.h). */

@@ -45,14 +45,15 @@ int startup_load(struct attempt *a)
 {
     const struct attach_opts *o = a->o;
     struct cla_error *e = &a->res->error;
-    int r = startup_send_env(a);
+    int r = attempt_send_env(a);
     if (r < 0 || a->hr != 0)
         return r;
-    size_t room = ipc_startup_frame_room(a->p.path);
+    const char *load = attempt_load_path(a); /* the env loader's, when --env is given */
+    size_t room = ipc_startup_frame_room(load);
     _cleanup_free_ uint8_t *req = malloc(room);
     if (!req)
         return err_set(e, -ENOMEM, "out of memory");
-    int n = ipc_encode_startup(&o->clsid, a->p.path, req, room, e);
+    int n = ipc_encode_startup(&o->clsid, load, req, room, e);
     if (n < 0)
         return n;
     a->startup_sent = true;

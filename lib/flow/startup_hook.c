@@ -248,7 +248,7 @@ static int check_loaded(struct hook *h)
 
 /*
  * --env, each with SetEnvironmentVariable on its own connection before ApplyStartupHook, as
- * attach sends them (startup_send_env), {dir} the delivery directory and {entry} the hook as the
+ * attach sends them (attempt_send_env), {dir} the delivery directory and {entry} the hook as the
  * app sees them. Returns 0 when every one was taken; else the run's failure, what was delivered
  * taken back and the reply stage passed.
  */
@@ -265,7 +265,7 @@ static int send_env(struct hook *h)
                              .on_stage = o->on_stage,
                              .userdata = o->userdata};
     struct attempt a = {.o = &ao, .res = res, .t = h->t, .c = h->c, .p = h->p};
-    int r = startup_send_env(&a);
+    int r = attempt_send_env(&a);
     if (a.env_refused) /* the outcome is set, the delivery taken back, the stage passed */
         return r < 0 ? r : -EINVAL;
     if (r == 0 && a.hr == 0)

@@ -147,12 +147,14 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->target_rid);
     STR(r->variant);
     STR(r->delivered_path);
+    STR(r->loader_path);
     STR(r->delivered_dir);
     STR(r->placement);
     STR(r->holder);
     STR(r->dependency_note);
     STR(r->sha256);
     STR(r->profiler_env);
+    STR(r->vendor_env);
     STR(r->perfmap_path);
     STR(r->jitdump_path);
     STR(r->node_root);

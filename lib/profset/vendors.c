@@ -3,6 +3,9 @@
  * CLSID in it. Pure: no I/O. */
 #include "profset/vendors.h"
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -13,6 +16,26 @@
  * added only when the CLSID, the library name and InitializeForAttach were all read in the
  * vendor's own code or build files; a vendor whose code could not be read stays out.
  */
+/*
+ * OpenTelemetry's managed half starts only when the runtime's environment says this very
+ * profiler was loaded: CORECLR_ENABLE_PROFILING=1, its CLSID in CORECLR_PROFILER ("The CLR
+ * Profiler is disabled", "a different profiler ID"), and a path its P/Invokes load the native
+ * library from (NativeMethods.cs: CORECLR_PROFILER_PATH_64, or when that is blank,
+ * CORECLR_PROFILER_PATH); both halves find their files under OTEL_DOTNET_AUTO_HOME. {entry} is
+ * the real library, never the env loader, which exports none of its functions.
+ *
+ * Set before the resume, the three would also have the runtime load the real library itself, as
+ * its environment's startup profiler, before the one StartupProfiler stored (the env loader), so
+ * that the variables would never reach its getenv(). The runtime reads CORECLR_PROFILER_PATH_64
+ * first and takes a blank one as the path, which fails to load (an event, nothing else), and
+ * then loads the env loader; OpenTelemetry skips a blank one and reads CORECLR_PROFILER_PATH.
+ */
+static const char *const otel_startup_env[] = {
+    "CORECLR_ENABLE_PROFILING=1",    "CORECLR_PROFILER={918728DD-259F-4A6A-AC2B-B85E1B658318}",
+    "CORECLR_PROFILER_PATH={entry}", "CORECLR_PROFILER_PATH_64= ",
+    "OTEL_DOTNET_AUTO_HOME={dir}",   NULL,
+};
+
 const struct vendor_noop vendors_noop[] = {
     {
         .vendor = "OpenTelemetry .NET automatic instrumentation",
@@ -23,6 +46,13 @@ const struct vendor_noop vendors_noop[] = {
                    "B85E1B658318}, CORECLR_PROFILER_PATH and OTEL_DOTNET_AUTO_HOME",
         .source = "open-telemetry/opentelemetry-dotnet-instrumentation "
                   "src/OpenTelemetry.AutoInstrumentation.Native/cor_profiler_base.cpp@1660229",
+        .startup_env = otel_startup_env,
+        .startup_env_source = "open-telemetry/opentelemetry-dotnet-instrumentation "
+                              "src/OpenTelemetry.AutoInstrumentation.StartupHook/RulesEngine/"
+                              "NativeProfilerDiagnosticsRule.cs@4fa5574 (CORECLR_ENABLE_PROFILING, "
+                              "CORECLR_PROFILER), src/OpenTelemetry.AutoInstrumentation/"
+                              "NativeMethods.cs (CORECLR_PROFILER_PATH_64, then "
+                              "CORECLR_PROFILER_PATH), docs/config.md (OTEL_DOTNET_AUTO_HOME)",
     },
     {
         .vendor = "Datadog .NET tracer (native loader)",
@@ -70,4 +100,39 @@ const struct vendor_noop *vendors_find_noop(const struct vendor_noop *table, siz
         if (strcmp(table[i].entry, entry_name) == 0 && strcasecmp(table[i].clsid, clsid) == 0)
             return &table[i];
     return NULL;
+}
+
+/* The NAME of "NAME=VALUE": its length. */
+static size_t name_len(const char *nv)
+{
+    const char *eq = strchr(nv, '=');
+    return eq ? (size_t)(eq - nv) : strlen(nv);
+}
+
+int vendors_startup_env(const struct vendor_noop *row, const char *const *user, size_t n_user,
+                        const char **out, size_t max, char *added, size_t size)
+{
+    size_t n = 0, used = 0;
+    if (size)
+        added[0] = '\0';
+    for (size_t i = 0; i < n_user; i++) {
+        if (n == max)
+            return -E2BIG;
+        out[n++] = user[i];
+    }
+    for (const char *const *v = row && row->startup_env ? row->startup_env : NULL; v && *v; v++) {
+        size_t nl = name_len(*v);
+        bool given = false;
+        for (size_t i = 0; i < n_user && !given; i++)
+            given = name_len(user[i]) == nl && strncmp(user[i], *v, nl) == 0;
+        if (given)
+            continue;
+        if (n == max)
+            return -E2BIG;
+        out[n++] = *v;
+        int w = snprintf(added + used, size - used, "%s%.*s", used ? ", " : "", (int)nl, *v);
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
+    }
+    return (int)n;
 }

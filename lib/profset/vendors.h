@@ -23,6 +23,11 @@ struct vendor_noop {
     const char *on_attach; /* what its InitializeForAttach does */
     const char *startup;   /* the vendor's own way to load it at startup */
     const char *source;    /* repository, path and commit of the code that shows it */
+    /* "NAME=VALUE" the vendor's own code needs at startup besides the runtime's loading it
+     * ({dir}/{entry} expanded as for --env), NULL-terminated; NULL when none is verified. Sent
+     * with every startup load of the profiler; the operator's --env of a name wins. */
+    const char *const *startup_env;
+    const char *startup_env_source; /* where the vendor's code reads them */
 };
 
 /* The verified rows. */
@@ -34,5 +39,12 @@ extern const size_t vendors_noop_count;
  * ipc_guid_format() writes it; case-insensitive), or NULL. */
 const struct vendor_noop *vendors_find_noop(const struct vendor_noop *table, size_t n,
                                             const char *entry_name, const char *clsid);
+
+/* The variables of a startup load of `row` (NULL: none known): the operator's `n_user` first,
+ * then each of row->startup_env whose NAME the operator did not give, into `out` (`max`). The
+ * names added are written to `added` ("A, B", truncated to `size`; "" for none). Returns the
+ * count, or -E2BIG past `max`. */
+int vendors_startup_env(const struct vendor_noop *row, const char *const *user, size_t n_user,
+                        const char **out, size_t max, char *added, size_t size);
 
 #endif

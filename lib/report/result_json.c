@@ -165,6 +165,8 @@ static void delivery_fields(json_t *o, const struct attach_result *r)
 {
     if (r->delivered_path[0]) {
         set_str(o, "delivered_path", r->delivered_path);
+        if (r->loader_path[0])
+            set_str(o, "env_loader", r->loader_path);
         if (r->delivered_dir[0])
             set_str(o, "delivered_dir", r->delivered_dir);
         if (result_delivered_home(r))
@@ -174,7 +176,8 @@ static void delivery_fields(json_t *o, const struct attach_result *r)
         if (r->removed)
             json_object_set_new(o, "removed", json_true());
     }
-    if (r->kind == ATTACH_KIND_PROFILER &&
+    /* Only what was looked at: a listening clrattach never reads the app's maps. */
+    if (r->kind == ATTACH_KIND_PROFILER && !r->listen &&
         (attach_outcome_loaded(r->outcome) || r->outcome == ATTACH_ALREADY_ACTIVE ||
          r->outcome == ATTACH_STARTUP_FAILED))
         json_object_set_new(o, "mapped", json_boolean(r->mapped));
@@ -209,8 +212,14 @@ static void run_fields(json_t *o, const struct attach_result *r)
         json_object_set_new(o, "env_sent", json_integer(r->env_sent));
     }
     /* --force sent a profiler whose InitializeForAttach is known to do nothing (vendors.h). */
-    if (r->expected_inert)
+    if (r->expected_inert) {
         json_object_set_new(o, "expected_inert", json_true());
+        /* Only once it is attached does it hold the slot. */
+        if (r->outcome == ATTACH_OK)
+            set_str(o, "note", attach_inert_note);
+    }
+    if (r->vendor_env[0])
+        set_str(o, "vendor_env", r->vendor_env);
     if (r->placement[0])
         set_str(o, "placement_skipped", r->placement);
 }

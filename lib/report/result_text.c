@@ -157,9 +157,7 @@ void result_text_event(const struct attach_result *r, const char *profiler,
             /* The runtime's S_OK is not the profiler running: --force sent a known no-op. */
             ret->spec.reason = "ProfilerAttachedInert";
             ret->spec.type = "Warning";
-            append_sentence(text, sizeof(text), "",
-                            "its InitializeForAttach is known to do nothing: the profiler is "
-                            "expected to stay inert");
+            append_sentence(text, sizeof(text), "", attach_inert_note);
             append_sentence(text, sizeof(text),
                             "Next step: ", "load it at startup (docs/bundles.md)");
         }

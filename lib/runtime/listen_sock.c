@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The socket of `--listen`, bound safely in the shared directory (only a stale socket of our own
+ * replaced, a path over sun_path refused), and its peers accepted under caps and deadlines.
+ */
 #include "runtime/listen_sock.h"
 
 #include <errno.h>

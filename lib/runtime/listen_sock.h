@@ -1,7 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#ifndef CLRATTACH_LISTEN_SOCK_H
-#define CLRATTACH_LISTEN_SOCK_H
-
 /*
  * The listening end of a diagnostic port in connect mode (`--listen PATH`): clrattach binds a
  * Unix socket in a directory it shares with the app, and the app's runtime, started with
@@ -17,6 +14,8 @@
  *
  * The I/O sibling of runtime/advert.h; it knows nothing of what is asked over a connection.
  */
+#ifndef CLRATTACH_LISTEN_SOCK_H
+#define CLRATTACH_LISTEN_SOCK_H
 
 #include <poll.h>
 #include <stddef.h>

@@ -49,6 +49,17 @@ if start_target bundle-forced-musl --pidns; then
     else
         fail "bundle-rid-override-normalised" "exit $RC: $(cat "$OUT") $(cat "$ERR")"
     fi
+    # With --env the env loader goes with the build, chosen for the target's libc: musl's here,
+    # byte for byte the one clrattach carries (the glibc runtime then refuses it, as above).
+    clr attach --pid "$P" --profiler "$B" --clsid "$PROBE_CLSID" --rid linux-musl-$RID_ARCH --force-rid \
+        --force --env A=1 --keep -o json
+    L=$(json_get "$OUT" env_loader)
+    if [ $RC -eq 7 ] && [ -n "$L" ] && cmp -s "/proc/$P/root$L" "$ROOT/$BUILD/musl/libclrenvload.so" &&
+        [ "$(json_get "$OUT" delivered_path)" = "${L%/*}/libclrprobe.so" ]; then
+        ok "bundle-musl-env-loader-chosen"
+    else
+        fail "bundle-musl-env-loader-chosen" "exit $RC: $(cat "$OUT") $(cat "$ERR")"
+    fi
 fi
 
 if start_target wrong-libc --pidns; then

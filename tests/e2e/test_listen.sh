@@ -97,10 +97,19 @@ if start_target listen-a "${APP[@]}" --env DOTNET_DiagnosticPorts=/mnt/port.sock
     DIR=$(json_get "$LOUT" delivered_dir)
     if [ "$WRC" -eq 0 ] && [ "$(json_get "$LOUT" outcome)" = loaded_at_startup ] &&
         [ "$(json_get "$LOUT" resumed)" = True ] && [ "${DIR#/mnt/}" != "$DIR" ] &&
-        python3 - "$REP" "$DIR" <<'PY'; then
+        python3 - "$REP" "$DIR" "$LOUT" <<'PY'; then
 import json, sys
-rep, d = json.loads(sys.argv[1]), sys.argv[2]
+rep, d, out = json.loads(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
 assert rep["settings"] == {"VENDOR_SETTING_A": "1", "VENDOR_SETTING_B": d}, rep["settings"]
+# Through the env loader (what StartupProfiler named), getenv() sees the same values, and
+# OpenTelemetry's startup settings name the real profiler as the app sees it.
+assert rep["settings_libc"] == rep["settings"], rep
+assert out["env_loader"] == d + "/libclrenvload.so", out
+assert rep["self"] == out["delivered_path"] == d + "/OpenTelemetry.AutoInstrumentation.Native.so"
+assert rep["vendor_settings_libc"]["CORECLR_PROFILER_PATH"] == out["delivered_path"], rep
+assert rep["vendor_settings"] == rep["vendor_settings_libc"], rep
+# The app's maps are never read from here: no "mapped" at all.
+assert "mapped" not in out, out
 PY
         ok "listen-startup-env-loaded"
     else

@@ -9,7 +9,11 @@
 #   (c) every failing step resumes the app: a dependency missing, a variable over the cap once
 #       {dir} is expanded, SIGTERM during delivery; with the fake runtime acting paused: a
 #       variable refused, StartupProfiler refused, StartupProfiler never answered;
-#   (d) --env on a running app without --force is refused, with the next step.
+#   (d) --env on a running app without --force is refused, with the next step;
+#   (e) with --force it is sent, and the env loader hands it to the profiler's getenv() too;
+#       --force on an inert profiler says it holds the app's only profiler slot.
+# Every load with --env goes through the env loader: the report's settings_libc (getenv) must
+# equal its settings (the runtime's environment).
 . "$(dirname "$0")/lib.sh"
 require_env
 
@@ -40,17 +44,40 @@ if start_target startup-env --pidns --suspended; then
     done
     if [ $RC -eq 0 ] && [ "$(json_get "$OUT" outcome)" = loaded_at_startup ] &&
         [ "$(json_get "$OUT" resumed)" = True ] && [ "$(json_get "$OUT" mapped)" = True ] &&
-        [ -n "$DIR" ] && python3 - "$REP" "$DIR" <<'PY'; then
+        [ -n "$DIR" ] && python3 - "$REP" "$DIR" "$OUT" <<'PY'; then
 import json, sys
-rep, d = json.loads(sys.argv[1]), sys.argv[2]
+rep, d, out = json.loads(sys.argv[1]), sys.argv[2], json.load(open(sys.argv[3]))
 assert rep["settings"] == {"VENDOR_SETTING_A": "1", "VENDOR_SETTING_B": d}, rep["settings"]
+# Through the env loader, the C library's environment holds the very same values.
+assert rep["settings_libc"] == rep["settings"], rep
+assert out["env_loader"] == d + "/libclrenvload.so", out
+assert out["delivered_path"] == d + "/OpenTelemetry.AutoInstrumentation.Native.so", out
+assert rep["self"] == out["delivered_path"], rep
 PY
         ok "startup-env-loaded-with-settings"
     else
         fail "startup-env-loaded-with-settings" "exit $RC $(cat "$OUT" "$ERR") report: $REP"
     fi
+    # OpenTelemetry's startup settings (vendors.c), sent with the operator's: CORECLR_PROFILER_PATH
+    # names the real profiler, not the env loader; both environments hold them; names only.
+    if python3 - "$REP" "$OUT" <<'PY'; then
+import json, sys
+rep, out = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
+d = out["delivered_dir"]
+want = {"CORECLR_ENABLE_PROFILING": "1",
+        "CORECLR_PROFILER": "{918728DD-259F-4A6A-AC2B-B85E1B658318}",
+        "CORECLR_PROFILER_PATH": out["delivered_path"], "CORECLR_PROFILER_PATH_64": " ",
+        "OTEL_DOTNET_AUTO_HOME": d}
+assert rep["vendor_settings"] == want, rep["vendor_settings"]
+assert rep["vendor_settings_libc"] == want, rep["vendor_settings_libc"]
+assert out["vendor_env"] == ", ".join(k for k in want), out["vendor_env"]
+PY
+        ok "startup-env-vendor-settings"
+    else
+        fail "startup-env-vendor-settings" "$(cat "$OUT") report: $REP"
+    fi
     # Names only, unless --show-env: values may be tokens.
-    if grep -q '"env":\["VENDOR_SETTING_A","VENDOR_SETTING_B"\]' "$OUT" && ! grep -q 'VENDOR_SETTING_A=1' "$OUT"; then
+    if grep -q '"env":\["VENDOR_SETTING_A","VENDOR_SETTING_B","CORECLR_ENABLE_PROFILING",' "$OUT" && ! grep -q 'VENDOR_SETTING_A=1' "$OUT"; then
         ok "startup-env-names-only"
     else
         fail "startup-env-names-only" "$(cat "$OUT")"
@@ -189,6 +216,44 @@ if start_target startup-env-running --pidns; then
         ok "env-startup-running-refused"
     else
         fail "env-startup-running-refused" "exit $RC $(cat "$OUT" "$ERR")"
+    fi
+fi
+
+# (e) --force --env on a running app: SetEnvironmentVariable, then AttachProfiler of the env
+# loader, which sets them in the C library's environment and hands over the profiler: both doors
+# show the same values, and the maps show the real profiler.
+VP="$ROOT/$BUILD/vendorprof"
+VP_CLSID="{7C1E4B52-3A9D-4F60-B8E2-5D0A91C36F17}"
+if start_target startup-env-force --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VP" --clsid "$VP_CLSID" --force -o json \
+        --env VENDOR_SETTING_A=1 --env 'VENDOR_SETTING_C={dir}/c'
+    REP=$(vp_report "$P" /tmp/vendorprof-1.json)
+    if [ $RC -eq 0 ] && python3 - "$REP" "$OUT" <<'PY'; then
+import json, sys
+rep, out = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
+d = out["delivered_dir"]
+assert out["outcome"] == "attached" and out["mapped"] is True, out
+assert out["env_loader"] == d + "/libclrenvload.so", out
+assert rep["settings"] == {"VENDOR_SETTING_A": "1", "VENDOR_SETTING_C": d + "/c"}, rep
+assert rep["settings_libc"] == rep["settings"], rep
+assert "vendor_env" not in out, out
+PY
+        ok "env-force-running-both-environments"
+    else
+        fail "env-force-running-both-environments" "exit $RC $(cat "$OUT" "$ERR") report: $REP"
+    fi
+fi
+
+# --force on a profiler known to do nothing on attach: it says the slot it now holds.
+if start_target startup-env-force-inert --pidns; then
+    P=$TARGET_PID
+    clr attach --pid "$P" --profiler "$VI" --clsid "$VI_CLSID" --force -o json
+    if [ $RC -eq 0 ] && [ "$(json_get "$OUT" expected_inert)" = True ] &&
+        json_get "$OUT" note | grep -q "only profiler slot until the app restarts"; then
+        ok "force-inert-holds-the-slot"
+    else
+        fail "force-inert-holds-the-slot" "exit $RC $(cat "$OUT" "$ERR")"
     fi
 fi
 

@@ -97,8 +97,12 @@ for i in 0 1 2; do
     if [ "$(lines "$WOUT" "$P" loaded_at_startup)" = 1 ] && [ "$(lines "$WOUT" "$P")" = 1 ] &&
         python3 - "$REP" <<'PY'; then
 import json, sys
-s = json.loads(sys.argv[1])["settings"]
+rep = json.loads(sys.argv[1])
+s = rep["settings"]
 assert s["VENDOR_SETTING_A"] == "watch" and s["VENDOR_SETTING_B"].startswith("/"), s
+# Through the env loader, getenv() sees the same values.
+assert rep["settings_libc"] == s, rep
+assert rep["vendor_settings_libc"]["CORECLR_PROFILER_PATH"] == rep["self"], rep
 PY
         ok "watch-startup-loaded-with-settings-$i"
     else
@@ -112,6 +116,18 @@ if [ "$(lines "$WOUT" "$RUN" inert_on_attach)" = 1 ] && [ "$(lines "$WOUT" "$RUN
     ok "watch-startup-running-inert-skipped"
 else
     fail "watch-startup-running-inert-skipped" "$(cat "$WOUT") $(ls "/proc/$RUN/root/tmp")"
+fi
+# Its next step is the app's restart, paused (or the listening mode), never this very mode again.
+if python3 - "$WOUT" "$RUN" <<'PY'; then
+import json, sys
+d = next(json.loads(l) for l in open(sys.argv[1]) if l.strip() and json.loads(l)["pid"] == int(sys.argv[2]))
+assert "DOTNET_DefaultDiagnosticPortSuspend=1" in d["next_step"], d
+assert "watch --listen" in d["next_step"] and "watch --startup" not in d["next_step"], d
+assert "note" not in d, d
+PY
+    ok "watch-startup-running-inert-next-step"
+else
+    fail "watch-startup-running-inert-next-step" "$(cat "$WOUT")"
 fi
 # Told apart by the runtime: StartupProfiler refused, the delivery taken back.
 if [ "$(lines "$WOUT" "$RES" inert_on_attach)" = 1 ] && [ "$(lines "$WOUT" "$RES")" = 1 ] &&

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deliver/placeholders.h"
 #include "fixture.h"
 
 /* profiler/ is not part of libclrattach.a: the parser is compiled into this test. */
@@ -57,6 +58,50 @@ static void refused(const char *buf, size_t len, int code, unsigned line, const 
 static void refused_str(const char *s, int code, unsigned line, const char *why)
 {
     refused(s, strlen(s), code, line, why);
+}
+
+/* The loader expands a value as clrattach expands --env (placeholders_expand), so the
+ * profiler's getenv() and the runtime's copy agree: checked on the same inputs. */
+static void test_expand_as_clrattach(void **state)
+{
+    (void)state;
+    static const char *const values[] = {
+        "",
+        "plain",
+        "{dir}",
+        "{entry}",
+        "{dir}/lib:{entry}",
+        "{{dir}",
+        "{{{dir}",
+        "a{b",
+        "{}",
+        "{ dir}",
+        "x{dir",
+        "}}{",
+        "{dir}{dir}{entry}",
+        "json {\"a\": 1}",
+        "{{",
+    };
+    const char *dir = "/tmp/libclrenvload-0123456789abcdef", *entry = "/tmp/d/sub/libp.so";
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        const char *v = values[i];
+        uint8_t want[256];
+        size_t wn = 0;
+        struct cla_error e = {0};
+        assert_int_equal(placeholders_expand((const uint8_t *)v, strlen(v), dir, entry, want,
+                                             sizeof(want), &wn, &e),
+                         0);
+        char got[256];
+        size_t n = envload_expand(v, strlen(v), dir, entry, NULL, 0);
+        assert_int_equal(n, wn);
+        assert_int_equal(envload_expand(v, strlen(v), dir, entry, got, sizeof(got)), wn);
+        assert_memory_equal(got, want, wn);
+        assert_int_equal(got[wn], '\0');
+    }
+    /* Cut short, still terminated. */
+    char small[4];
+    assert_int_equal(envload_expand("{dir}", 5, "/abcdef", "", small, sizeof(small)), 7);
+    assert_int_equal(small[3], '\0');
 }
 
 static void test_valid(void **state)
@@ -242,8 +287,11 @@ static void test_random_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),         cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_caps),          cmocka_unit_test(test_seeds),
+        cmocka_unit_test(test_expand_as_clrattach),
+        cmocka_unit_test(test_valid),
+        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_seeds),
         cmocka_unit_test(test_random_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

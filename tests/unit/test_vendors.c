@@ -5,6 +5,7 @@
  * anyone's), the CLSID without case, the name exactly; and every verified row is well formed.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,9 +99,50 @@ static void test_real_rows(void **state)
                                   "{CF0D821E-299B-5307-A3D8-B283C03916DD}"));
 }
 
+/* A known vendor's startup settings go after the operator's --env, whose names win; the names
+ * added are listed; past the cap is refused. */
+static void test_startup_env(void **state)
+{
+    (void)state;
+    const struct vendor_noop *otel = vendors_find_noop(
+        vendors_noop, vendors_noop_count, "OpenTelemetry.AutoInstrumentation.Native.so",
+        "{918728DD-259F-4A6A-AC2B-B85E1B658318}");
+    assert_non_null(otel);
+    assert_non_null(otel->startup_env);
+    assert_non_null(strchr(otel->startup_env_source, '@'));
+    const char *user[] = {"OTEL_SERVICE_NAME=orders", "OTEL_DOTNET_AUTO_HOME=/opt/otel"};
+    const char *out[8];
+    char added[160];
+    int n = vendors_startup_env(otel, user, 2, out, 8, added, sizeof(added));
+    assert_int_equal(n, 6);
+    assert_string_equal(out[0], "OTEL_SERVICE_NAME=orders");
+    assert_string_equal(out[1], "OTEL_DOTNET_AUTO_HOME=/opt/otel");
+    assert_string_equal(out[2], "CORECLR_ENABLE_PROFILING=1");
+    assert_string_equal(out[3], "CORECLR_PROFILER={918728DD-259F-4A6A-AC2B-B85E1B658318}");
+    assert_string_equal(out[4], "CORECLR_PROFILER_PATH={entry}");
+    /* Blank: the runtime fails to load it and takes the env loader; OpenTelemetry skips it. */
+    assert_string_equal(out[5], "CORECLR_PROFILER_PATH_64= ");
+    assert_string_equal(added, "CORECLR_ENABLE_PROFILING, CORECLR_PROFILER, CORECLR_PROFILER_PATH, "
+                               "CORECLR_PROFILER_PATH_64");
+    /* No row, or a row without settings: the operator's alone. */
+    n = vendors_startup_env(NULL, user, 2, out, 8, added, sizeof(added));
+    assert_int_equal(n, 2);
+    assert_string_equal(added, "");
+    n = vendors_startup_env(&test_table[0], user, 1, out, 8, added, sizeof(added));
+    assert_int_equal(n, 1);
+    /* A prefix is not the name: CORECLR_PROFILER_PATH does not stand for CORECLR_PROFILER. */
+    const char *path_only[] = {"CORECLR_PROFILER_PATH=/x.so"};
+    n = vendors_startup_env(otel, path_only, 1, out, 8, added, sizeof(added));
+    assert_int_equal(n, 5);
+    assert_string_equal(added, "CORECLR_ENABLE_PROFILING, CORECLR_PROFILER, "
+                               "CORECLR_PROFILER_PATH_64, OTEL_DOTNET_AUTO_HOME");
+    assert_int_equal(vendors_startup_env(otel, user, 2, out, 5, added, sizeof(added)), -E2BIG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_startup_env),
         cmocka_unit_test(test_both_must_match),
         cmocka_unit_test(test_case_and_form),
         cmocka_unit_test(test_real_rows),

@@ -177,8 +177,16 @@ static void add_setting(char *out, size_t size, const char *name, const char *va
     snprintf(out + len, size - len, "%s\"%s\":\"%s\"", len > 1 ? "," : "", name, v);
 }
 
-/* {"VENDOR_SETTING_A":"..",...} from the runtime's environment (Info11) or getenv(). */
-static void read_settings(void *info_unk, char *out, size_t size, bool libc)
+/* The variables OpenTelemetry's managed half reads to decide whether to start (clrattach's
+ * vendors.c sends them with a startup load of this variant): the report's "vendor_settings". */
+static const char *const vendor_names[] = {
+    "CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",      "CORECLR_PROFILER_PATH",
+    "CORECLR_PROFILER_PATH_64", "OTEL_DOTNET_AUTO_HOME",
+};
+
+/* {"VENDOR_SETTING_A":"..",...} (or with `vendor`, vendor_names) from the runtime's environment
+ * (Info11) or getenv(). */
+static void read_settings(void *info_unk, char *out, size_t size, bool libc, bool vendor)
 {
     void *info11 = NULL;
     snprintf(out, size, "{");
@@ -188,9 +196,12 @@ static void read_settings(void *info_unk, char *out, size_t size, bool libc)
         snprintf(out, size, "null");
         return;
     }
-    for (char c = 'A'; c <= 'Z'; c++) {
+    for (size_t k = 0; k < (vendor ? ARRAY_SIZE(vendor_names) : 26); k++) {
         char name[32];
-        snprintf(name, sizeof(name), "VENDOR_SETTING_%c", c);
+        if (vendor)
+            snprintf(name, sizeof(name), "%s", vendor_names[k]);
+        else
+            snprintf(name, sizeof(name), "VENDOR_SETTING_%c", (char)('A' + k));
         if (libc) {
             const char *v = getenv(name);
             if (v)
@@ -292,16 +303,19 @@ static HRESULT start(const void *client_data, uint32_t client_data_len)
 
     char conf_safe[PATH_MAX_];
     json_safe(o.conf, conf_safe, sizeof(conf_safe));
-    char settings[26 * 300], settings_libc[26 * 300];
-    read_settings(g_info_unk, settings, sizeof(settings), false);
-    read_settings(NULL, settings_libc, sizeof(settings_libc), true);
-    char report[4 * PATH_MAX_ + 2 * sizeof(settings) + 1024];
+    char settings[26 * 300], settings_libc[26 * 300], vendor[6 * 300], vendor_libc[6 * 300];
+    read_settings(g_info_unk, settings, sizeof(settings), false, false);
+    read_settings(NULL, settings_libc, sizeof(settings_libc), true, false);
+    read_settings(g_info_unk, vendor, sizeof(vendor), false, true);
+    read_settings(NULL, vendor_libc, sizeof(vendor_libc), true, true);
+    char report[4 * PATH_MAX_ + 2 * sizeof(settings) + 2 * sizeof(vendor) + 1024];
     snprintf(report, sizeof(report),
              "{\"pid\":%d,\"self\":\"%s\",\"config\":\"%s\",\"conf_path\":\"%s\","
              "\"conf\":\"%s\",\"helper\":\"%s\",\"client_data_len\":%u,\"settings\":%s,"
-             "\"settings_libc\":%s,\"mode\":\"%s\"}\n",
+             "\"settings_libc\":%s,\"vendor_settings\":%s,\"vendor_settings_libc\":%s,"
+             "\"mode\":\"%s\"}\n",
              (int)getpid(), self, conf_line, conf_safe, extra_line, vendorhelper_version(),
-             client_data_len, settings, settings_libc,
+             client_data_len, settings, settings_libc, vendor, vendor_libc,
              o.mode == MODE_OK     ? "ok"
              : o.mode == MODE_FAIL ? "fail"
                                    : "crash");
