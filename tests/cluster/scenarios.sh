@@ -608,3 +608,71 @@ else
     fail startup-suspend-applied "$(tr '\n' ' ' <"$WORK/s10-apply.out" | cut -c1-300) $(K get pods -n shop 2>&1 | tail -2 | tr '\n' ' ')"
 fi
 K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1
+
+# ---- 11. listen mode as shipped: deploy/base with components/listen, as docs/sidecar.md says ----
+# The composition of the docs' "Listen mode" snippet (the base and the component), applied as
+# shipped. The app's root is read-only: the component gives the sample profiler a report path on
+# the shared volume (CLRPROBE_OUT); without it every startup load failed with
+# ERROR_WRITE_PROTECT.
+listen_kustomization() {
+    local d=$WORK/k/listen rel
+    mkdir -p "$d"
+    rel=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$ROOT/deploy" "$d")
+    cat >"$d/kustomization.yaml" <<EOK
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $rel/base
+components:
+- $rel/components/listen
+patches:
+- target: {kind: Deployment}
+  patch: '[{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true}]'
+EOK
+    echo "$d"
+}
+LISTEN_REPORT=/clrattach-diag/clrprobe-report.json
+k=$(listen_kustomization)
+K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
+if K apply -k "$k" >"$WORK/s11-apply.out" 2>&1 && wait_pod shop "$SEL"; then
+    LP=$POD
+    spn=$(K get pod -n shop "$LP" -o 'jsonpath={.spec.shareProcessNamespace}')
+    [ "$spn" = false ] && ok "listen-component-applied ($LP: no shared PID namespace)" ||
+        fail listen-component-applied "shareProcessNamespace '$spn'"
+    if until_ok 60 startup_report_ok shop "$LP" "$LISTEN_REPORT"; then
+        ok "listen-component-loads-the-sample-profiler (its report on the shared volume says load: startup)"
+    else
+        fail listen-component-loads-the-sample-profiler "sidecar: $(logs_of shop "$LP" clrattach)"
+    fi
+    until_ok 60 app_ran shop "$LP" && ok "listen-component-app-runs (resumed)" ||
+        fail listen-component-app-runs "app: $(logs_of shop "$LP" app)"
+    if wait_events shop "$LP" ProfilerLoadedAtStartup 1 app; then
+        ok "listen-component-event (ProfilerLoadedAtStartup)"
+    else
+        fail listen-component-event "sidecar: $(logs_of shop "$LP" clrattach)"
+    fi
+else
+    fail listen-component-applied "$(tr '\n' ' ' <"$WORK/s11-apply.out" | cut -c1-300) $(K get pods -n shop 2>&1 | tail -2 | tr '\n' ' ')"
+fi
+K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
+
+# ---- 12. the README's plugin line on the README's own deployment -------------------------------
+# `kubectl clrattach deployment/orders-api -n shop --clsid GUID` on deploy/base, word for word.
+# deploy/base shares one PID namespace (pid 1 is the pause process): the plugin finds the app's
+# process by its container's ID. The base's sidecar has attached the sample profiler already, so
+# the runtime's answer is already_active (exit 3): found and asked, not "not .NET".
+k=$(shipped base12 "$ROOT/deploy")
+if K apply -k "$k" >"$WORK/s12-apply.out" 2>&1 && wait_pod shop "$SEL" &&
+    wait_report shop "$POD" app "$REPORT"; then
+    P12=$POD
+    plugin deployment/orders-api -n shop --clsid "$PROBE_CLSID"
+    if [ "$RC" = 3 ] && grep -q 'already_active' "$WORK/plugin.out" &&
+        [ -n "$(K get pod -n shop "$P12" -o 'jsonpath={.spec.ephemeralContainers[?(@.name)].name}' | tr ' ' '\n' | grep -- '-pid$')" ]; then
+        ok "readme-plugin-line-on-base (shared PID namespace: the app's process found by its container ID; already_active)"
+    else
+        fail readme-plugin-line-on-base "rc $RC: $(tail -c 600 "$WORK/plugin.out") $(tail -c 400 "$WORK/plugin.err")"
+    fi
+else
+    fail readme-plugin-line-on-base "base not up: $(tr '\n' ' ' <"$WORK/s12-apply.out" | cut -c1-300)"
+fi
+K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1
