@@ -178,25 +178,29 @@ if [ -n "$BASE_POD" ]; then
 fi
 
 # ---- an app pod without the sidecar, for the on-call paths -------------------------------------
-# oncall_pod NAME: deploy/base's pod as shipped, without the sidecar and without the shared PID
-# namespace (the shape `kubectl debug --target` is for: a pod nobody prepared), as a bare Pod.
-# Without its containerPort too: with the node's network the port is the node's, and the
-# Deployment's pod holds it.
+# oncall_pod NAME [notoken]: deploy/base's pod as shipped, without the sidecar and without the
+# shared PID namespace (the shape `kubectl debug --target` is for: a pod nobody prepared), as a
+# bare Pod. Without its containerPort too: with the node's network the port is the node's, and
+# the Deployment's pod holds it. "notoken": no service-account token either (the pod cannot
+# post its own Event).
 oncall_pod() {
     kubectl kustomize "$(shipped base "$ROOT/deploy")" | python3 -c '
 import sys, yaml
 name = sys.argv[1]
+notoken = len(sys.argv) > 2 and sys.argv[2] == "notoken"
 dep = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deployment")
 t = dep["spec"]["template"]
 spec = t["spec"]
 spec["containers"] = [c for c in spec["containers"] if c["name"] != "clrattach"]
 spec.pop("shareProcessNamespace")
+if notoken:
+    spec["automountServiceAccountToken"] = False
 for c in spec["containers"]:
     c.pop("ports", None)
 pod = {"apiVersion": "v1", "kind": "Pod", "spec": spec,
        "metadata": {"name": name, "namespace": dep["metadata"]["namespace"],
                     "labels": {"clrattach-test/oncall": name}}}
-yaml.safe_dump(pod, sys.stdout)' "$1" | K apply -f - >/dev/null && wait_pod shop "clrattach-test/oncall=$1"
+yaml.safe_dump(pod, sys.stdout)' "$1" "${2:-}" | K apply -f - >/dev/null && wait_pod shop "clrattach-test/oncall=$1"
 }
 
 # eph_state NS POD NAME: "running", "terminated CODE", or the waiting reason; the terminated
@@ -676,3 +680,42 @@ else
     fail readme-plugin-line-on-base "base not up: $(tr '\n' ' ' <"$WORK/s12-apply.out" | cut -c1-300)"
 fi
 K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1
+
+# ---- 13. the plugin with the rights docs/kubectl-debug.md lists, read as a reader would -------
+# "create events" granted on the core group only (apiGroups [""]): the plugin's events.k8s.io/v1
+# fallback Event is forbidden, and it posts the same Event as core/v1. The pod has no token of
+# its own, so the fallback is the only Event there is.
+if oncall_pod oncall-rbac notoken; then
+    cat >"$WORK/oncall-role.yaml" <<EOR
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: oncall, namespace: shop}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get, list]}
+- {apiGroups: ["apps"], resources: [deployments, statefulsets], verbs: [get]}
+- {apiGroups: [""], resources: [pods/ephemeralcontainers], verbs: [get, update]}
+- {apiGroups: [""], resources: [pods/attach], verbs: [create]}
+- {apiGroups: [""], resources: [pods/log], verbs: [get]}
+- {apiGroups: [""], resources: [events], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: oncall, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: oncall}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: oncall}
+EOR
+    K apply -f "$WORK/oncall-role.yaml" >/dev/null
+    plugin oncall-rbac -n shop -c app --clsid "$PROBE_CLSID" --as=oncall -o json --name clrattach-rbac \
+        --client-data out=/clrattach-profilers/rbac-report.json --timeout 90
+    core=$(K get events -n shop --field-selector involvedObject.name=oncall-rbac -o json 2>/dev/null |
+        python3 -c 'import json,sys; print(sum(1 for e in json.load(sys.stdin)["items"] if e["reason"] == "ProfilerAttached"))')
+    if [ "$RC" = 0 ] && grep -q 'Event posted from here as core/v1' "$WORK/plugin.out" && [ "${core:-0}" -ge 1 ]; then
+        ok "plugin-rbac-core-events-only (the fallback Event posted as core/v1)"
+    else
+        fail plugin-rbac-core-events-only "rc $RC, core Events $core: $(tail -c 500 "$WORK/plugin.out") $(tail -c 300 "$WORK/plugin.err")"
+    fi
+    K delete pod -n shop oncall-rbac --wait=false >/dev/null 2>&1
+else
+    fail plugin-rbac-core-events-only "no oncall pod: $(K get pods -n shop 2>&1 | tail -2 | tr '\n' ' ')"
+fi
