@@ -660,6 +660,44 @@ else
 fi
 K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
 
+# 11b. The same composition with the report path on the app's read-only root (what the component
+# shipped before): the load fails with ERROR_WRITE_PROTECT, and the Warning's note quotes that
+# answer (the verification's), not StartupProfiler's S_OK.
+cat >>"$k/kustomization.yaml" <<'EOK'
+- target: {kind: Deployment}
+  patch: |-
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: any}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: app
+            env:
+            - {name: CLRPROBE_OUT, value: /clrprobe-report.json}
+EOK
+warn_note() {
+    K get events.events.k8s.io -n shop -o json | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["items"]:
+    if e.get("regarding", {}).get("name") == sys.argv[1] and e.get("reason") == "ProfilerStartupLoadFailed":
+        print(e.get("note", "")); break' "$1"
+}
+if K apply -k "$k" >"$WORK/s11b-apply.out" 2>&1 && wait_pod shop "$SEL"; then
+    LP=$POD
+    note=""
+    for _ in $(seq 60); do note=$(warn_note "$LP"); [ -n "$note" ] && break; sleep 1; done
+    case $note in
+    *0x80070013*) case $note in *"S_OK 0x00000000"*) fail listen-failed-load-warning-hresult "$note" ;;
+                  *) ok "listen-failed-load-warning-hresult (the note quotes 0x80070013)" ;; esac ;;
+    *) fail listen-failed-load-warning-hresult "note '$note'; sidecar: $(logs_of shop "$LP" clrattach)" ;;
+    esac
+else
+    fail listen-failed-load-warning-hresult "$(tr '\n' ' ' <"$WORK/s11b-apply.out" | cut -c1-300)"
+fi
+K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
+
 # ---- 12. the README's plugin line on the README's own deployment -------------------------------
 # `kubectl clrattach deployment/orders-api -n shop --clsid GUID` on deploy/base, word for word.
 # deploy/base shares one PID namespace (pid 1 is the pause process): the plugin finds the app's
