@@ -27,18 +27,7 @@ else
 fi
 
 K8S="$ROOT/tests/k8s"
-"$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1 || { echo "FAIL static-certs"; exit 1; }
-echo "token-static-$$" >"$WORK/token"
-python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" \
-    --port-file "$WORK/port" 2>"$WORK/apiserver.log" &
-SRV=$!
-disown "$SRV"
-TARGET_PIDS+=("$SRV")
-for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
-[ -s "$WORK/port" ] || { echo "FAIL static-apiserver: $(cat "$WORK/apiserver.log")"; exit 1; }
-URL=https://127.0.0.1:$(cat "$WORK/port")
-CA=$WORK/certs/ca.crt
-ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
+start_apiserver static || exit 1
 
 # STATIC_TRACE=1 runs each under strace (outside the root) into $WORK/strace-NAME.txt, with
 # KEEP_WORK=1 to keep it: how to find a syscall the filter is missing. STATIC_WRAP=CMD runs it

@@ -314,6 +314,29 @@ is_mapped() {
     grep -qF "$2" "/proc/$1/maps"
 }
 
+# start_apiserver NAME [APISERVER-OPTIONS...]: the project's test API server
+# (tests/k8s/apiserver.py) on loopback, with certificates and a token of its own in $WORK. Sets
+# URL, CA and TOKEN (the token file); ctl METHOD PATH [BODY] talks to it. Fails (FAIL NAME-...)
+# when it does not come up.
+start_apiserver() {
+    local name=$1
+    shift
+    TOKEN=$WORK/token
+    timeout -k 5 60 "$ROOT/tests/k8s/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1 ||
+        { echo "FAIL $name-certs"; return 1; }
+    echo "token-$name-$$" >"$TOKEN"
+    python3 "$ROOT/tests/k8s/apiserver.py" --ca-dir "$WORK/certs" --token-file "$TOKEN" "$@" \
+        --port-file "$WORK/port" 2>"$WORK/apiserver.log" &
+    local srv=$!
+    disown "$srv"
+    TARGET_PIDS+=("$srv")
+    for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+    [ -s "$WORK/port" ] || { echo "FAIL $name-apiserver: $(cat "$WORK/apiserver.log")"; return 1; }
+    URL=https://127.0.0.1:$(cat "$WORK/port")
+    CA=$WORK/certs/ca.crt
+}
+ctl() { timeout -k 5 30 curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
+
 finish() {
     echo "$1: $PASSED passed, $FAILED failed"
     [ "$FAILED" -eq 0 ]

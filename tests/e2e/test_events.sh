@@ -5,18 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 require_env
 
-K8S="$ROOT/tests/k8s"
-"$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1 || { echo "FAIL events-certs"; exit 1; }
-echo "token-e2e-$$" >"$WORK/token"
-python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" \
-    --port-file "$WORK/port" 2>"$WORK/apiserver.log" &
-SRV=$!
-disown "$SRV"
-TARGET_PIDS+=("$SRV")
-for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
-URL=https://127.0.0.1:$(cat "$WORK/port")
-CA=$WORK/certs/ca.crt
-ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
+start_apiserver events || exit 1
 
 # kattach ARGS...: attach with the reporting flags and a downward-API-like environment.
 kattach() {

@@ -15,18 +15,7 @@ chmod 0755 "$SHARE"
 SOCK=$SHARE/port.sock
 trap 'cleanup_targets; rm -rf "$SHARE"' EXIT
 
-K8S="$ROOT/tests/k8s"
-"$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1 || { echo "FAIL flood-certs"; exit 1; }
-echo "token-flood-$$" >"$WORK/token"
-python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" \
-    --port-file "$WORK/port" 2>"$WORK/apiserver.log" &
-SRV=$!
-disown "$SRV"
-TARGET_PIDS+=("$SRV")
-for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
-URL=https://127.0.0.1:$(cat "$WORK/port")
-CA=$WORK/certs/ca.crt
-ctl() { curl -sS --fail --cacert "$CA" -X "$1" "$URL$2" ${3:+--data-binary "$3"}; }
+start_apiserver flood || exit 1
 
 LOUT=$WORK/watch.out LERR=$WORK/watch.err
 env -i PATH=/usr/bin:/bin ASAN_OPTIONS="${ASAN_OPTIONS:-}" CLRATTACH_POD_NAME=orders-7d9c8b6f5-x2x7k \

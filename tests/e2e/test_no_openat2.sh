@@ -164,18 +164,7 @@ fi
 # 5. Events over TLS to the test API server: token and CA on the command line, then, as an
 # ephemeral container would, the app container's service account (a kubelet-like tree of links
 # in ITS root, followed by the contained walk).
-K8S="$ROOT/tests/k8s"
-if timeout -k 5 60 "$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1; then
-    echo "token-noa2-$$" >"$WORK/token"
-    python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" \
-        --port-file "$WORK/port" 2>"$WORK/apiserver.log" &
-    SRV=$!
-    disown "$SRV"
-    TARGET_PIDS+=("$SRV")
-    for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
-    URL=https://127.0.0.1:$(cat "$WORK/port")
-    CA=$WORK/certs/ca.crt
-    ctl() { timeout -k 5 30 curl -sS --fail --cacert "$CA" -X "$1" "$URL$2"; }
+if start_apiserver noa2; then
     events() { ctl GET /_test/events >"$WORK/events.json" && python3 -c "$1" "$WORK/events.json"; }
 
     if start_target noa2-events --pidns --uid 1000; then

@@ -38,15 +38,7 @@ if start_target vg-app --pidns --uid 1000; then
 fi
 
 # Event reporting over TLS (libcurl + OpenSSL + jansson) under valgrind.
-K8S="$ROOT/tests/k8s"
-"$K8S/gen-certs.sh" "$WORK/certs" >/dev/null 2>&1
-echo "token-vg" >"$WORK/token"
-python3 "$K8S/apiserver.py" --ca-dir "$WORK/certs" --token-file "$WORK/token" --pod shop/vg-pod \
-    --port-file "$WORK/port" 2>/dev/null &
-SRV=$!
-disown "$SRV"
-TARGET_PIDS+=("$SRV")
-for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+start_apiserver vg --pod shop/vg-pod
 start_not_dotnet 300
 OUT="$WORK/vg.out" ERR="$WORK/vg.err"
 "${VG[@]}" "$VG_CLRATTACH" attach --seccomp=off --pid "$NOTNET" --profiler "$PROBE" \
