@@ -125,10 +125,11 @@
  * reply cap; a pod has at most a few containers (init and ephemeral ones are not kept). */
 #define K8S_WATCH_LINE_MAX        K8S_RESPONSE_MAX
 #define K8S_LIST_MAX              (64 * 1024 * 1024) /* a PodList of one node's pods (110 by default) */
-#define K8S_LIST_PODS_MAX         1024         /* pods in one list; a node runs at most ~250 */
-#define K8S_POD_CONTAINERS_MAX    32           /* containers of one pod kept from its status */
-#define K8S_RESOURCE_VERSION_MAX  64           /* an etcd revision, decimal in practice */
-#define K8S_CONTAINER_ID_MAX      128          /* "containerd://" and 64 hex digits */
+#define K8S_LIST_PODS_MAX         1024 /* pods in one list; a node runs at most ~250 */
+#define K8S_POD_CONTAINERS_MAX    32   /* containers of one pod kept from its status */
+#define K8S_RESOURCE_VERSION_MAX  64   /* an etcd revision, decimal in practice */
+#define K8S_CONTAINER_ID_MAX      128  /* "containerd://" and 64 hex digits */
+#define K8S_ANNOTATION_KEPT       255 /* bytes of an annotation value kept; its length is kept too */
 #define AGENT_CONFIG_MAX          (256 * 1024) /* bytes of the profile configuration */
 #define AGENT_PROFILES_MAX        64           /* profiles one configuration defines */
 #define AGENT_SELECTOR_TERMS_MAX  8            /* terms of one namespace selector */
