@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "base/util.h"
+#include "report/json_bounded.h"
 
 struct k8s_watch_stream {
     char *buf; /* the unfinished line */
@@ -176,7 +177,7 @@ const char *k8s_watch_type_name(enum k8s_watch_type t)
     return (size_t)t < ARRAY_SIZE(type_names) ? type_names[t] : "?";
 }
 
-static int decode_event(json_t *root, struct k8s_watch_event *ev, struct cla_error *e)
+static int decode_event_tree(json_t *root, struct k8s_watch_event *ev, struct cla_error *e)
 {
     const char *type = json_string_value(json_object_get(root, "type"));
     json_t *obj = json_object_get(root, "object");
@@ -201,23 +202,24 @@ static int decode_event(json_t *root, struct k8s_watch_event *ev, struct cla_err
     return 0;
 }
 
+static int decode_event(json_t *root, void *ctx, struct cla_error *e)
+{
+    int r = decode_event_tree(root, ctx, e);
+    return r < 0 ? err_prefix(e, "watch") : r;
+}
+
 int k8s_watch_event_parse(const char *buf, size_t len, struct k8s_watch_event *ret,
                           struct cla_error *e)
 {
-    if (len > K8S_WATCH_LINE_MAX)
-        return err_set(e, -E2BIG, "watch: event of %zu bytes is above the cap", len);
-    /* Duplicate keys are refused as in k8s_reply.c: an ambiguous event is not one to act on. */
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return err_set(e, -EPROTO, "watch: event is not JSON: %s", jerr.text);
     struct k8s_watch_event *ev = calloc(1, sizeof(*ev));
-    int r = ev ? decode_event(root, ev, e) : err_set(e, -ENOMEM, "no memory");
-    json_decref(root);
+    if (!ev)
+        return err_set(e, -ENOMEM, "watch: no memory for an event");
+    int r = json_bounded_decode(buf, len, K8S_WATCH_LINE_MAX, "watch: event", -EPROTO, decode_event,
+                                ev, e);
     if (r >= 0)
         *ret = *ev;
     free(ev);
-    return r < 0 ? err_prefix(e, "watch") : 0;
+    return r;
 }
 
 struct k8s_watch_stream *k8s_watch_stream_new(void)
@@ -324,37 +326,37 @@ int k8s_watch_feed(struct k8s_watch_stream *s, const char *buf, size_t len, k8s_
     return r;
 }
 
-int k8s_pod_list_parse(const char *buf, size_t len, struct k8s_pod_list *ret, struct cla_error *e)
+static int decode_list(json_t *root, void *ctx, struct cla_error *e)
 {
-    if (len > K8S_LIST_MAX)
-        return err_set(e, -E2BIG, "k8s: PodList of %zu bytes is above the cap", len);
-    json_error_t jerr;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return err_set(e, -EPROTO, "k8s: PodList is not JSON: %s", jerr.text);
-    struct k8s_pod_list l = {0};
+    struct k8s_pod_list *l = ctx;
     json_t *meta = json_object_get(root, "metadata");
     json_t *items = json_object_get(root, "items");
     const char *cont = json_string_value(json_object_get(meta, "continue"));
-    int r = 0;
     if (!json_is_object(root) || json_object_get(root, "kind") == NULL || !kind_is(root, "PodList"))
-        r = err_set(e, -EPROTO, "k8s: malformed PodList: kind is not PodList");
-    else if (!json_is_object(meta) || !take(meta, "resourceVersion", FC_VERSION, true,
-                                            l.resource_version, sizeof(l.resource_version)))
-        r = err_set(e, -EPROTO, "k8s: malformed PodList: no metadata.resourceVersion");
-    else if (cont && cont[0])
-        r = err_set(e, -EPROTO, "k8s: PodList cut into pages (metadata.continue)");
-    else if (items && !json_is_null(items) && !json_is_array(items))
-        r = err_set(e, -EPROTO, "k8s: malformed PodList: items is not an array");
-    else if (json_array_size(items) > K8S_LIST_PODS_MAX)
-        r = err_set(e, -E2BIG, "k8s: PodList of %zu pods, above the cap of %d",
-                    json_array_size(items), K8S_LIST_PODS_MAX);
-    else if (!(l.items = calloc(json_array_size(items) + 1, sizeof(*l.items))))
-        r = err_set(e, -ENOMEM, "k8s: no memory for the PodList");
-    for (size_t i = 0; r >= 0 && i < json_array_size(items); i++, l.n_items++)
-        if ((r = decode_pod(json_array_get(items, i), &l.items[i], e)) < 0)
-            err_prefix(e, "k8s: PodList items[%zu]", i);
-    json_decref(root);
+        return err_set(e, -EPROTO, "k8s: malformed PodList: kind is not PodList");
+    if (!json_is_object(meta) || !take(meta, "resourceVersion", FC_VERSION, true,
+                                       l->resource_version, sizeof(l->resource_version)))
+        return err_set(e, -EPROTO, "k8s: malformed PodList: no metadata.resourceVersion");
+    if (cont && cont[0])
+        return err_set(e, -EPROTO, "k8s: PodList cut into pages (metadata.continue)");
+    if (items && !json_is_null(items) && !json_is_array(items))
+        return err_set(e, -EPROTO, "k8s: malformed PodList: items is not an array");
+    if (json_array_size(items) > K8S_LIST_PODS_MAX)
+        return err_set(e, -E2BIG, "k8s: PodList of %zu pods, above the cap of %d",
+                       json_array_size(items), K8S_LIST_PODS_MAX);
+    if (!(l->items = calloc(json_array_size(items) + 1, sizeof(*l->items))))
+        return err_set(e, -ENOMEM, "k8s: no memory for the PodList");
+    for (; l->n_items < json_array_size(items); l->n_items++)
+        if (decode_pod(json_array_get(items, l->n_items), &l->items[l->n_items], e) < 0)
+            return err_prefix(e, "k8s: PodList items[%zu]", l->n_items);
+    return 0;
+}
+
+int k8s_pod_list_parse(const char *buf, size_t len, struct k8s_pod_list *ret, struct cla_error *e)
+{
+    struct k8s_pod_list l = {0};
+    int r =
+        json_bounded_decode(buf, len, K8S_LIST_MAX, "k8s: PodList", -EPROTO, decode_list, &l, e);
     if (r < 0) {
         free(l.items);
         return r;
