@@ -120,6 +120,21 @@
 #define K8S_SERIES_MAX     64  /* distinct keys remembered; the oldest is evicted */
 #define K8S_SERIES_KEY_MAX 512 /* bytes of a caller's series key; longer keys are refused */
 
+/* The agent (docs/agent.md): the pod watch stream of its node (lib/report/k8s_watch.c) and the
+ * admin's profiles (lib/report/agent_profiles.c). One watch line holds one pod, so it shares the
+ * reply cap; a pod has at most a few containers (init and ephemeral ones are not kept). */
+#define K8S_WATCH_LINE_MAX        K8S_RESPONSE_MAX
+#define K8S_LIST_MAX              (64 * 1024 * 1024) /* a PodList of one node's pods (110 by default) */
+#define K8S_LIST_PODS_MAX         1024 /* pods in one list; a node runs at most ~250 */
+#define K8S_POD_CONTAINERS_MAX    32   /* containers of one pod kept from its status */
+#define K8S_RESOURCE_VERSION_MAX  64   /* an etcd revision, decimal in practice */
+#define K8S_CONTAINER_ID_MAX      128  /* "containerd://" and 64 hex digits */
+#define K8S_ANNOTATION_KEPT       255 /* bytes of an annotation value kept; its length is kept too */
+#define AGENT_CONFIG_MAX          (256 * 1024) /* bytes of the profile configuration */
+#define AGENT_PROFILES_MAX        64           /* profiles one configuration defines */
+#define AGENT_SELECTOR_TERMS_MAX  8            /* terms of one namespace selector */
+#define AGENT_SELECTOR_VALUES_MAX 16           /* values of one `in (...)` term */
+
 /* Profiler build choice (lib/profset/rid.c, lib/profset/elfinfo.c). The ELF reader runs on the
  * target's own executable, so its loops and strings are capped well above anything a linker
  * produces. */
