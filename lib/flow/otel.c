@@ -135,20 +135,14 @@ static int read_status(struct target *t, const char *path, struct otel_status *r
     return 1;
 }
 
-/* After ProcessInfo, before delivery: the runtime, the app's own SDK, the agent running. */
+/* After ProcessInfo (the runtime checked: min_major), before delivery: the app's own SDK, the
+ * agent running. */
 static int before_deliver(void *ctx, struct target *t, struct attach_result *res)
 {
     struct otel *ot = ctx;
     const struct otel_opts *o = ot->o;
     struct cla_error *e = &res->error;
     int r;
-    if (!o->stop &&
-        (r = attach_require_runtime(res, OTEL_MIN_MAJOR, "the OpenTelemetry agent",
-                                    "the agent's OpenTelemetry 1.20 needs the "
-                                    "System.Diagnostics.DiagnosticSource of .NET 10; move the "
-                                    "app to .NET 10, or use OpenTelemetry's own instrumentation "
-                                    "at its next start")) < 0)
-        return r;
     _cleanup_free_ char *maps = NULL;
     size_t len = 0;
     if ((r = target_read_file(t, "maps", PROC_MAPS_MAX, &maps, &len, e)) < 0)
@@ -282,6 +276,12 @@ int otel_run(const struct otel_opts *o, struct target *t, struct attach_result *
             .on_stage = o->on_stage,
             .userdata = o->userdata,
             .stop = o->stop_signal,
+            /* a stop too: the agent never starts on an older one */
+            .min_major = OTEL_MIN_MAJOR,
+            .needs_what = "the OpenTelemetry agent",
+            .too_old_hint = "its OpenTelemetry 1.20 needs the System.Diagnostics.DiagnosticSource "
+                            "of .NET 10: move the app to .NET 10, or use OpenTelemetry's own "
+                            "instrumentation at its next start",
             .before_deliver = before_deliver,
             .before_send = before_send,
             .after_answer = after_answer,

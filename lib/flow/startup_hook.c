@@ -319,10 +319,14 @@ static int run(struct hook *h, struct creds_saved *cs)
         return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, r);
     if ((r = attach_reach(h->t, o->timeout_ms, cs, &h->c, res)) < 0)
         return r;
-    if ((r = attach_require_runtime(res, HOOK_MIN_MAJOR, "ApplyStartupHook",
-                                    "on older runtimes a startup hook runs only at startup: "
-                                    "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
-                                    "path>")) < 0)
+    if (o->min_major > HOOK_MIN_MAJOR)
+        r = attach_require_runtime(res, o->min_major, o->needs_what, o->too_old_hint);
+    else
+        r = attach_require_runtime(res, HOOK_MIN_MAJOR, "ApplyStartupHook",
+                                   "on older runtimes a startup hook runs only at startup: "
+                                   "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
+                                   "path>");
+    if (r < 0)
         return r;
     if ((r = check_hook(h)) < 0)
         return r;

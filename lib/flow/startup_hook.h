@@ -47,6 +47,10 @@ struct startup_hook_opts {
      * after delivery (p: where, as the app sees it) and before anything is sent: a negative
      * return (the outcome set) ends the run, what was delivered taken back. `after_answer` runs
      * once the runtime answered S_OK and may set the outcome; its return is the run's. */
+    /* A hook that needs a newer runtime than ApplyStartupHook does: its .NET major version,
+     * its name and the next step on an older one (0, NULL: .NET 8, ApplyStartupHook's) */
+    int min_major;
+    const char *needs_what, *too_old_hint;
     int (*before_deliver)(void *ctx, struct target *t, struct attach_result *res);
     int (*before_send)(void *ctx, struct target *t, const struct placed *p,
                        struct attach_result *res);
