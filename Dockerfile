@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
-# clrattach image: a static binary and the sample profilers, nothing else (no shell, no libc,
+# clrattach image: a static binary, the sample profilers and the OpenTelemetry agent, nothing else (no shell, no libc,
 # no CA bundle: the API server's CA always comes from the service-account volume).
-#   docker build -t registry.example.com/clrattach:$(cat VERSION) .           (linux/amd64)
+#   make otel-agent && docker build -t registry.example.com/clrattach:$(cat VERSION) .  (amd64)
 #   scripts/build-image.sh  (make image): linux/amd64 + linux/arm64 as one OCI image index
 # The builder is Debian bookworm, the release whose sources scripts/build-static.sh builds the
 # static libraries from (curl, OpenSSL, jansson, with Debian's security patches). The image
@@ -54,6 +54,11 @@ COPY --from=builder /src/build/libclrprobe.so /profilers/linux-x64/libclrprobe.s
 COPY --from=builder /src/build/musl/libclrprobe.so /profilers/linux-musl-x64/libclrprobe.so
 COPY --from=builder /src/build/arm64/libclrprobe.so /profilers/linux-arm64/libclrprobe.so
 COPY --from=builder /src/build/arm64/musl/libclrprobe.so /profilers/linux-musl-arm64/libclrprobe.so
+# The OpenTelemetry agent (`clrattach otel`, `watch --otel`; docs/otel.md): managed code, the same
+# for every platform. The builder has no .NET SDK: it is built before the image by
+# `make otel-agent` (scripts/build-image.sh does) and reaches the builder through the context
+# (.dockerignore lets build/otel-agent in); its packages are in `clrattach version` and the SBOM.
+COPY --from=builder /src/build/otel-agent /otel-agent
 # The pod spec sets the app's uid (runAsUser); this is only the non-root default
 # (65532, "nonroot" in distroless images).
 USER 65532:65532

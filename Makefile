@@ -102,9 +102,12 @@ $(BUILD)/%.o: %.c
 
 # What `clrattach version` prints (scripts/build_info.py), rewritten only when it changes.
 BUILD_INFO := $(BUILD)/gen/build_info.h
+# The agent's packages (make otel-agent), listed when it was built: what the image ships.
+OTEL_AGENT_PACKAGES ?= $(wildcard build/otel-agent/packages.tsv)
 $(BUILD_INFO): FORCE
 	@mkdir -p $(dir $@)
-	@python3 scripts/build_info.py header $(COMPONENTS) $(VERSION) $(COMMIT) >$@.tmp
+	@OTEL_AGENT_PACKAGES=$(OTEL_AGENT_PACKAGES) \
+	    python3 scripts/build_info.py header $(COMPONENTS) $(VERSION) $(COMMIT) >$@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 $(BUILD)/cmd/clrattach/cmd_version.o: cmd/clrattach/cmd_version.c $(BUILD_INFO)

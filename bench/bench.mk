@@ -15,3 +15,10 @@ bench: all target static $(K8S_DRIVER)
 	    --ps-counts "$(BENCH_PS_COUNTS)" --event-reports $(BENCH_EVENT_REPORTS) \
 	    --watch-seconds $(BENCH_WATCH_SECONDS) --watch-counts "$(BENCH_WATCH_COUNTS)" \
 	    --startup-runs $(BENCH_STARTUP_RUNS)
+
+# `clrattach otel`: command to first span, the agent's cost in latency and RSS (bench/otel.sh).
+BENCH_OTEL_RUNS ?= 5
+BENCH_OTEL_REQUESTS ?= 2000
+.PHONY: bench-otel
+bench-otel: all otel-agent otel-apps
+	BUILD=$(BUILD) bench/otel.sh --runs $(BENCH_OTEL_RUNS) --requests $(BENCH_OTEL_REQUESTS)

@@ -60,6 +60,12 @@ if ! bh inspect --type image docker.io/library/debian:bookworm >/dev/null 2>&1; 
     bh rm "$ctr" >/dev/null
 fi
 
+# The OpenTelemetry agent (/otel-agent): managed, one build for every platform, made here with the
+# .NET SDK the builder stage does not have (.dockerignore lets build/otel-agent into the context).
+say "make otel-agent"
+make -C "$ROOT" --no-print-directory otel-agent >"$OUT/otel-agent.log" 2>&1 ||
+    die "make otel-agent failed: $(tail -5 "$OUT/otel-agent.log")"
+
 # One manifest list, one image per platform.
 start=$(date +%s)
 bh manifest rm "$NAME" >/dev/null 2>&1 || true

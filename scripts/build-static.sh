@@ -458,7 +458,8 @@ for c in $(cut -f1 "$COMPONENTS"); do
 done
 ${CROSS}strip -o "$OUT/clrattach.stripped" "$OUT/clrattach"
 # The SBOM of the image (SPDX 2.3 JSON), from the very components file compiled in above.
-python3 "$ROOT/scripts/build_info.py" spdx "$COMPONENTS" "$(cat "$ROOT/VERSION")" "$COMMIT" "$ARCH" \
+OTEL_AGENT_PACKAGES="$ROOT/build/otel-agent/packages.tsv" \
+    python3 "$ROOT/scripts/build_info.py" spdx "$COMPONENTS" "$(cat "$ROOT/VERSION")" "$COMMIT" "$ARCH" \
     >"$OUT/clrattach.spdx.json.tmp"
 mv "$OUT/clrattach.spdx.json.tmp" "$OUT/clrattach.spdx.json"
 say "$OUT/clrattach: $(stat -c %s "$OUT/clrattach") bytes, $(stat -c %s "$OUT/clrattach.stripped") stripped"

@@ -10,6 +10,11 @@ and linked, one tab-separated line per component:
 A dynamic build has no components file: its header says so, and the binary names the libraries
 it found at run time instead.
 
+The OpenTelemetry agent shipped beside the binary (/otel-agent in the image, built by
+`make otel-agent`) is listed too when OTEL_AGENT_PACKAGES names its packages.tsv (package,
+version, type, shipped, license, sha512; profiler/otel-agent/packages_tsv.py): the packages
+it ships, by NuGet name and version.
+
     build_info.py header COMPONENTS|- VERSION COMMIT > build_info.h
     build_info.py spdx COMPONENTS VERSION COMMIT ARCH > clrattach.spdx.json
 """
@@ -44,6 +49,24 @@ def read_components(path):
     return out
 
 
+def read_agent_packages():
+    """The NuGet packages the agent ships (OTEL_AGENT_PACKAGES), [] without one."""
+    path = os.environ.get("OTEL_AGENT_PACKAGES", "")
+    if not path or not os.path.exists(path):
+        return []
+    out = []
+    with open(path, encoding="utf-8") as f:
+        rows = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    if not rows or rows[0][:5] != ["package", "version", "type", "shipped", "license"]:
+        sys.exit("build_info: %s: not the agent's packages.tsv" % path)
+    for n, r in enumerate(rows[1:], 2):
+        if len(r) < 5 or not all(SAFE.match(p) for p in r[:5]):
+            sys.exit("build_info: %s:%d: not plain tab-separated fields: %r" % (path, n, r))
+        if r[3] == "yes":
+            out.append({"name": r[0], "version": r[1], "license": r[4]})
+    return out
+
+
 def c_str(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -59,6 +82,12 @@ def header(comps, version, commit):
     for c in comps:
         lines.append("    {%s}, \\" % ", ".join(c_str(c[k]) for k in FIELDS))
     lines.append("")
+    agent = read_agent_packages()
+    lines.append("#define BUILD_INFO_OTEL_AGENT_COUNT %d" % len(agent))
+    lines.append("#define BUILD_INFO_OTEL_AGENT \\")
+    for c in agent:
+        lines.append("    {%s}, \\" % ", ".join(c_str(c[k]) for k in ("name", "version", "license")))
+    lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -68,42 +97,56 @@ def purl(c, arch):
         c["debian_source"], c["debian_version"].replace("+", "%2B").replace(":", "%3A"))
 
 
+def package(ident, name, version, license, purpose, source=None, purl_ref=None):
+    """One SPDX package, files not analysed; the licence declared is the one given."""
+    p = {
+        "SPDXID": ident,
+        "name": name,
+        "versionInfo": version,
+        "downloadLocation": "NOASSERTION",
+        "filesAnalyzed": False,
+        "licenseConcluded": license if purpose == "APPLICATION" else "NOASSERTION",
+        "licenseDeclared": license,
+        "copyrightText": "NOASSERTION",
+        "primaryPackagePurpose": purpose,
+    }
+    if source:
+        p["sourceInfo"] = source
+    if purl_ref:
+        p["externalRefs"] = [{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl",
+                              "referenceLocator": purl_ref}]
+    return p
+
+
 def spdx(comps, version, commit, arch):
     created = datetime.datetime.fromtimestamp(
         int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or datetime.datetime.now().timestamp(),
         datetime.timezone.utc)
-    pkgs = [{
-        "SPDXID": "SPDXRef-Package-clrattach",
-        "name": "clrattach",
-        "versionInfo": version,
-        "downloadLocation": "NOASSERTION",
-        "filesAnalyzed": False,
-        "licenseConcluded": "Apache-2.0",
-        "licenseDeclared": "Apache-2.0",
-        "copyrightText": "NOASSERTION",
-        "primaryPackagePurpose": "APPLICATION",
-        "sourceInfo": "commit %s, static build for %s" % (commit, arch),
-    }]
+    pkgs = [package("SPDXRef-Package-clrattach", "clrattach", version, "Apache-2.0", "APPLICATION",
+                    "commit %s, static build for %s" % (commit, arch))]
     rels = [{"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "DESCRIBES",
              "relatedSpdxElement": "SPDXRef-Package-clrattach"}]
     for c in comps:
         ident = "SPDXRef-Package-" + re.sub(r"[^A-Za-z0-9.-]", "-", c["name"])
-        pkgs.append({
-            "SPDXID": ident,
-            "name": c["name"],
-            "versionInfo": c["version"],
-            "downloadLocation": "NOASSERTION",
-            "filesAnalyzed": False,
-            "licenseConcluded": "NOASSERTION",
-            "licenseDeclared": c["license"],
-            "copyrightText": "NOASSERTION",
-            "primaryPackagePurpose": "LIBRARY",
-            "sourceInfo": "Debian source package %s %s" % (c["debian_source"], c["debian_version"]),
-            "externalRefs": [{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl",
-                              "referenceLocator": purl(c, arch)}],
-        })
+        pkgs.append(package(ident, c["name"], c["version"], c["license"], "LIBRARY",
+                            "Debian source package %s %s" % (c["debian_source"], c["debian_version"]),
+                            purl(c, arch)))
         rels.append({"spdxElementId": "SPDXRef-Package-clrattach",
                      "relationshipType": "STATIC_LINK", "relatedSpdxElement": ident})
+    agent = read_agent_packages()
+    if agent:
+        pkgs.append(package("SPDXRef-Package-clrattach-otel-agent", "clrattach-otel-agent", version,
+                            "Apache-2.0", "APPLICATION",
+                            "commit %s, /otel-agent: the OpenTelemetry startup hook (managed, any "
+                            "architecture)" % commit))
+        rels.append({"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "DESCRIBES",
+                     "relatedSpdxElement": "SPDXRef-Package-clrattach-otel-agent"})
+    for c in agent:
+        ident = "SPDXRef-Package-nuget-" + re.sub(r"[^A-Za-z0-9.-]", "-", c["name"])
+        pkgs.append(package(ident, c["name"], c["version"], c["license"], "LIBRARY",
+                            purl_ref="pkg:nuget/%s@%s" % (c["name"], c["version"])))
+        rels.append({"spdxElementId": "SPDXRef-Package-clrattach-otel-agent",
+                     "relationshipType": "CONTAINS", "relatedSpdxElement": ident})
     doc = {
         "spdxVersion": "SPDX-2.3",
         "dataLicense": "CC0-1.0",
@@ -115,7 +158,8 @@ def spdx(comps, version, commit, arch):
             version, arch, uuid.uuid5(uuid.NAMESPACE_URL, json.dumps([commit, arch, comps]))),
         "creationInfo": {"created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
                          "creators": ["Tool: clrattach-build_info.py"]},
-        "documentDescribes": ["SPDXRef-Package-clrattach"],
+        "documentDescribes": ["SPDXRef-Package-clrattach"] +
+                             (["SPDXRef-Package-clrattach-otel-agent"] if agent else []),
         "packages": pkgs,
         "relationships": rels,
     }

@@ -15,6 +15,7 @@
 #include "target/target.h"
 #include "profset/userfile.h"
 #include "base/util.h"
+#include "profset/otel_status.h"
 
 /* Long-only options take codes above any character getopt returns for a short one; watch's
  * own start at 1101, so that attach_cli_parse() tells them apart by range. */
@@ -43,6 +44,12 @@ enum {
     OPT_MATCH_CGROUP,
     OPT_OTHER_CONTAINERS,
     OPT_PERFMAP,
+    OPT_OTEL,
+    OPT_OTEL_ENDPOINT,
+    OPT_OTEL_PROTOCOL,
+    OPT_OTEL_SERVICE_NAME,
+    OPT_OTEL_RESOURCE_ATTRIBUTES,
+    OPT_OTEL_AGENT,
 };
 
 static const struct option attach_options[] = {
@@ -84,6 +91,12 @@ static const struct option attach_options[] = {
     {"match-cgroup", required_argument, NULL, OPT_MATCH_CGROUP},
     {"other-containers", no_argument, NULL, OPT_OTHER_CONTAINERS},
     {"perfmap", no_argument, NULL, OPT_PERFMAP},
+    {"otel", no_argument, NULL, OPT_OTEL},
+    {"endpoint", required_argument, NULL, OPT_OTEL_ENDPOINT},
+    {"protocol", required_argument, NULL, OPT_OTEL_PROTOCOL},
+    {"service-name", required_argument, NULL, OPT_OTEL_SERVICE_NAME},
+    {"resource-attributes", required_argument, NULL, OPT_OTEL_RESOURCE_ATTRIBUTES},
+    {"agent", required_argument, NULL, OPT_OTEL_AGENT},
     ATTACH_CLI_COMMON_OPTIONS,
     {0},
 };
@@ -135,6 +148,12 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
     case OPT_MATCH_CGROUP: a->match_cgroup = arg; break;
     case OPT_OTHER_CONTAINERS: a->other_containers = true; break;
     case OPT_PERFMAP: a->perfmap = true; break;
+    case OPT_OTEL: a->otel = true; break;
+    case OPT_OTEL_ENDPOINT: a->otel_endpoint = arg; break;
+    case OPT_OTEL_PROTOCOL: a->otel_protocol = arg; break;
+    case OPT_OTEL_SERVICE_NAME: a->otel_service_name = arg; break;
+    case OPT_OTEL_RESOURCE_ATTRIBUTES: a->otel_resource_attributes = arg; break;
+    case OPT_OTEL_AGENT: a->otel_agent = arg; break;
     case OPT_INTERVAL:
         /* Below 10 ms the watcher would do little but list /proc; above a minute a new
          * process would wait that long for its profiler. */
@@ -237,6 +256,30 @@ int attach_cli_check_target_dir(const struct attach_cli *a)
     return CLI_GO_ON;
 }
 
+/* watch --otel: the OpenTelemetry agent into every match (flow/otel.h); --env adds OTEL_*
+ * settings, and nothing of a profiler goes with it. */
+static int check_otel(struct attach_cli *a)
+{
+    struct cla_error e = {0};
+    if (!a->otel)
+        return usage_error(a->cmd, "--endpoint and --agent go with --otel");
+    if (a->perfmap || a->profiler || a->clsid_s || a->startup || a->listen || a->show_env)
+        return usage_error(a->cmd, "--otel sends the OpenTelemetry agent: no --profiler, "
+                                   "--clsid, --startup, --listen, --show-env or --perfmap");
+    if (!a->otel_endpoint)
+        return usage_error(a->cmd, "--otel needs --endpoint, the OTLP collector");
+    if (otel_endpoint_check(a->otel_endpoint, &e) < 0 ||
+        (a->otel_protocol && otel_protocol_check(a->otel_protocol, &e) < 0) ||
+        otel_attributes_check(a->otel_resource_attributes, &e) < 0)
+        return usage_error(a->cmd, "%s%s%s", e.msg, e.hint[0] ? "; e.g. " : "", e.hint);
+    if (!a->otel_agent) {
+        const char *env = getenv("CLRATTACH_OTEL_AGENT");
+        a->otel_agent = env && env[0] ? env : "/otel-agent";
+    }
+    a->profiler = a->otel_agent; /* what the results and Events name */
+    return attach_cli_check_target_dir(a);
+}
+
 /* What the options say together, once they are all read. */
 static int check_options(struct attach_cli *a)
 {
@@ -255,6 +298,8 @@ static int check_options(struct attach_cli *a)
                                 "run a second watcher for the perf maps");
     if (a->perfmap)
         return attach_cli_check_target_dir(a);
+    if (a->otel || a->otel_endpoint || a->otel_agent)
+        return check_otel(a);
     if ((!a->watch && !a->pid_s && !a->listen) || !a->profiler || !a->clsid_s)
         return usage_error(cmd, a->watch ? "--profiler and --clsid are required"
                                          : "--pid, --profiler and --clsid are required");
@@ -303,7 +348,7 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a)
     while ((c = getopt_long(argc, argv, "+o:h", attach_options, NULL)) != -1) {
         /* One table serves both commands, so that a shared option cannot drift between them;
          * what belongs to only one is refused by name for the other. */
-        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_PERFMAP;
+        bool watch_only = c >= OPT_MATCH_COMM && c <= OPT_OTEL_AGENT;
         bool attach_only = c == 'p';
         if ((watch_only && !a->watch) || (a->watch && attach_only))
             return usage_error(a->cmd, "option '%s' is not for '%s'", argv[optind - 1], a->cmd);

@@ -72,6 +72,10 @@ struct attach_cli {
     const char *match_comm, *match_cmdline, *uid_s, *ready_file, *match_cgroup;
     bool other_containers;
     bool perfmap; /* --perfmap: EnablePerfMap in every match instead of a profiler */
+    /* --otel: the OpenTelemetry agent in every match instead of a profiler (flow/otel.h) */
+    bool otel;
+    const char *otel_endpoint, *otel_protocol, *otel_service_name, *otel_resource_attributes,
+        *otel_agent;
     uint64_t interval_ms;
     /* derived */
     struct ipc_guid clsid;

@@ -37,6 +37,7 @@ int cmd_attach(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
 int cmd_startup_hook(int argc, char **argv);
+int cmd_otel(int argc, char **argv);
 int cmd_seccomp_profile(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 

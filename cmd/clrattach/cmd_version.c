@@ -36,6 +36,17 @@ struct component {
     const char *name, *version, *debian_source, *debian_version, *license;
 };
 
+/* The NuGet packages the OpenTelemetry agent shipped with this build ships (/otel-agent in the
+ * image; docs/otel.md), when the build had it (make otel-agent). */
+struct agent_package {
+    const char *name, *version, *license;
+};
+#if BUILD_INFO_OTEL_AGENT_COUNT
+static const struct agent_package agent_packages[] = {BUILD_INFO_OTEL_AGENT};
+#else
+static const struct agent_package agent_packages[1];
+#endif
+
 #if BUILD_INFO_STATIC
 static const struct component components[] = {BUILD_INFO_COMPONENTS};
 #else
@@ -79,7 +90,25 @@ static int print_text(void)
     for (size_t i = 0; i < n; i++)
         printf("  %s %s\n", libs[i].name, libs[i].version);
 #endif
+    if (BUILD_INFO_OTEL_AGENT_COUNT)
+        printf("otel agent: %d packages (NuGet)\n", BUILD_INFO_OTEL_AGENT_COUNT);
+    for (size_t i = 0; i < BUILD_INFO_OTEL_AGENT_COUNT; i++)
+        printf("  %s %s (%s)\n", agent_packages[i].name, agent_packages[i].version,
+               agent_packages[i].license);
     return 0;
+}
+
+/* "otel_agent": {"packages": [{name, version, license}]}, when the build had the agent. */
+static void agent_json(json_t *o)
+{
+    if (!BUILD_INFO_OTEL_AGENT_COUNT)
+        return;
+    json_t *list = json_array();
+    for (size_t i = 0; i < BUILD_INFO_OTEL_AGENT_COUNT; i++)
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "name", agent_packages[i].name,
+                                              "version", agent_packages[i].version, "license",
+                                              agent_packages[i].license));
+    json_object_set_new(o, "otel_agent", json_pack("{s:o}", "packages", list));
 }
 
 static int print_json(void)
@@ -111,6 +140,7 @@ static int print_json(void)
             list, json_pack("{s:s, s:s}", "name", libs[i].name, "version", libs[i].version));
     json_object_set_new(o, "system_libraries", list);
 #endif
+    agent_json(o);
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     if (!s)

@@ -2,16 +2,19 @@
 /* `clrattach watch`: the sidecar that attaches to every matching process, once per instance. */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 
 #include "cli.h"
 #include "attach_cli.h"
+#include "flow/otel.h"
 #include "flow/perfmap.h"
 #include "flow/watch.h"
 
 static const char usage_watch[] =
     "Usage: clrattach watch --profiler PATH --clsid GUID [selectors] [options]\n"
     "       clrattach watch --perfmap [selectors] [options]\n"
+    "       clrattach watch --otel --endpoint URL [selectors] [options]\n"
     "\n"
     "Sidecar mode: attach the profiler to every matching .NET process as soon as its\n"
     "diagnostic socket appears, exactly once per runtime instance (pid + start time), and keep\n"
@@ -40,6 +43,11 @@ static const char usage_watch[] =
     "\n"
     "  --perfmap              instead of a profiler, make each matching runtime (.NET 8+)\n"
     "                         write its perf map, once per instance (docs/perfmap.md)\n"
+    "  --otel --endpoint URL  instead of a profiler, start OpenTelemetry in each matching\n"
+    "                         runtime (.NET 10+), once per instance; with --service-name\n"
+    "                         (default: each app's entry assembly), --protocol,\n"
+    "                         --resource-attributes, --agent DIR, --env OTEL_X=... as for\n"
+    "                         'clrattach otel' (docs/otel.md)\n"
     "  --ready-file PATH      created once the first scan is complete (readiness probe)\n"
     "  --listen PATH          no scan: listen on a Unix socket and serve every runtime that\n"
     "                         connects (DOTNET_DiagnosticPorts), each instance once, a restarted\n"
@@ -185,6 +193,25 @@ static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
                               .userdata = wo.attach.userdata};
     if (a->perfmap)
         wo.attach.perfmap = &po;
+    /* --otel: each child starts the OpenTelemetry agent, the pod's attributes from the
+     * sidecar's own environment (the Downward API, deploy/components/otel). */
+    struct otel_opts oo = {.proc_dirfd = a->procfd,
+                           .agent = a->otel_agent,
+                           .endpoint = a->otel_endpoint,
+                           .protocol = a->otel_protocol,
+                           .service_name = a->otel_service_name,
+                           .resource_attributes = a->otel_resource_attributes,
+                           .pod_name = getenv("CLRATTACH_POD_NAME"),
+                           .pod_namespace = getenv("CLRATTACH_POD_NAMESPACE"),
+                           .container_name = getenv("CLRATTACH_CONTAINER_NAME"),
+                           .env = wo.attach.env,
+                           .env_count = wo.attach.env_count,
+                           .target_dir = a->target_dir,
+                           .timeout_ms = wo.attach.timeout_ms,
+                           .on_stage = wo.attach.on_stage,
+                           .userdata = wo.attach.userdata};
+    if (a->otel)
+        wo.attach.otel = &oo;
     struct cla_error e = {0};
     fprintf(stderr, "clrattach: watch: scanning every %llu ms\n",
             (unsigned long long)a->interval_ms);

@@ -24,6 +24,8 @@ static const char usage_main[] =
     "                    profilers read (.NET 8+)\n"
     "  startup-hook      deliver a managed assembly and run its StartupHook in a running app\n"
     "                    (.NET 8+)\n"
+    "  otel              start (or stop) OpenTelemetry traces and metrics in a running app\n"
+    "                    (.NET 10+)\n"
     "  seccomp-profile   print the seccomp profile clrattach runs under (OCI/Kubernetes JSON)\n"
     "  version           this build's version, commit and the components it is built from\n"
     "\n"
@@ -41,6 +43,7 @@ static const struct cli_command commands[] = {
     {"watch", cmd_watch},
     {"perfmap", cmd_perfmap},
     {"startup-hook", cmd_startup_hook},
+    {"otel", cmd_otel},
     {"seccomp-profile", cmd_seccomp_profile},
     {"version", cmd_version},
 };

@@ -150,9 +150,43 @@ static void print_who(const char *what, const struct attach_result *r)
             (unsigned)r->uid);
 }
 
+/* An otel success: what started, where it exports; or what stopped. */
+static void print_otel_text(const struct attach_result *r)
+{
+    const struct otel_status *st = &r->otel;
+    bool stop = r->kind == ATTACH_KIND_OTEL_STOP;
+    print_who(stop ? "OpenTelemetry stopped" : "OpenTelemetry started", r);
+    if (r->runtime_rid[0])
+        say(stdout, "  runtime:  %s %s", r->runtime_version, r->runtime_rid);
+    if (!stop) {
+        say(stdout, "  service:  %s", st->service_name);
+        say(stdout, "  traces:   %s", st->traces[0] ? st->traces : "none");
+        say(stdout, "  metrics:  %s", st->metrics[0] ? st->metrics : "none");
+        say(stdout, "  exporter: %s %s to %s", st->exporter, st->protocol, st->endpoint);
+        if (st->state == OTEL_STATE_STARTING)
+            say(stdout,
+                "  note:     still starting after 5 s; its status (%s) is rewritten when "
+                "it is done",
+                r->otel_status_path);
+    } else {
+        if (st->flushed >= 0)
+            say(stdout, "  flushed:  %s", st->flushed ? "yes" : "no, within 3 s");
+        if (st->reason[0])
+            say(stdout, "  note:     %s", st->reason);
+    }
+    say(stdout, "  agent:    %s (in the target's view%s)", r->delivered_dir,
+        r->reused ? ", reused" : "");
+    say(stdout, "  status:   %s", r->otel_status_path);
+    say(stdout, "  took:     %lld ms", (long long)r->duration_ms);
+}
+
 /* A perfmap or startup-hook success. */
 static void print_other_text(const struct attach_result *r)
 {
+    if (r->kind == ATTACH_KIND_OTEL_START || r->kind == ATTACH_KIND_OTEL_STOP) {
+        print_otel_text(r);
+        return;
+    }
     print_who(r->outcome == ATTACH_PERFMAP_ENABLED    ? "perf map enabled"
               : r->outcome == ATTACH_PERFMAP_DISABLED ? "perf map disabled"
                                                       : "startup hook applied",
@@ -223,7 +257,7 @@ static void print_attach_text(const struct attach_result *r)
     print_startup_lines(stderr, r);
     if (r->removed)
         say(stderr, "clrattach: removed what this %s delivered (%s); --keep keeps it",
-            r->kind == ATTACH_KIND_STARTUP_HOOK ? "startup-hook run" : "attach",
+            r->kind == ATTACH_KIND_PROFILER ? "attach" : "run",
             r->delivered_dir[0] ? r->delivered_dir : r->delivered_path);
 }
 

@@ -29,6 +29,11 @@
 #define ENV_FILE_MAX      (64 * 1024)
 #define ENV_SHOWN_MAX     160
 
+/* clrattach otel: the agent's status file (profset/otel_status.h), read back through the target's
+ * root, at most OTEL_STATUS_MAX bytes; at most OTEL_STATUS_LIST_MAX names per list kept. */
+#define OTEL_STATUS_MAX      (64 * 1024)
+#define OTEL_STATUS_LIST_MAX 16
+
 /* /proc files of a target. */
 #define PROC_STAT_MAX         4096
 #define PROC_STATUS_MAX       16384

@@ -29,6 +29,7 @@
 struct target;
 struct creds_saved;
 struct perfmap_opts;
+struct otel_opts;
 
 enum attach_stage {
     ATTACH_STAGE_DELIVERED, /* the profiler is in place: no more file creation needed */
@@ -96,6 +97,8 @@ struct attach_opts {
     /* watch --perfmap: the runtime is sent EnablePerfMap (perfmap_run) instead of a profiler;
      * NULL for an attach. */
     const struct perfmap_opts *perfmap;
+    /* watch --otel: the OpenTelemetry agent is started (otel_run) instead; NULL otherwise. */
+    const struct otel_opts *otel;
 };
 
 /* A pinned target's runtime, reached (attach_reach). */

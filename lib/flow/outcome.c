@@ -43,6 +43,12 @@ static const struct {
     [ATTACH_RUNTIME_TOO_OLD] = {"runtime_too_old", 15},
     /* Refused as a known vendor's component is refused on attach, --force sending it. */
     [ATTACH_HOOK_START_ONLY] = {"start_only_hook", 14},
+    [ATTACH_OTEL_STARTED] = {"otel_started", 0},
+    [ATTACH_OTEL_STOPPED] = {"otel_stopped", 0},
+    /* The runtime ran the hook; what it was to start did not: as load_failed. */
+    [ATTACH_OTEL_FAILED] = {"otel_failed", 7},
+    /* Refused before anything is sent, --force sending anyway: as start_only_hook. */
+    [ATTACH_OTEL_SDK_PRESENT] = {"otel_sdk_present", 14},
 };
 _Static_assert(ARRAY_SIZE(outcomes) == ATTACH_OUTCOME_LAST + 1, "a row for every outcome");
 
@@ -68,7 +74,8 @@ bool attach_outcome_loaded(enum attach_outcome o)
 bool attach_outcome_ok(enum attach_outcome o)
 {
     return attach_outcome_loaded(o) || o == ATTACH_PERFMAP_ENABLED ||
-           o == ATTACH_PERFMAP_DISABLED || o == ATTACH_HOOK_APPLIED;
+           o == ATTACH_PERFMAP_DISABLED || o == ATTACH_HOOK_APPLIED || o == ATTACH_OTEL_STARTED ||
+           o == ATTACH_OTEL_STOPPED;
 }
 
 int attach_outcome_exit_code(enum attach_outcome o)

@@ -14,6 +14,7 @@
 
 #include "base/bounds.h"
 #include "base/err.h"
+#include "profset/otel_status.h"
 
 enum attach_outcome {
     ATTACH_OK = 0,
@@ -39,8 +40,12 @@ enum attach_outcome {
     ATTACH_HOOK_APPLIED,     /* startup-hook: the runtime ran the hook's Initialize */
     ATTACH_RUNTIME_TOO_OLD,  /* perfmap, startup-hook: a runtime before .NET 8, nothing sent */
     ATTACH_HOOK_START_ONLY,  /* startup-hook: a hook for process start only (profset/hooks.h) */
+    ATTACH_OTEL_STARTED,     /* otel: the agent's status says started (or still starting) */
+    ATTACH_OTEL_STOPPED,     /* otel --stop: the agent's status says stopped */
+    ATTACH_OTEL_FAILED,      /* otel: the hook ran, its status says refused or failed, or none */
+    ATTACH_OTEL_SDK_PRESENT, /* otel: the app runs an OpenTelemetry SDK of its own: not sent */
 };
-#define ATTACH_OUTCOME_LAST ATTACH_HOOK_START_ONLY
+#define ATTACH_OUTCOME_LAST ATTACH_OTEL_SDK_PRESENT
 
 /* What a result is about: a profiler (attach, watch), a perf map (perfmap enable|disable) or a
  * startup hook (startup-hook). The outcomes are shared; the JSON's command, the Event's reasons
@@ -50,7 +55,10 @@ enum attach_kind {
     ATTACH_KIND_PERFMAP_ENABLE,
     ATTACH_KIND_PERFMAP_DISABLE,
     ATTACH_KIND_STARTUP_HOOK,
+    ATTACH_KIND_OTEL_START, /* otel: the OpenTelemetry agent, started */
+    ATTACH_KIND_OTEL_STOP,  /* otel --stop */
 };
+#define ATTACH_KIND_LAST ATTACH_KIND_OTEL_STOP
 
 /* The outcomes in which what was asked for happened: a profiler loaded (attach_outcome_loaded),
  * a perf map enabled or disabled, a startup hook run. */
@@ -160,7 +168,11 @@ struct attach_result {
     char perfmap_path[TARGET_PATH_MAX]; /* <dir>/perf-<nspid>.map */
     char jitdump_path[TARGET_PATH_MAX]; /* <dir>/jit-<nspid>.dump */
     char node_root[64];
-    int64_t perfmap_size;   /* bytes of the perf map right after the answer; -1 not seen */
+    int64_t perfmap_size; /* bytes of the perf map right after the answer; -1 not seen */
+    /* otel: the agent's status read back after the answer (state OTEL_STATE_NONE: none read),
+     * and where it is in the target's view */
+    struct otel_status otel;
+    char otel_status_path[TARGET_PATH_MAX];
     struct cla_error error; /* for every outcome but ATTACH_OK */
 };
 

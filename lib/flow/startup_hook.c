@@ -183,7 +183,7 @@ static int check_hook(struct hook *h)
     ipc_process_info_free(&pi);
     if (r < 0)
         return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_DEPENDENCY, r);
-    return 0;
+    return h->o->before_deliver ? h->o->before_deliver(h->o->ctx, h->t, res) : 0;
 }
 
 static int deliver(struct hook *h)
@@ -319,15 +319,23 @@ static int run(struct hook *h, struct creds_saved *cs)
         return attach_fail(res, r == -ENOMEM ? ATTACH_INTERNAL : ATTACH_USAGE, r);
     if ((r = attach_reach(h->t, o->timeout_ms, cs, &h->c, res)) < 0)
         return r;
-    if ((r = attach_require_runtime(res, HOOK_MIN_MAJOR, "ApplyStartupHook",
-                                    "on older runtimes a startup hook runs only at startup: "
-                                    "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
-                                    "path>")) < 0)
+    if (o->min_major > HOOK_MIN_MAJOR)
+        r = attach_require_runtime(res, o->min_major, o->needs_what, o->too_old_hint);
+    else
+        r = attach_require_runtime(res, HOOK_MIN_MAJOR, "ApplyStartupHook",
+                                   "on older runtimes a startup hook runs only at startup: "
+                                   "restart the app with DOTNET_STARTUP_HOOKS=<the assembly's "
+                                   "path>");
+    if (r < 0)
         return r;
     if ((r = check_hook(h)) < 0)
         return r;
     if ((r = deliver(h)) < 0 || (r = check_loaded(h)) < 0 || (r = check_stop(h)) < 0)
         return r;
+    if (o->before_send && (r = o->before_send(o->ctx, h->t, &h->p, res)) < 0) {
+        undo(h);
+        return stage(h, ATTACH_STAGE_REPLIED, r);
+    }
     size_t room = ipc_startup_hook_frame_room(h->p.path);
     _cleanup_free_ uint8_t *req = malloc(room);
     int n = req ? ipc_encode_apply_startup_hook(h->p.path, req, room, e)
@@ -374,7 +382,10 @@ static int run(struct hook *h, struct creds_saved *cs)
         return stage(h, ATTACH_STAGE_REPLIED,
                      attach_fail(res, r == -EACCES ? ATTACH_PERMISSION : ATTACH_PROTOCOL, r));
     }
-    return stage(h, ATTACH_STAGE_REPLIED, settle_answer(h, hr));
+    r = settle_answer(h, hr);
+    if (r == 0 && o->after_answer)
+        r = o->after_answer(o->ctx, h->t, res);
+    return stage(h, ATTACH_STAGE_REPLIED, r);
 }
 
 int startup_hook_run(const struct startup_hook_opts *o, struct target *t, struct attach_result *ret)

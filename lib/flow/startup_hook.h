@@ -41,6 +41,21 @@ struct startup_hook_opts {
     /* A stop asked for by a signal (struct attach_stop, attach.h): honoured until
      * ApplyStartupHook is sent, what this run delivered removed first; NULL: none. */
     struct attach_stop *stop;
+    /* A command built on this run (otel, the one way flows call each other) adds its checks and
+     * its reading of what the hook did, each called as the target's user with its root open;
+     * NULL: none. `before_deliver` runs after ProcessInfo and the hook's checks, `before_send`
+     * after delivery (p: where, as the app sees it) and before anything is sent: a negative
+     * return (the outcome set) ends the run, what was delivered taken back. `after_answer` runs
+     * once the runtime answered S_OK and may set the outcome; its return is the run's. */
+    /* A hook that needs a newer runtime than ApplyStartupHook does: its .NET major version,
+     * its name and the next step on an older one (0, NULL: .NET 8, ApplyStartupHook's) */
+    int min_major;
+    const char *needs_what, *too_old_hint;
+    int (*before_deliver)(void *ctx, struct target *t, struct attach_result *res);
+    int (*before_send)(void *ctx, struct target *t, const struct placed *p,
+                       struct attach_result *res);
+    int (*after_answer)(void *ctx, struct target *t, struct attach_result *res);
+    void *ctx;
 };
 
 /* Loads the operator's assembly, reaches the pinned process `t`, checks the hook (not one for

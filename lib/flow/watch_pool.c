@@ -16,6 +16,7 @@
 #include "base/syscalls.h"
 #include "base/util.h"
 #include "deliver/place.h"
+#include "flow/otel.h"
 #include "flow/perfmap.h"
 #include "flow/attach.h"
 #include "flow/attempt.h"
@@ -158,6 +159,18 @@ static void for_each_string(struct attach_result *r, void (*fn)(char *s, size_t 
     STR(r->perfmap_path);
     STR(r->jitdump_path);
     STR(r->node_root);
+    STR(r->otel_status_path);
+    STR(r->otel.action);
+    STR(r->otel.reason);
+    STR(r->otel.next_step);
+    STR(r->otel.instrumentations);
+    STR(r->otel.traces);
+    STR(r->otel.metrics);
+    STR(r->otel.exporter);
+    STR(r->otel.protocol);
+    STR(r->otel.endpoint);
+    STR(r->otel.service_name);
+    STR(r->otel.agent_version);
     STR(r->error.msg);
     STR(r->error.hint);
     for (size_t i = 0; i < ENV_VARS_MAX; i++)
@@ -224,8 +237,11 @@ int watch_result_decode(const void *buf, size_t len, struct attach_result *ret)
     if (o < 0 || o > ATTACH_OUTCOME_LAST)
         r->outcome = ATTACH_INTERNAL;
     memcpy(&o, &r->kind, sizeof(o));
-    if (o < 0 || o > ATTACH_KIND_STARTUP_HOOK)
+    if (o < 0 || o > ATTACH_KIND_LAST)
         r->kind = ATTACH_KIND_PROFILER;
+    memcpy(&o, &r->otel.state, sizeof(o));
+    if (o < 0 || o > OTEL_STATE_FAILED)
+        r->otel.state = OTEL_STATE_NONE;
     r->rid_source = w.rid_source >= 1 && w.rid_source <= ATTACH_RID_SOURCES
                         ? attach_rid_sources[w.rid_source - 1]
                         : NULL;
@@ -258,6 +274,8 @@ static int child_attach(const struct attach_opts *o, struct target *tg, int wfd)
         return 71;
     if (o->perfmap)
         perfmap_run(o->perfmap, pin, res);
+    else if (o->otel)
+        otel_run(o->otel, pin, res);
     else
         attach_run(o, pin, res);
     watch_result_encode(res, w);

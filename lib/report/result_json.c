@@ -54,6 +54,8 @@ static const char *command_of(enum attach_kind k)
     case ATTACH_KIND_PERFMAP_ENABLE:
     case ATTACH_KIND_PERFMAP_DISABLE: return "perfmap";
     case ATTACH_KIND_STARTUP_HOOK: return "startup-hook";
+    case ATTACH_KIND_OTEL_START:
+    case ATTACH_KIND_OTEL_STOP: return "otel";
     case ATTACH_KIND_PROFILER: break;
     }
     return "attach";
@@ -93,6 +95,53 @@ static void perfmap_fields(json_t *o, const struct attach_result *r)
         json_object_set_new(o, "perf_map", perfmap_file(r, r->perfmap_path, true));
     if (r->jitdump_path[0])
         json_object_set_new(o, "jitdump", perfmap_file(r, r->jitdump_path, false));
+}
+
+/* "a,b,c" as ["a","b","c"]. */
+static json_t *name_list(const char *s)
+{
+    json_t *a = json_array();
+    while (a && *s) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        json_array_append_new(a, json_stringn(s, n));
+        s += n + (comma ? 1 : 0);
+    }
+    return a;
+}
+
+/* otel: the agent sent, the action, and what its status said (rendered when read). */
+static void otel_fields(json_t *o, const struct attach_result *r, const char *agent)
+{
+    const struct otel_status *st = &r->otel;
+    set_str(o, "agent", agent);
+    set_str(o, "action", r->kind == ATTACH_KIND_OTEL_STOP ? "stop" : "start");
+    if (st->state == OTEL_STATE_NONE)
+        return;
+    json_t *s = json_object();
+    set_str(s, "state", otel_state_name(st->state));
+    if (st->reason[0])
+        set_str(s, "reason", st->reason);
+    if (st->instrumentations[0] || r->kind == ATTACH_KIND_OTEL_START) {
+        json_object_set_new(s, "instrumentations", name_list(st->instrumentations));
+        json_object_set_new(s, "traces", name_list(st->traces));
+        json_object_set_new(s, "metrics", name_list(st->metrics));
+    }
+    const struct {
+        const char *key, *value;
+    } strs[] = {{"exporter", st->exporter},           {"protocol", st->protocol},
+                {"endpoint", st->endpoint},           {"service_name", st->service_name},
+                {"agent_version", st->agent_version}, {"status_path", r->otel_status_path}};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        if (strs[i].value[0])
+            set_str(s, strs[i].key, strs[i].value);
+    if (st->initialize_ms >= 0)
+        json_object_set_new(s, "initialize_ms", json_integer(st->initialize_ms));
+    if (st->stop_ms >= 0)
+        json_object_set_new(s, "stop_ms", json_integer(st->stop_ms));
+    if (st->flushed >= 0)
+        json_object_set_new(s, "flushed", json_boolean(st->flushed));
+    json_object_set_new(o, "otel", s);
 }
 
 /* Which process: its pids, its user and start, its socket, the runtime in it. */
@@ -136,6 +185,8 @@ static void sent_fields(json_t *o, const struct attach_result *r, const char *pr
         set_str(o, "profiler", profiler);
     else if (r->kind == ATTACH_KIND_STARTUP_HOOK)
         set_str(o, "assembly", profiler);
+    else if (r->kind == ATTACH_KIND_OTEL_START || r->kind == ATTACH_KIND_OTEL_STOP)
+        otel_fields(o, r, profiler);
     else
         perfmap_fields(o, r);
     if (r->target_rid[0] || r->rid_source) {

@@ -121,6 +121,45 @@ static void other_event(const struct attach_result *r, const char *assembly, cha
     append_sentence(text, size, "Next step: ", r->error.hint);
 }
 
+/* The Event of an otel result: its own reasons, what started and where it exports. */
+static void otel_event(const struct attach_result *r, char *text, size_t size,
+                       struct result_text_event *ret)
+{
+    char part[2048], pid[256];
+    const struct otel_status *st = &r->otel;
+    bool stop = r->kind == ATTACH_KIND_OTEL_STOP;
+    ret->spec.action = "ApplyStartupHook";
+    if (attach_outcome_ok(r->outcome)) {
+        ret->spec.reason = stop ? "OpenTelemetryStopped" : "OpenTelemetryStarted";
+        ret->spec.type = "Normal";
+        who(r, pid, sizeof(pid));
+        if (stop)
+            snprintf(part, sizeof(part), "Stopped OpenTelemetry in .NET pid %s) in %lld ms%s", pid,
+                     (long long)r->duration_ms,
+                     st->flushed == 0 ? ": not everything was flushed" : "");
+        else
+            snprintf(part, sizeof(part),
+                     "Started OpenTelemetry in .NET pid %s) in %lld ms: service %.128s, %.256s "
+                     "exported with OTLP %.32s to %.256s",
+                     pid, (long long)r->duration_ms, st->service_name,
+                     st->instrumentations[0] ? st->instrumentations : "nothing", st->protocol,
+                     st->endpoint);
+        append_sentence(text, size, "", part);
+        if (stop)
+            append_sentence(text, size, "", st->reason);
+        return;
+    }
+    /* Already running is a fact about the app, not a fault. */
+    ret->spec.reason =
+        r->outcome == ATTACH_ALREADY_ACTIVE ? "OpenTelemetryAlreadyRunning" : "OpenTelemetryFailed";
+    ret->spec.type = r->outcome == ATTACH_ALREADY_ACTIVE ? "Normal" : "Warning";
+    snprintf(part, sizeof(part), "OpenTelemetry %s, pid %d: %s", stop ? "stop" : "start",
+             (int)(r->nspid ? r->nspid : r->pid), attach_outcome_name(r->outcome));
+    append_sentence(text, size, "", part);
+    append_sentence(text, size, "", r->error.msg);
+    append_sentence(text, size, "Next step: ", r->error.hint);
+}
+
 void result_text_event(const struct attach_result *r, const char *profiler,
                        const struct ipc_guid *clsid, const struct timespec *when,
                        struct result_text_event *ret)
@@ -132,7 +171,9 @@ void result_text_event(const struct attach_result *r, const char *profiler,
     memset(ret, 0, sizeof(*ret));
     char env[512];
     env_names(r, env, sizeof(env));
-    if (r->kind != ATTACH_KIND_PROFILER) {
+    if (r->kind == ATTACH_KIND_OTEL_START || r->kind == ATTACH_KIND_OTEL_STOP) {
+        otel_event(r, text, sizeof(text), ret);
+    } else if (r->kind != ATTACH_KIND_PROFILER) {
         other_event(r, profiler, text, sizeof(text), ret);
     } else if (r->outcome == ATTACH_STARTUP_LOADED) {
         /* Not "attached": the runtime loaded it through Initialize as it started. */

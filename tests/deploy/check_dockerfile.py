@@ -131,6 +131,14 @@ def t_copies_built():
         assert 'mv "$OUT/clrattach.spdx.json.tmp" "$OUT/clrattach.spdx.json"' in script
         produced |= {"build/static/clrattach", "build/static/clrattach.stripped",
                      "build/static/clrattach.spdx.json"}
+    # The OpenTelemetry agent is managed code the builder (no .NET SDK) cannot build: built
+    # before the image (scripts/build-image.sh runs make otel-agent) and let into the context.
+    image_sh = open(os.path.join(ROOT, "scripts/build-image.sh")).read()
+    ign = open(os.path.join(ROOT, ".dockerignore")).read().split()
+    if re.search(r"^\s*make\b.*\botel-agent\b", image_sh, re.M) and "!build/otel-agent" in ign:
+        r = subprocess.run(make_cmd() + ["otel-agent"], cwd=ROOT, capture_output=True, text=True)
+        assert r.returncode == 0, "make otel-agent: " + r.stderr.strip()[-300:]
+        produced.add("build/otel-agent")
     copies = [r for i, r in stages()[-1]["ins"] if i == "COPY"]
     dests = set()
     for c in copies:
@@ -140,7 +148,7 @@ def t_copies_built():
         assert rel in produced, "COPY %s: not produced by make %s" % (src, " ".join(targets))
         dests.add(dst)
     assert {"/clrattach", "/sbom/clrattach.spdx.json", "/profilers/linux-x64/libclrprobe.so",
-            "/profilers/linux-musl-x64/libclrprobe.so"} <= dests, dests
+            "/profilers/linux-musl-x64/libclrprobe.so", "/otel-agent"} <= dests, dests
 
 
 def t_dockerignore():

@@ -110,8 +110,30 @@ def t_matches_binary(doc, ver):
         assert (m.group(1), deb_ver) == (c["debian_source"], c["debian_version"]), (
             "%s: purl %s, binary %s %s" % (c["name"], purls[0], c["debian_source"], c["debian_version"]))
         assert "distro=debian-12" in m.group(3).split("&"), purls[0]
-    extra = set(by_name) - {c["name"] for c in comps}
+    agent = (ver.get("otel_agent") or {}).get("packages") or []
+    extra = set(by_name) - {c["name"] for c in comps} - {a["name"] for a in agent}
+    if agent:
+        extra.discard("clrattach-otel-agent")
     assert not extra, "in the SBOM, not in the binary: %s" % sorted(extra)
+
+
+def t_agent(doc, ver):
+    """The OpenTelemetry agent's packages `clrattach version` names (/otel-agent in the image)
+    are packages of the SBOM, contained by the agent's, each with its NuGet purl."""
+    agent = (ver.get("otel_agent") or {}).get("packages") or []
+    if not agent:
+        return
+    ids = {p["name"]: p for p in doc["packages"]}
+    root = ids.get("clrattach-otel-agent")
+    assert root, "no clrattach-otel-agent package"
+    contained = {r["relatedSpdxElement"] for r in doc["relationships"]
+                 if r["spdxElementId"] == root["SPDXID"] and r["relationshipType"] == "CONTAINS"}
+    for a in agent:
+        p = ids.get(a["name"])
+        assert p and p["versionInfo"] == a["version"], "agent package %s %s" % (a["name"], a["version"])
+        assert p["SPDXID"] in contained, "%s: not contained by the agent" % a["name"]
+        purls = [r["referenceLocator"] for r in p.get("externalRefs", [])]
+        assert purls == ["pkg:nuget/%s@%s" % (a["name"], a["version"])], purls
 
 
 def t_labels(labels, ver):
@@ -132,6 +154,7 @@ def main(argv):
     check("sbom-spdx-package-fields", t_packages, doc)
     check("sbom-spdx-relationships", t_relationships, doc)
     check("sbom-matches-version-output", t_matches_binary, doc, ver)
+    check("sbom-otel-agent-packages", t_agent, doc, ver)
     if len(argv) == 4:
         check("oci-labels", t_labels, json.load(open(argv[3])), ver)
     sys.exit(0 if all(results) else 1)

@@ -24,6 +24,7 @@ else
 fi
 rm -f "$LOG.krew"
 run tests/deploy/test_listen_component.sh
+run tests/deploy/test_otel_component.sh
 run python3 tests/deploy/check_dockerfile.py "$ROOT"
 if [ ! -x build/static/clrattach ] || [ ! -s build/static/clrattach.spdx.json ]; then
     scripts/build-static.sh >"$LOG.static" 2>&1 || { tail -20 "$LOG.static"; echo "FAIL static-build" | tee -a "$LOG"; }

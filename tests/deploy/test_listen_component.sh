@@ -4,28 +4,8 @@
 # app names the socket the sidecar listens on (the same path in both views), the sidecar runs
 # `watch --listen` with its options valid for clrattach's own parser, and Pod Security
 # "restricted" holds for every container.
-set -u
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${BUILD:-build}
-command -v kubectl >/dev/null || { echo "FAIL listen-component: kubectl not on PATH"; exit 1; }
-mkdir -p "$ROOT/$BUILD"
-K=$(mktemp -d "$ROOT/$BUILD/kustomize.XXXXXX")
-trap 'rm -rf "$K"' EXIT
-# kustomize takes relative paths only.
-REL=$(python3 -c 'import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$ROOT/deploy" "$K")
-cat >"$K/kustomization.yaml" <<YAML
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $REL/base
-components:
-- $REL/components/listen
-YAML
-if ! kubectl kustomize "$K" >"$K/out.yaml" 2>"$K/err.txt"; then
-    echo "FAIL listen-component-renders: $(cat "$K/err.txt")"
-    exit 1
-fi
-echo "ok listen-component-renders"
+. "$(dirname "$0")/component_lib.sh"
+render_component listen || exit 1
 python3 - "$K/out.yaml" "$ROOT/$BUILD/clrattach" <<'PY'
 import subprocess, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]

@@ -613,6 +613,66 @@ if [ "$RC" != 2 ] || [ -s "$D/argv" ]; then usage_ok="" usage_why+=" [control ch
 if [ -n "$usage_ok" ]; then ok plugin-usage; else fail plugin-usage "$usage_why"; fi
 
 # ---- 10. bash and kubectl only: no python3 on PATH ----------------------------------------------
+# ---- otel: OpenTelemetry into a Deployment's replicas, then --stop; the refusals ------------------
+STARTED='{"command":"otel","outcome":"otel_started","exit_code":0,"pid":4242,"ns_pid":1,"uid":1654,"agent":"/otel-agent","action":"start","otel":{"state":"started","instrumentations":["http_client","aspnetcore"],"exporter":"otlp","protocol":"http/protobuf","endpoint":"http://otel-collector.observability:4318","service_name":"Orders.Api"},"duration_ms":310}'
+SDK='{"command":"otel","outcome":"otel_sdk_present","exit_code":14,"pid":4242,"ns_pid":1,"error":"the app runs an OpenTelemetry SDK of its own (/app/OpenTelemetry.dll is mapped)","next_step":"--force starts the agent beside it"}'
+STOPPED='{"command":"otel","outcome":"otel_stopped","exit_code":0,"pid":4242,"ns_pid":1,"uid":1654,"agent":"/otel-agent","action":"stop","otel":{"state":"stopped","flushed":true},"duration_ms":40}'
+D=$WORK/otel
+cluster "$D"
+deployment "$D" shop orders '{"matchLabels":{"app":"orders"}}' app
+pod "$D" shop orders-a labels="app:orders" result="$STARTED" logs="$STARTED
+$NOTPOSTED"
+pod "$D" shop orders-b labels="app:orders" result="$SDK" logs="$SDK
+$NOTPOSTED"
+run_plugin "$D" otel deployment/orders -n shop --endpoint http://otel-collector.observability:4318 \
+    --service-name orders --env OTEL_METRIC_EXPORT_INTERVAL=5000 --name clrattach-o1 --timeout 4
+check plugin-otel-command '
+c = ec("shop/orders-a", "clrattach-o1")
+assert c["command"] == ["/clrattach", "otel", "--pid", "1", "--agent", "/otel-agent", "-o", "json",
+    "--events", "auto", "--endpoint", "http://otel-collector.observability:4318",
+    "--service-name", "orders", "--env", "OTEL_METRIC_EXPORT_INTERVAL=5000"], c["command"]
+env = {e["name"]: e for e in c["env"]}
+assert env["CLRATTACH_POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+assert env["CLRATTACH_CONTAINER_NAME"]["value"] == "app"
+assert RC == 14, RC
+'
+check plugin-otel-lines-events '
+l = lines()
+by = {x.split(" ")[0]: x for x in l[:2]}
+assert ": otel_started (exit 0)" in by["shop/orders-a"], by
+assert ": otel_sdk_present (exit 14)" in by["shop/orders-b"] and "OpenTelemetry SDK of its own" in by["shop/orders-b"], by
+assert l[2] == "2 pod(s): 1 started, 0 already active, 1 refused, 0 failed", l
+ev = {e["regarding"]["name"]: e for e in events()}
+a, b = ev["orders-a"], ev["orders-b"]
+assert a["reason"] == "OpenTelemetryStarted" and a["type"] == "Normal" and a["action"] == "ApplyStartupHook", a
+assert a["note"].startswith("Started OpenTelemetry in .NET pid 1 (uid 1654) in 310 ms: service Orders.Api") and "to http://otel-collector.observability:4318" in a["note"], a["note"]
+assert b["reason"] == "OpenTelemetryFailed" and b["type"] == "Warning", b
+assert b["note"].startswith("OpenTelemetry start, pid 1: otel_sdk_present: the app runs an OpenTelemetry SDK"), b["note"]
+'
+pod "$D" shop orders-a labels="app:orders" result="$STOPPED" logs="$STOPPED
+$POSTED"
+pod "$D" shop orders-b labels="app:orders" result="$STOPPED" logs="$STOPPED
+$POSTED"
+run_plugin "$D" otel deployment/orders -n shop --stop --name clrattach-o2 --timeout 4 -o json
+check plugin-otel-stop '
+c = ec("shop/orders-a", "clrattach-o2")
+assert c["command"] == ["/clrattach", "otel", "--pid", "1", "--agent", "/otel-agent", "-o", "json",
+    "--events", "auto", "--stop"], c["command"]
+doc = json.loads(out)
+assert RC == 0 and [p["outcome"] for p in doc["pods"]] == ["otel_stopped", "otel_stopped"], (RC, doc)
+assert doc["pods"][0]["result"]["otel"]["flushed"] is True
+'
+for bad in "otel deployment/orders -n shop" "otel deployment/orders -n shop --endpoint ftp://x" \
+    "otel deployment/orders -n shop --endpoint http://c:4318 --clsid $CLSID" \
+    "otel deployment/orders -n shop --stop --endpoint http://c:4318" \
+    "deployment/orders -n shop --clsid $CLSID --endpoint http://c:4318"; do
+    # shellcheck disable=SC2086 # the words are the test's own
+    run_plugin "$D" $bad
+    check "plugin-otel-usage: $bad" '
+assert RC == 2 and open(D + "/argv").read() == "", (RC, err)
+'
+done
+
 # The plugin's PATH holds bash, the (fake) kubectl and the few POSIX tools it uses, nothing else.
 D=$WORK/nopython
 cluster "$D"

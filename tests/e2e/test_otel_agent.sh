@@ -25,13 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 require_env
 
-AGENT="$ROOT/$BUILD/otel-agent"
-CONSOLE="$ROOT/$BUILD/otel-apps/console/OtelConsole.dll"
-WEB="$ROOT/$BUILD/otel-apps/web/OtelWeb.dll"
-for f in "$AGENT/ClrattachOtelAgent.dll" "$CONSOLE" "$WEB"; do
-    [ -f "$f" ] || { fail otel-built "$f missing: make otel-agent otel-apps"; finish test_otel_agent.sh; exit; }
-done
-TOOLS="$ROOT/tests/tools"
+. "$(dirname "$0")/otel_lib.sh"
 STATUS=/tmp/otel-status.json
 
 # What the agent is made of, from its lock file: every package with its version and licence.
@@ -51,28 +45,14 @@ else
 fi
 
 # The receiver, for the whole script; it stops by itself.
-RECV="$WORK/recv.jsonl"
-python3 "$TOOLS/otlp_receiver.py" "$RECV" "$WORK/port" --seconds 600 &
-TARGET_PIDS+=($!)
-for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.05; done
-PORT=$(cat "$WORK/port" 2>/dev/null)
-[ -n "$PORT" ] || { fail receiver "did not listen"; finish test_otel_agent.sh; exit; }
-ENDPOINT="http://127.0.0.1:$PORT"
+otel_setup || { finish test_otel_agent.sh; exit; }
 FAST=(--env OTEL_METRIC_EXPORT_INTERVAL=1000 --env "CLRATTACH_OTEL_STATUS=$STATUS")
 
-alive() { kill -0 "$1" 2>/dev/null && ! grep -q 'Unhandled exception' "$TARGET_LOG"; }
-now() { date +%s.%N; }
-# check CHECK SERVICE SINCE [WITHIN] [ARGS]: otlp_check.py, its line in $CHECK_OUT.
-check() {
-    local what=$1 svc=$2 since=$3 within=$4
-    shift 4
-    CHECK_OUT=$(timeout $((${within%.*} + 20)) python3 "$TOOLS/otlp_check.py" "$RECV" "$what" \
-        --service "$svc" --since "$since" --within "$within" "$@" 2>&1)
-}
 # apply PID: the agent through startup-hook; the status file's state, reason and all.
 apply() {
     APPLIED_AT=$(now)
-    clr startup-hook --pid "$1" --assembly "$AGENT" -o json --timeout 30
+    # --again: the agent is applied to one app many times (its own state decides what it does)
+    clr startup-hook --pid "$1" --assembly "$AGENT" --again -o json --timeout 30
     STATUS_FILE="/proc/$1/root${2:-$STATUS}"
 }
 st() { json_get "$STATUS_FILE" "$1"; }

@@ -29,6 +29,7 @@ Modes:
                          0x8013135B, SetEnvironmentVariable 0x80070057, ResumeRuntime S_OK
   paused-refuse-startup  the same, but SetEnvironmentVariable S_OK and StartupProfiler E_FAIL
   paused-stall-startup   the same, but StartupProfiler is never answered
+  net9                   a .NET 9 runtime: as good, its ProcessInfo2 and 3 say 9.0.11
   net6                   a .NET 6 runtime: ProcessInfo only (ProcessInfo2 and 3, and every
                          .NET 8 command, answer UNKNOWN_COMMAND)
   exit-when-listed       a listening socket, and an inotify watch on its TMPDIR: exits as soon
@@ -121,7 +122,7 @@ def ipc_string(s):
 EVIL = "\x1b]0;owned\x07\x1b[2J\x1b[31m\rFAKE\x08"
 
 
-def process_info_payload(version, pid, evil=False, extra=""):
+def process_info_payload(version, pid, evil=False, extra="", runtime="10.0.0-fake"):
     """ProcessInfo (1), ProcessInfo2 (2) or ProcessInfo3 (3, reply version 1 with a RID)."""
     x = (EVIL if evil else "") + extra
     p = b""
@@ -131,7 +132,7 @@ def process_info_payload(version, pid, evil=False, extra=""):
     p += ipc_string("/usr/bin/dotnet fake.dll" + x) + ipc_string("Linux" + x)
     p += ipc_string("x64" + x)
     if version >= 2:
-        p += ipc_string("fake" + x) + ipc_string("10.0.0-fake" + x)
+        p += ipc_string("fake" + x) + ipc_string(runtime + x)
     if version == 3:
         p += ipc_string("linux-x64" + x)
     return p
@@ -211,7 +212,8 @@ def serve(conn, mode, nspid, log, extra=""):
     elif cset == SET_PROCESS and cid in (PROCESS_INFO, PROCESS_INFO2, PROCESS_INFO3):
         version = {PROCESS_INFO: 1, PROCESS_INFO2: 2, PROCESS_INFO3: 3}[cid]
         conn.sendall(frame(SET_SERVER, SERVER_OK,
-                           process_info_payload(version, nspid, mode == "ansi", extra)))
+                           process_info_payload(version, nspid, mode == "ansi", extra,
+                                                "9.0.11-fake" if mode == "net9" else "10.0.0-fake")))
     elif mode.startswith("paused-") and (cset, cid) != (SET_PROCESS, PROCESS_RESUME):
         # Paused at startup: what each command gets, by mode (ResumeRuntime below: S_OK).
         answers = {
@@ -491,7 +493,7 @@ def main():
             except (BlockingIOError, InterruptedError):
                 break
             held.append(c)
-    elif mode in ("garbage", "truncated", "huge", "silent", "silent-reexec", "good", "ansi", "net6",
+    elif mode in ("garbage", "truncated", "huge", "silent", "silent-reexec", "good", "ansi", "net6", "net9",
                   "paused-refuse-env", "paused-refuse-startup", "paused-stall-startup",
                   "good-processinfo-bad-attach", "exit-on-attach", "exit-when-listed"):
         if mode == "silent-reexec" and os.path.lexists(path):

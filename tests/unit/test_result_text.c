@@ -515,6 +515,74 @@ static void test_perfmap_and_hook_words(void **state)
     assert_true(attach_outcome_ok(ATTACH_PERFMAP_DISABLED) && !attach_outcome_ok(h.outcome));
 }
 
+/* otel: its own reasons, the note naming what started and where, the JSON's otel member; a
+ * status that said refused is a Warning with the agent's reason, never a success. */
+static void test_otel_words(void **state)
+{
+    (void)state;
+    struct attach_result r = {.outcome = ATTACH_OTEL_STARTED,
+                              .kind = ATTACH_KIND_OTEL_START,
+                              .pid = 4242,
+                              .nspid = 1,
+                              .uid = 1000,
+                              .duration_ms = 205};
+    r.otel = (struct otel_status){
+        .state = OTEL_STATE_STARTED, .initialize_ms = 150, .stop_ms = -1, .flushed = -1};
+    snprintf(r.otel.service_name, sizeof(r.otel.service_name), "shop-web");
+    snprintf(r.otel.instrumentations, sizeof(r.otel.instrumentations), "http_client,aspnetcore");
+    snprintf(r.otel.traces, sizeof(r.otel.traces), "http_client,aspnetcore");
+    snprintf(r.otel.protocol, sizeof(r.otel.protocol), "http/protobuf");
+    snprintf(r.otel.exporter, sizeof(r.otel.exporter), "otlp");
+    snprintf(r.otel.endpoint, sizeof(r.otel.endpoint), "http://collector:4318");
+    struct ipc_guid g = {{0}};
+    struct result_text_event ev;
+    result_text_event(&r, "/otel-agent", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "OpenTelemetryStarted");
+    assert_string_equal(ev.spec.type, "Normal");
+    assert_string_equal(ev.spec.action, "ApplyStartupHook");
+    assert_non_null(strstr(ev.note, "Started OpenTelemetry in .NET pid 1 (pid 4242 as seen from "
+                                    "clrattach's PID namespace, uid 1000) in 205 ms: service "
+                                    "shop-web, http_client,aspnetcore exported with OTLP "
+                                    "http/protobuf to http://collector:4318"));
+    char *js = result_attach_json(&r, "/otel-agent", &g, 0);
+    assert_non_null(js);
+    assert_non_null(strstr(js, "\"command\":\"otel\",\"outcome\":\"otel_started\""));
+    assert_non_null(strstr(js, "\"agent\":\"/otel-agent\",\"action\":\"start\""));
+    assert_non_null(strstr(js, "\"instrumentations\":[\"http_client\",\"aspnetcore\"]"));
+    assert_non_null(strstr(js, "\"metrics\":[]"));
+    assert_non_null(strstr(js, "\"initialize_ms\":150"));
+    assert_null(strstr(js, "stop_ms"));
+    free(js);
+
+    r.outcome = ATTACH_OTEL_FAILED;
+    r.otel.state = OTEL_STATE_REFUSED;
+    snprintf(r.error.msg, sizeof(r.error.msg),
+             "the OpenTelemetry agent refused to start: no endpoint");
+    result_text_event(&r, "/otel-agent", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "OpenTelemetryFailed");
+    assert_string_equal(ev.spec.type, "Warning");
+    assert_non_null(strstr(ev.note, "OpenTelemetry start, pid 1: otel_failed"));
+    assert_false(attach_outcome_ok(r.outcome));
+    assert_int_equal(attach_outcome_exit_code(r.outcome), 7);
+    r.outcome = ATTACH_ALREADY_ACTIVE;
+    result_text_event(&r, "/otel-agent", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "OpenTelemetryAlreadyRunning");
+    assert_string_equal(ev.spec.type, "Normal");
+    assert_int_equal(attach_outcome_exit_code(ATTACH_OTEL_SDK_PRESENT), 14);
+
+    r.kind = ATTACH_KIND_OTEL_STOP;
+    r.outcome = ATTACH_OTEL_STOPPED;
+    r.otel.state = OTEL_STATE_STOPPED;
+    r.otel.flushed = 1;
+    result_text_event(&r, "/otel-agent", &g, &when, &ev);
+    assert_string_equal(ev.spec.reason, "OpenTelemetryStopped");
+    assert_non_null(strstr(ev.note, "Stopped OpenTelemetry in .NET pid 1"));
+    js = result_attach_json(&r, "/otel-agent", &g, 0);
+    assert_non_null(strstr(js, "\"action\":\"stop\""));
+    assert_non_null(strstr(js, "\"flushed\":true"));
+    free(js);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -533,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_inert_refusal),
         cmocka_unit_test(test_forced_inert_says_so),
         cmocka_unit_test(test_startup_load_words),
+        cmocka_unit_test(test_otel_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
