@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -210,19 +211,42 @@ static bool same_file(const struct stat *a, const struct stat *b)
            a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+/* How long a missing status is waited for after the runtime's answer: a runtime still starting
+ * when ApplyStartupHook arrives answers at once and runs the hook as its startup goes on (seen
+ * with watch --otel on an app caught early in its start), so the file may come a moment later. */
+#define STATUS_WAIT_MS 10000
+
+/* The new status, waited for up to STATUS_WAIT_MS (or --timeout if shorter): 1, 0 when none
+ * came, or the error of a status that is there but cannot be read. */
+static int wait_status(struct otel *ot, struct target *t, struct attach_result *res,
+                       struct stat *sb, struct cla_error *e)
+{
+    int64_t wait = ot->o->timeout_ms < STATUS_WAIT_MS ? ot->o->timeout_ms : STATUS_WAIT_MS;
+    int64_t until = util_now_ms() + wait;
+    for (;;) {
+        int r = read_status(t, res->otel_status_path, &res->otel, sb, e);
+        if (r < 0 || (r == 1 && !(ot->had_status && same_file(&ot->before, sb))))
+            return r;
+        if (util_now_ms() >= until)
+            return 0;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The runtime ran the hook: what the agent says it did is the outcome. */
 static int after_answer(void *ctx, struct target *t, struct attach_result *res)
 {
     struct otel *ot = ctx;
     struct cla_error *e = &res->error;
     struct stat sb;
-    int r = read_status(t, res->otel_status_path, &res->otel, &sb, e);
+    int r = wait_status(ot, t, res, &sb, e);
     if (r < 0) {
         res->otel.state = OTEL_STATE_NONE;
         err_hint(e, "the hook ran; see the app's stderr for the agent's own line");
         return attach_fail(res, ATTACH_OTEL_FAILED, r);
     }
-    if (r == 0 || (ot->had_status && same_file(&ot->before, &sb))) {
+    if (r == 0) {
         res->otel.state = OTEL_STATE_NONE;
         err_set(e, -ENODATA,
                 "the runtime ran the agent's hook, but it wrote no status at %s: the app skips "
