@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * How many results and Events the runtimes a long-running clrattach serves may cause: token
- * buckets per Event series and for the whole source, as client-go's event recorder bounds each
- * source (EventSourceObjectSpamFilter: a burst of 25, then one every 5 minutes). A peer that
+ * buckets per Event series and for the whole source, after client-go's event recorder
+ * (EventSourceObjectSpamFilter: a burst of 25, then one every 5 minutes). A peer that
  * opens runtime instances and abandons them then costs a bounded number of API writes and lines.
  * Pure: no I/O; the caller passes the time.
  */
@@ -12,15 +12,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The limits (docs/events.md "Rate limit"). The source bucket is client-go's; a series (one
- * reason, outcome, HRESULT and profiler) has a smaller one of its own, so that one kind of
- * result repeated cannot use up what the others have. At most EVENT_LIMIT_SERIES_MAX series are
- * remembered; the least recently seen one makes room (it starts full again, and the source
- * bucket still bounds the whole). */
-#define EVENT_LIMIT_SOURCE_BURST 25
-#define EVENT_LIMIT_SOURCE_MS    (300 * 1000) /* one token back every 5 minutes */
-#define EVENT_LIMIT_SERIES_BURST 10
-#define EVENT_LIMIT_SERIES_MS    (60 * 1000)
+/* The limits (docs/events.md "Rate limit"). Every result of a watcher is about the same pod, so
+ * client-go's numbers for a source and object (a burst of 25, then one every 5 minutes) bound
+ * each series (one outcome, HRESULT and profiler): a flood of one kind of result. The source's
+ * own bucket, larger, bounds many series together (a peer making up a new HRESULT each time).
+ * At most EVENT_LIMIT_SERIES_MAX series are remembered; the least recently seen one makes room
+ * (it starts full again, and the source bucket still bounds the whole). */
+#define EVENT_LIMIT_SERIES_BURST 25
+#define EVENT_LIMIT_SERIES_MS    (300 * 1000) /* one token back every 5 minutes */
+#define EVENT_LIMIT_SOURCE_BURST 100
+#define EVENT_LIMIT_SOURCE_MS    (30 * 1000)
 #define EVENT_LIMIT_SERIES_MAX   128
 
 struct event_limit;

@@ -39,7 +39,7 @@ static void test_source_burst_then_refill(void **state)
     /* A long quiet time fills the bucket to its burst, not beyond. */
     t += 100 * (int64_t)EVENT_LIMIT_SOURCE_MS;
     passed = 0;
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 2 * EVENT_LIMIT_SOURCE_BURST; i++) {
         char key[32];
         snprintf(key, sizeof(key), "k%d", i);
         passed += event_limit_take(l, key, t);
@@ -55,7 +55,7 @@ static void test_series_bucket(void **state)
     int64_t t = 5;
     /* One series repeated: its own burst, while another series still passes. */
     int passed = 0;
-    for (int i = 0; i < 20; i++)
+    for (int i = 0; i < 2 * EVENT_LIMIT_SERIES_BURST; i++)
         passed += event_limit_take(l, "same", t);
     assert_int_equal(passed, EVENT_LIMIT_SERIES_BURST);
     assert_true(event_limit_take(l, "other", t));
