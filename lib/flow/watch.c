@@ -163,6 +163,7 @@ struct discover {
     bool owed;         /* an event asked for a scan */
     int64_t after_ms;  /* not before then */
     int64_t tick_ms;   /* the next read of /proc/loadavg */
+    int64_t step_ms;   /* and the one after, DISCOVER_TICK_MS doubling while nothing moves */
     int64_t budget_us; /* scanning time left in the bucket (below 0: owed to it) */
     int64_t filled_us; /* when it was last refilled (now_us) */
 };
@@ -207,6 +208,7 @@ static int64_t cpu_us(void)
 static void discover_init(struct discover *d, struct procindex *x)
 {
     *d = (struct discover){.evfd = procindex_events_fd(x),
+                           .step_ms = DISCOVER_TICK_MS,
                            .budget_us = DISCOVER_BURST_MS * 1000,
                            .filled_us = now_us()};
 }
@@ -224,7 +226,7 @@ static void discover_scanned(struct discover *d, struct procindex *x, int64_t be
     int64_t now = util_now_ms();
     d->owed = false;
     d->after_ms = now + (wait > DISCOVER_GAP_MIN_MS ? wait : DISCOVER_GAP_MIN_MS);
-    d->tick_ms = now + DISCOVER_TICK_MS;
+    d->tick_ms = now + d->step_ms;
     d->evfd = procindex_events_fd(x); /* a helper given up in the scan: the new one's */
 }
 
@@ -236,9 +238,14 @@ static void discover_look(struct discover *d, struct procindex *x, bool event, b
     struct direvents ev = {0};
     if ((event && procindex_events_read(x, &ev)) || ended)
         d->owed = true;
+    /* A quiet node is looked at less and less often (DISCOVER_TICK_MAX_MS at most); a pid that
+     * moves brings the short tick back, for the rest of a start (its threads, its children). */
     if (!d->owed && now >= d->tick_ms) {
-        d->tick_ms = now + DISCOVER_TICK_MS;
         d->owed = procindex_pids_moved(x);
+        d->step_ms = d->owed ? DISCOVER_TICK_MS : d->step_ms * 2;
+        if (d->step_ms > DISCOVER_TICK_MAX_MS)
+            d->step_ms = DISCOVER_TICK_MAX_MS;
+        d->tick_ms = now + d->step_ms;
     }
 }
 
