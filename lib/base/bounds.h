@@ -94,6 +94,26 @@
 #define PROCINDEX_STALL_BACKOFF_MAX_MS (10 * 60 * 1000)
 #define PROCINDEX_SCAN_STALLS_MAX      2
 
+/* Event-driven discovery (lib/target/direvents.c, procindex_events.c, lib/flow/watch.c): the
+ * socket directories held open are watched with inotify, at most DIREVENTS_WATCHES_MAX at once
+ * (past it a directory is seen by the scan alone). The watcher reads at most
+ * DIREVENTS_READ_MAX bytes of events per wakeup, and while a scan is owed it leaves the queue
+ * unread (the kernel merges, or overflows: a scan). New processes are noticed by
+ * /proc/loadavg's last pid, read every DISCOVER_TICK_MS while pids move, the tick doubling up to
+ * DISCOVER_TICK_MAX_MS while they do not (a quiet node wakes the watcher 5 times a second). The
+ * scans events ask for have a budget of time: a bucket of DISCOVER_BURST_MS of scanning, refilled
+ * at 1/DISCOVER_SHARE of the clock (every scan's cost taken from it), and at least
+ * DISCOVER_GAP_MIN_MS between two. A quiet node has the whole burst for the next runtime's start; a
+ * flood of events, or a node that starts processes all the time, gets scans on 1/DISCOVER_SHARE of
+ * one CPU in the long run. */
+#define DIREVENTS_WATCHES_MAX 128
+#define DIREVENTS_READ_MAX    (64 * 1024)
+#define DISCOVER_TICK_MS      20
+#define DISCOVER_TICK_MAX_MS  200
+#define DISCOVER_GAP_MIN_MS   5
+#define DISCOVER_BURST_MS     200
+#define DISCOVER_SHARE        50
+
 /* The sample profiler (profiler/clientdata.c): its own cap on client data (clrattach sends up to
  * IPC_MAX_CLIENT_DATA for other profilers); anything longer is rejected, not truncated. */
 #define CLRPROBE_CLIENT_DATA_MAX  4096

@@ -177,6 +177,9 @@ static const struct sandbox_rule rules[] = {
     ALLOW("lstat", ALL, "musl's lstat() in the static build"),
     ALLOW("fsync", ALL, "the delivered file, the termination log"),
     ALLOW("getdents64", LOOKUP, "listing /proc and the target's TMPDIR"),
+    ALLOW("inotify_init1", WATCHER, "watch: events on the socket directories held"),
+    ALLOW("inotify_add_watch", WATCHER, "watch: a socket directory opened, by its fd's link"),
+    ALLOW("inotify_rm_watch", WATCHER, "watch: a socket directory let go"),
     ALLOW("readlinkat", LOOKUP, "/proc/<pid>/exe, fd checks"),
     ALLOW("readlink", LOOKUP, "glibc readlink() on x86_64"),
     /* Without openat2, rootfs.c's link-following walk refuses a link by its filesystem: procfs

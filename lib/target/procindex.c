@@ -56,6 +56,7 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     x->proc_dirfd = proc_dirfd;
     x->with_stat = stat;
     x->last_pid = -1;
+    x->ev_fd = -1;
     x->alloc_after = -1;
     if (procindex_ns_ino(proc_dirfd, 1, "ns/pid", &x->pidns) < 0)
         x->pidns = 0;
@@ -69,6 +70,7 @@ void procindex_free(struct procindex *x)
         return;
     /* The helper lets go of every directory it holds as it leaves. */
     fsworker_free(x->w);
+    util_closep(&x->ev_fd);
     for (size_t i = 0; i < x->ngroups; i++)
         procindex_group_free(x->groups[i]);
     free(x->groups);
@@ -144,16 +146,27 @@ static int list_proc(const struct procindex *x, pid_t **ret, size_t *ret_n, stru
     return 0;
 }
 
+/* The last pid allocated in our namespace, from /proc/loadavg; false when unknown. */
+static bool read_last_pid(const struct procindex *x, pid_t *ret)
+{
+    char buf[128];
+    _cleanup_close_ int fd = openat(x->proc_dirfd, "loadavg", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+    size_t len = n > 0 ? (size_t)n : 0;
+    return n > 0 && len < sizeof(buf) && procindex_parse_loadavg(buf, len, ret) == 0;
+}
+
+bool procindex_pids_moved(const struct procindex *x)
+{
+    pid_t last;
+    return !read_last_pid(x, &last) || last != x->last_pid || x->last_pid < 0;
+}
+
 /* Has a pid been allocated in our namespace since the last listing? True when unknown. */
 static bool pids_allocated(struct procindex *x)
 {
-    char buf[128];
-    size_t len;
     pid_t last;
-    _cleanup_close_ int fd = openat(x->proc_dirfd, "loadavg", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
-    len = n > 0 ? (size_t)n : 0;
-    if (n <= 0 || len == sizeof(buf) || procindex_parse_loadavg(buf, len, &last) < 0) {
+    if (!read_last_pid(x, &last)) {
         x->last_pid = x->alloc_after = -1;
         return true;
     }

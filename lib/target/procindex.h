@@ -32,6 +32,7 @@
 #include "base/bounds.h"
 #include "base/err.h"
 #include "target/diag_socket.h"
+#include "target/direvents.h"
 #include "target/proc_parse.h"
 #include "target/target.h"
 
@@ -137,6 +138,21 @@ int64_t procindex_age_ms(uint64_t starttime);
 
 /* Socket directories open (groups with members), for tests and the benchmark. */
 size_t procindex_groups(const struct procindex *x);
+
+/* Has a pid been allocated in our PID namespace since the last scan (a new process or thread:
+ * /proc/loadavg's last pid moved)? True when unknown. Changes nothing: the scan still sees the
+ * same range. One small read, for a caller that scans at once when it says yes (watch). */
+bool procindex_pids_moved(const struct procindex *x);
+
+/* Event-driven discovery (watch): the socket directories the helper holds are watched with
+ * inotify (IN_CREATE, IN_MOVED_TO, the directory leaving), each as the user that opened it and
+ * on the directory opened (direvents.h; at most DIREVENTS_WATCHES_MAX). procindex_events_fd
+ * gives the fd to poll, fetched again from a fresh helper after one was given up (-1: none).
+ * The fd is the index's. procindex_events_read reads what is queued (at most DIREVENTS_READ_MAX
+ * bytes) into *ret and returns true when a scan is owed: a socket name came, a directory went, the
+ * queue overflowed. The scan is then the same as any other: an event is a hint, never used. */
+int procindex_events_fd(struct procindex *x);
+bool procindex_events_read(struct procindex *x, struct direvents *ret);
 
 /* For a caller that lets its stop signals in only while it waits (watch): the waits for the
  * helper use `mask`, and a signal that sets *stop ends the scan with -EINTR (fsworker.h). */

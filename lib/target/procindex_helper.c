@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@
 struct held {
     uint64_t id;
     DIR *dir;   /* opened as the representative's user */
+    int ifd;    /* the helper's inotify instance (not owned), -1: no watch */
+    int wd;     /* its watch on the directory (direvents.h), -1: none */
     int rootfd; /* O_PATH of the representative's root when the directory was opened */
     uint64_t dir_dev, dir_ino;
     /* the directory's mtime at the last listing, and when (CLOCK_REALTIME, ns) it was made */
@@ -34,10 +38,21 @@ struct procindex_helper {
     size_t n, alloc;
     struct diag_socket_cache *cache; /* the listings of one scan (PX_SOCKET_FIND) */
     uint64_t cache_scan;
+    int ifd;      /* inotify on the directories held (watch only; -1: none yet) */
+    unsigned wds; /* watches placed, at most DIREVENTS_WATCHES_MAX */
 };
+
+/* What a directory's watch asks of the kernel: a name that comes (created, or renamed into it),
+ * and the directory itself leaving (IN_IGNORED comes with the end of any watch). */
+#define HELD_EVENTS (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
 static void held_close(struct held *h)
 {
+    /* The watch is the inode's: one held twice (two users, one directory) shares it, and the
+     * index lets go of both at once or lists the other at the next scan. */
+    if (h->wd >= 0 && h->ifd >= 0)
+        (void)inotify_rm_watch(h->ifd, h->wd);
+    h->wd = -1;
     if (h->dir)
         closedir(h->dir);
     h->dir = NULL;
@@ -54,6 +69,8 @@ static struct held *held_find(struct procindex_helper *st, uint64_t id)
 
 static void held_drop(struct procindex_helper *st, struct held *h)
 {
+    if (h->wd >= 0 && st->wds)
+        st->wds--;
     held_close(h);
     *h = st->v[--st->n];
 }
@@ -61,7 +78,7 @@ static void held_drop(struct procindex_helper *st, struct held *h)
 /* Opens a group's directory as its representative's user, through the pinned process: the
  * same steps as diag_socket_find (target_open, creds, rootfs_open_contained). Returns 0, or a
  * positive errno for why not (EAGAIN: the representative has ended or moved on). */
-static int group_open(int proc_dirfd, const struct px_group_req *q, const char *tmpdir,
+static int group_open(int proc_dirfd, const struct px_group_req *q, const char *tmpdir, int ifd,
                       struct held *ret, bool *ret_rep_gone)
 {
     struct target t;
@@ -83,9 +100,18 @@ static int group_open(int proc_dirfd, const struct px_group_req *q, const char *
     struct creds_target ct;
     struct creds_saved cs = {0};
     creds_target_of(t.procfd, &t.status, &ct);
-    int fd = -EPERM;
-    if (creds_check(&ct, NULL) == 0 && creds_become(&ct, &cs, NULL) == 0)
+    int fd = -EPERM, wd = -1;
+    if (creds_check(&ct, NULL) == 0 && creds_become(&ct, &cs, NULL) == 0) {
         fd = rootfs_open_contained(t.rootfd, tmpdir, ROOTFS_DIR, O_RDONLY, NULL);
+        /* Watched before its first listing (nothing created between the two is missed), as
+         * the same user, on the directory just opened: through our own fd's magic link, never
+         * by its name (no path of the target's is resolved again). */
+        if (fd >= 0 && ifd >= 0) {
+            char self[48];
+            snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+            wd = inotify_add_watch(ifd, self, HELD_EVENTS);
+        }
+    }
     creds_restore(&cs);
     struct stat dst;
     if (fd >= 0 && fstat(fd, &dst) < 0) {
@@ -99,11 +125,15 @@ static int group_open(int proc_dirfd, const struct px_group_req *q, const char *
     DIR *dir = fdopendir(fd);
     if (!dir) {
         err = errno;
+        if (wd >= 0)
+            (void)inotify_rm_watch(ifd, wd);
         close(fd);
         goto out;
     }
     *ret = (struct held){.id = q->id,
                          .dir = dir,
+                         .ifd = wd >= 0 ? ifd : -1,
+                         .wd = wd >= 0 ? wd : -1,
                          .rootfd = util_take_fd(&t.rootfd),
                          .dir_dev = dst.st_dev,
                          .dir_ino = dst.st_ino};
@@ -223,8 +253,8 @@ static bool held_list(struct held *h, struct answer *a)
 
 static struct procindex_helper *state_of(struct procindex_hctx *c)
 {
-    if (!c->state)
-        c->state = calloc(1, sizeof(*c->state));
+    if (!c->state && (c->state = calloc(1, sizeof(*c->state))))
+        c->state->ifd = -1;
     return c->state;
 }
 
@@ -257,7 +287,12 @@ static void handle_group(struct procindex_hctx *c, const void *req, size_t len, 
     if (!h && (q.flags & PX_MAY_OPEN)) {
         struct held nh;
         bool gone;
-        int err = group_open(c->proc_dirfd, &q, tmpdir, &nh, &gone);
+        /* Watched only where it is held (watch), within the bound of watches; the instance is
+         * made by the first such open (or PX_EVENTS, whichever comes first). */
+        if ((q.flags & PX_HOLD) && st->ifd < 0)
+            st->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        int ifd = (q.flags & PX_HOLD) && st->wds < DIREVENTS_WATCHES_MAX ? st->ifd : -1;
+        int err = group_open(c->proc_dirfd, &q, tmpdir, ifd, &nh, &gone);
         if (err) {
             rh->flags |= PX_OPEN_FAILED | (gone ? PX_REP_GONE : 0);
             rh->dir_errno = err;
@@ -274,6 +309,7 @@ static void handle_group(struct procindex_hctx *c, const void *req, size_t len, 
             }
         }
         if (!err && !(rh->flags & PX_OPEN_FAILED)) {
+            st->wds += nh.wd >= 0;
             st->v[st->n++] = nh;
             h = &st->v[st->n - 1];
         }
@@ -354,6 +390,24 @@ copy_error:
     memcpy(rep->hint, e.hint, strnlen(e.hint, sizeof(e.hint) - 1));
 }
 
+/* PX_EVENTS: the inotify instance of the directories held (made now, when there is none yet),
+ * a copy of it to the caller, which reads it (direvents.h). */
+static void handle_events(struct procindex_hctx *c, void **ret_reply, size_t *ret_len, int *ret_fd)
+{
+    struct procindex_helper *st = state_of(c);
+    int32_t *r = calloc(1, sizeof(*r));
+    if (!st || !r) {
+        free(r);
+        return;
+    }
+    if (st->ifd < 0)
+        st->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    *ret_fd = st->ifd >= 0 ? fcntl(st->ifd, F_DUPFD_CLOEXEC, 0) : -1;
+    *r = *ret_fd >= 0 ? 0 : -errno;
+    *ret_reply = r;
+    *ret_len = sizeof(*r);
+}
+
 void procindex_helper_handle(void *ctx, const void *req, size_t len, int fd, void **ret_reply,
                              size_t *ret_len, int *ret_fd)
 {
@@ -375,6 +429,8 @@ void procindex_helper_handle(void *ctx, const void *req, size_t len, int fd, voi
         handle_group(c, req, len, &a);
         *ret_reply = a.buf;
         *ret_len = a.len;
+    } else if (op == PX_EVENTS) {
+        handle_events(c, ret_reply, ret_len, ret_fd);
     } else if (op == PX_SOCKET_FIND || op == PX_SOCKET_OPEN) {
         struct px_socket_reply *rep = calloc(1, sizeof(*rep));
         if (!rep)
@@ -394,6 +450,7 @@ void procindex_helper_done(void *ctx)
         return;
     for (size_t i = 0; i < st->n; i++)
         held_close(&st->v[i]);
+    util_closep(&st->ifd);
     free(st->v);
     diag_socket_cache_free(st->cache);
     free(st);

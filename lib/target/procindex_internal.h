@@ -79,6 +79,7 @@ enum procindex_op {
     PX_FORGET,      /* struct px_group_req: the directory let go of; an empty answer */
     PX_SOCKET_FIND, /* struct px_socket_req: struct px_socket_reply */
     PX_SOCKET_OPEN, /* struct px_socket_req: struct px_socket_reply, and the socket's fd */
+    PX_EVENTS,      /* the op alone: an int32_t (0 or -errno), and the inotify fd (direvents.h) */
 };
 
 /* PX_GROUP: what the helper may do for the group this time. */
@@ -189,6 +190,9 @@ struct procindex {
      * when alloc_after < 0 */
     pid_t alloc_after, alloc_upto;
     int64_t relist_ms; /* list /proc again by then at the latest */
+    /* The helper's inotify instance (a copy), of helper generation ev_gen; -1: none. */
+    int ev_fd;
+    uint64_t ev_gen;
     /* Everything below other processes' roots goes through the helper (procindex_helper.c). */
     struct fsworker *w;
     struct procindex_hctx hctx;

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What a read of the socket directories' inotify queue says (the names in it are the target's):
+ * whether a diagnostic socket name came, a watch ended, or the queue overflowed. Pure: no I/O. */
+#ifndef CLRATTACH_DIREVENTS_H
+#define CLRATTACH_DIREVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct direvents {
+    unsigned records; /* records walked */
+    unsigned sockets; /* IN_CREATE / IN_MOVED_TO of a dotnet-diagnostic-<pid>-<key>-socket name */
+    bool gone;        /* a watched directory went away (deleted, moved, unmounted, watch ended) */
+    bool overflow;    /* IN_Q_OVERFLOW, or a record that does not fit: only a scan can tell */
+};
+
+/* Adds what the bytes of one read() of an inotify fd hold to *ret (not cleared: several reads
+ * add up). A record cut short or with a length past the buffer ends the walk as an overflow.
+ * Returns true when a scan is owed (a socket name, a watch gone, an overflow). */
+bool direvents_parse(const void *buf, size_t len, struct direvents *ret);
+
+#endif
