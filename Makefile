@@ -252,7 +252,9 @@ unit: $(UNIT_BINS) all
 e2e: all target profiler-musl vendorprof otel-agent otel-apps $(NO_OPENAT2)
 	BUILD=$(BUILD) tests/e2e/run.sh
 
-test: $(UNIT_BINS) all target $(K8S_DRIVER) static profiler-musl vendorprof otel-agent otel-apps \
+# otel-agent before static: the static build's `clrattach version` and SBOM list the agent's
+# packages (build/otel-agent/packages.tsv), read when it is built.
+test: $(UNIT_BINS) all target $(K8S_DRIVER) otel-agent otel-apps static profiler-musl vendorprof \
       $(REPLAY_BINS) $(FUZZ_BINS) $(NO_OPENAT2) $(ARM64_TEST_DEPS) static-arm64 image
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 ARM64_UNIT_BINS="$(ARM64_UNIT_BINS)" \

@@ -92,9 +92,11 @@ static int print_text(void)
 #endif
     if (BUILD_INFO_OTEL_AGENT_COUNT)
         printf("otel agent: %d packages (NuGet)\n", BUILD_INFO_OTEL_AGENT_COUNT);
-    for (size_t i = 0; i < BUILD_INFO_OTEL_AGENT_COUNT; i++)
-        printf("  %s %s (%s)\n", agent_packages[i].name, agent_packages[i].version,
-               agent_packages[i].license);
+    /* A pointer walk: with no agent in the build the count is 0, and an index compared with it
+     * would be an unsigned comparison with 0 (-Wtype-limits). */
+    for (const struct agent_package *p = agent_packages;
+         p < agent_packages + BUILD_INFO_OTEL_AGENT_COUNT; p++)
+        printf("  %s %s (%s)\n", p->name, p->version, p->license);
     return 0;
 }
 
@@ -104,10 +106,10 @@ static void agent_json(json_t *o)
     if (!BUILD_INFO_OTEL_AGENT_COUNT)
         return;
     json_t *list = json_array();
-    for (size_t i = 0; i < BUILD_INFO_OTEL_AGENT_COUNT; i++)
-        json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "name", agent_packages[i].name,
-                                              "version", agent_packages[i].version, "license",
-                                              agent_packages[i].license));
+    for (const struct agent_package *p = agent_packages;
+         p < agent_packages + BUILD_INFO_OTEL_AGENT_COUNT; p++)
+        json_array_append_new(list, json_pack("{s:s, s:s, s:s}", "name", p->name, "version",
+                                              p->version, "license", p->license));
     json_object_set_new(o, "otel_agent", json_pack("{s:o}", "packages", list));
 }
 
