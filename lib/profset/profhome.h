@@ -13,7 +13,7 @@
 #include "base/err.h"
 #include "profset/profdir.h"
 
-/* Is `name` a runtime identifier's folder name of any operating system ("linux-x64",
+/* Is `name` a runtime identifier's folder name, for any OS ("linux-x64",
  * "linux-musl-arm64", "win-x64", "osx-arm64", "freebsd-x64")? A folder so named holds a build
  * for that RID; any other entry beside one makes the directory a home. */
 bool profhome_rid_folder(const char *name);
