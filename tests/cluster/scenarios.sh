@@ -346,9 +346,18 @@ fi
 # before it has read it: "The container could not be located when the pod was deleted"); the
 # pod's status, watched during the deletion, must carry the same message when it has one.
 if [ -n "$BASE_POD" ]; then
-    cid=$(dk ps -q --filter "label=io.kubernetes.pod.name=$BASE_POD" \
-        --filter label=io.kubernetes.container.name=clrattach | head -1)
-    tlog=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/dev/termination-log"}}{{.Source}}{{end}}{{end}}' "$cid" 2>/dev/null)
+    # The sidecar's container, looked for a while: a loaded node may answer slowly, and an empty
+    # answer must be told apart from a sidecar that is not there.
+    cid= tlog=
+    for _ in $(seq 50); do
+        cid=$(dk ps -q --filter "label=io.kubernetes.pod.name=$BASE_POD" \
+            --filter label=io.kubernetes.container.name=clrattach 2>/dev/null | head -1)
+        [ -n "$cid" ] && tlog=$(dk inspect -f '{{range .Mounts}}{{if eq .Destination "/dev/termination-log"}}{{.Source}}{{end}}{{end}}' "$cid" 2>/dev/null)
+        [ -n "$tlog" ] && break
+        sleep 0.2
+    done
+    s5_found="container ${cid:-none}, termination log ${tlog:-none}; containers of the pod: $(dk ps -a \
+        --filter "label=io.kubernetes.pod.name=$BASE_POD" --format '{{.Names}} {{.Status}}' 2>&1 | tr '\n' ';')"
     K get pod -n shop "$BASE_POD" -w -o json >"$WORK/s5-watch.json" 2>/dev/null &
     wpid=$!
     sleep 1
@@ -360,12 +369,14 @@ if [ -n "$BASE_POD" ]; then
     done
     cp "$tlog" "$WORK/s5-tlog.json" 2>/dev/null
     fin=$(dk inspect -f '{{.State.FinishedAt}} {{.State.ExitCode}}' "$cid" 2>/dev/null)
+    [ -n "$fin" ] || fin="unknown unknown"
     until_ok 60 pod_absent shop "$BASE_POD"
     kill "$wpid" 2>/dev/null
     wait "$wpid" 2>/dev/null
     if msg=$(python3 - "$WORK/s5-tlog.json" "$WORK/s5-watch.json" "$t_del" $fin <<'PY'
 import datetime, json, sys
 tlog, watch, t_del, finished, code = sys.argv[1:6]
+assert finished != "unknown", "the engine did not say when the sidecar ended"
 r = json.load(open(tlog))
 assert r.get("outcome") == "attached" and r.get("command") == "attach", r
 # How long after the delete request the sidecar had ended (nanoseconds of the engine's clock).
@@ -394,7 +405,7 @@ PY
     ); then
         ok "sigterm-termination-message-is-json ($msg)"
     else
-        fail sigterm-termination-message-is-json "$msg; termination log: $(head -c 300 "$WORK/s5-tlog.json" 2>/dev/null)"
+        fail sigterm-termination-message-is-json "$msg; $s5_found; termination log: $(head -c 300 "$WORK/s5-tlog.json" 2>/dev/null)"
     fi
 fi
 # The Deployment goes before the next shapes: hostNetwork pods share the node's ports, and a
