@@ -111,6 +111,8 @@ fi
 out=$(listeners_outside_loopback)
 [ -z "$out" ] && ok "cluster-loopback-only" || fail cluster-loopback-only "$out"
 
+# shellcheck source=tests/cluster/helpers.sh
+. "$here/helpers.sh"
 # shellcheck source=tests/cluster/scenarios.sh
 . "$here/scenarios.sh"
 
