@@ -282,7 +282,7 @@ test-apiserver: all target static
 # private dockerd, controller-manager, scheduler; built once from Debian's source with the
 # apiserver's Go cache into build/cluster): tests/cluster/run.sh.
 .PHONY: test-cluster
-test-cluster: all target
+test-cluster: all target otel-agent otel-apps
 	BUILD=$(BUILD) tests/cluster/run.sh
 
 demo: all target

@@ -14,7 +14,9 @@
 # root, kubectl, etcd, openssl, Debian's docker.io, golang-1.19-go (scripts/install-deps.sh),
 # `make all target`. A missing prerequisite fails the suite, in CI and outside it;
 # CLRATTACH_SKIP_SUITES=cluster skips it (tests/suite.sh).
-# Env: KEEP_WORK=1 keeps build/cluster/run.*/ (every component's log, the rendered manifests).
+# Env: KEEP_WORK=1 keeps build/cluster/run.*/ (every component's log, the rendered manifests);
+# CLUSTER_SCENARIOS=otel runs only tests/cluster/scenario_otel.sh after the cluster is up (the
+# whole suite is scenarios.sh, then scenario_otel.sh).
 # The sockets (the engine's, containerd's, the kubelet's) are in short directories of their own
 # under /run, whatever the checkout's path.
 set -u
@@ -59,8 +61,9 @@ for tool in kubectl etcd openssl dotnet curl python3 ss; do
 done
 [ -x "$DOCKERD_BIN" ] && [ -x /usr/sbin/runc ] ||
     prereq_fail "Debian's docker.io is not installed (scripts/install-deps.sh)"
-for f in "$ABS_BUILD/target/ClrTarget.dll" "$ABS_BUILD/libclrprobe.so"; do
-    [ -e "$f" ] || prereq_fail "$f missing (make all target)"
+for f in "$ABS_BUILD/target/ClrTarget.dll" "$ABS_BUILD/libclrprobe.so" \
+    "$ABS_BUILD/otel-agent/ClrattachOtelAgent.dll" "$ABS_BUILD/otel-apps/console/OtelConsole.dll"; do
+    [ -e "$f" ] || prereq_fail "$f missing (make all target otel-agent otel-apps)"
 done
 if ss -Hltn 'sport = :443' | grep -q .; then
     prereq_fail "127.0.0.1:443 is taken (the kubernetes Service's port: kube-apiserver listens there)"
@@ -111,8 +114,14 @@ fi
 out=$(listeners_outside_loopback)
 [ -z "$out" ] && ok "cluster-loopback-only" || fail cluster-loopback-only "$out"
 
-# shellcheck source=tests/cluster/scenarios.sh
-. "$here/scenarios.sh"
+# shellcheck source=tests/cluster/helpers.sh
+. "$here/helpers.sh"
+if [ "${CLUSTER_SCENARIOS:-all}" != otel ]; then
+    # shellcheck source=tests/cluster/scenarios.sh
+    . "$here/scenarios.sh"
+fi
+# shellcheck source=tests/cluster/scenario_otel.sh
+. "$here/scenario_otel.sh"
 
 echo "cluster: wall time $((SECONDS - T0)) s"
 finish

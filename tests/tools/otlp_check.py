@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Waits for what tests/e2e/test_otel_agent.sh expects in the JSON lines otlp_receiver.py writes.
 
-Usage: otlp_check.py RECV.jsonl CHECK --service NAME --since T [--within S] [args]
+Usage: otlp_check.py RECV.jsonl CHECK --service NAME --since T [--within S] [--where K=V]... [args]
 Looks only at records of resource service.name NAME that came at or after T (seconds since the
-epoch), and polls until CHECK holds or S seconds (default 10) have passed from T. Prints one
+epoch) and, with --where, whose resource has K=V (one replica's records among those of a service
+that several send: tests/cluster/scenario_otel.sh); polls until CHECK holds or S seconds (default 10) have passed from T. Prints one
 line: what held (with the delay of the first span, else record, after T), or what was seen. Exits 0 or 1.
 
 CHECK is one of:
@@ -22,7 +23,7 @@ import sys
 import time
 
 
-def load(path, service, since):
+def load(path, service, since, where=()):
     out = []
     try:
         with open(path) as f:
@@ -31,7 +32,9 @@ def load(path, service, since):
                     r = json.loads(line)
                 except ValueError:
                     continue  # a line being written
-                if r.get("t", 0) >= since and r.get("resource", {}).get("service.name") == service:
+                res = r.get("resource", {})
+                if r.get("t", 0) >= since and res.get("service.name") == service and \
+                        all(str(res.get(k)) == v for k, v in where):
                     out.append(r)
     except FileNotFoundError:
         pass
@@ -117,10 +120,14 @@ CHECKS = {"web-chain": web_chain, "console-client": console_client, "parent": pa
 def main():
     argv = sys.argv[1:]
     opts = {"--within": "10"}
-    rest = []
+    rest, where = [], []
     i = 0
     while i < len(argv):
-        if argv[i] in ("--service", "--since", "--within"):
+        if argv[i] == "--where" and i + 1 < len(argv) and "=" in argv[i + 1]:
+            k, _, v = argv[i + 1].partition("=")
+            where.append((k, v))
+            i += 2
+        elif argv[i] in ("--service", "--since", "--within"):
             opts[argv[i]] = argv[i + 1]
             i += 2
         else:
@@ -132,14 +139,14 @@ def main():
     if check == "quiet":
         while time.time() < deadline:
             time.sleep(0.2)
-        recs = load(path, service, since)
+        recs = load(path, service, since, where)
         if recs:
             print(f"{len(recs)} records came, the first {recs[0]['t'] - since:.1f} s after")
             return 1
         print(f"nothing came in {within:g} s")
         return 0
     while True:
-        recs = load(path, service, since)
+        recs = load(path, service, since, where)
         held = CHECKS[check](recs, args)
         if held:
             sp = [r["t"] for r in recs if r["signal"] == "traces"]
