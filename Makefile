@@ -229,6 +229,19 @@ $(ARM64_TARGET): $(wildcard tests/target/*.cs tests/target/*.csproj)
 	dotnet publish $(ARM64_BUILD)/target-src/ClrTarget.csproj -c Release -r linux-arm64 \
 	    --self-contained -p:UseAppHost=true -o $(ARM64_BUILD)/target --nologo -v q
 
+# Real runtimes older than .NET 10 (clrattach otel refuses them: tests/e2e/test_otel.sh): the
+# test app published self-contained for .NET 8 and .NET 9 from a copy of its sources with the
+# framework changed (the SDK fetches those runtime packs from NuGet; x64 build's obj/ untouched).
+OLDRT_TARGETS := $(BUILD)/oldrt/net8/ClrTarget $(BUILD)/oldrt/net9/ClrTarget
+$(BUILD)/oldrt/net%/ClrTarget: $(wildcard tests/target/*.cs tests/target/*.csproj)
+	rm -rf $(BUILD)/oldrt/src$* && mkdir -p $(BUILD)/oldrt/src$*
+	cp $^ $(BUILD)/oldrt/src$*/
+	sed -i 's|<TargetFramework>net10.0</TargetFramework>|<TargetFramework>net$*.0</TargetFramework>|' \
+	    $(BUILD)/oldrt/src$*/ClrTarget.csproj
+	grep -q '<TargetFramework>net$*.0</TargetFramework>' $(BUILD)/oldrt/src$*/ClrTarget.csproj
+	dotnet publish $(BUILD)/oldrt/src$*/ClrTarget.csproj -c Release -r linux-x64 \
+	    --self-contained -p:UseAppHost=true -o $(BUILD)/oldrt/net$* --nologo -v q
+
 # Which syscalls the emulator lacks, asked from inside it (tests/arm64/run.sh).
 $(ARM64_BUILD)/tests/syscall_probe: tests/arm64/syscall_probe.c
 	@mkdir -p $(dir $@)
@@ -249,12 +262,13 @@ test-image: image
 unit: $(UNIT_BINS) all
 	tests/run-unit.sh $(UNIT_BINS)
 
-e2e: all target profiler-musl vendorprof otel-agent otel-apps $(NO_OPENAT2)
+e2e: all target profiler-musl vendorprof otel-agent otel-apps $(OLDRT_TARGETS) $(NO_OPENAT2)
 	BUILD=$(BUILD) tests/e2e/run.sh
 
 # otel-agent before static: the static build's `clrattach version` and SBOM list the agent's
 # packages (build/otel-agent/packages.tsv), read when it is built.
-test: $(UNIT_BINS) all target $(K8S_DRIVER) otel-agent otel-apps static profiler-musl vendorprof \
+test: $(UNIT_BINS) all target $(K8S_DRIVER) otel-agent otel-apps $(OLDRT_TARGETS) static \
+      profiler-musl vendorprof \
       $(REPLAY_BINS) $(FUZZ_BINS) $(NO_OPENAT2) $(ARM64_TEST_DEPS) static-arm64 image
 	BUILD=$(BUILD) K8S_DRIVER=$(K8S_DRIVER) REPLAY_DIR=$(REPLAY_DIR) FUZZ_DIR=$(FUZZ_DIR) \
 	    FUZZ_TARGETS="$(FUZZ_TARGETS)" BENCH_SMOKE=1 ARM64_UNIT_BINS="$(ARM64_UNIT_BINS)" \

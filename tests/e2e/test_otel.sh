@@ -14,7 +14,8 @@
 #       --stop where it never ran: otel_failed (7); a setting the agent refuses (an OTLP protocol
 #       it does not know, through --env): the agent's refusal is the failure (7), never a success;
 #   (d) the service name defaulting to the entry assembly's;
-#   (e) a .NET 9 and a .NET 6 runtime (the fake runtime): runtime_too_old (15), nothing sent;
+#   (e) real .NET 8 and .NET 9 runtimes and a .NET 6 (the fake runtime): runtime_too_old (15),
+#       nothing delivered or sent;
 #   (f) watch --otel: a watcher serves an app started after it, once, as its entry assembly;
 # and every app runs on.
 . "$(dirname "$0")/lib.sh"
@@ -129,8 +130,24 @@ if TARGET_DLL=$CONSOLE start_target plain --pidns --uid 1000; then
     alive "$P" && ok "plain: the app runs on" || fail "plain alive" "$(tail -20 "$TARGET_LOG")"
 fi
 
-# (e) Runtimes older than the agent's .NET 10: nothing delivered, nothing sent.
-for v in net9 net6; do
+# (e) Runtimes older than the agent's .NET 10: nothing delivered, nothing sent. Real .NET 8 and
+#     .NET 9 runtimes (the test app published self-contained: build/oldrt), as another uid in
+#     their own namespaces; then the fake runtime for a .NET 6, which no runtime pack here has.
+for v in 8 9; do
+    if TARGET_EXEC="$ROOT/$BUILD/oldrt/net$v/ClrTarget" start_target "otel-real-net$v" --pidns --uid 1000; then
+        clr otel --pid "$TARGET_PID" --agent "$AGENT" --endpoint "$ENDPOINT" -o json
+        if [ $RC -eq 15 ] && [ "$(j outcome)" = runtime_too_old ] && j error | grep -q "agent needs .NET 10" &&
+            j error | grep -q "$v\.0\." && ! ls "/proc/$TARGET_PID/root/tmp/" | grep -q ClrattachOtelAgent &&
+            ! grep -q ClrattachOtelAgent "/proc/$TARGET_PID/maps" && alive "$TARGET_PID"; then
+            ok "a real .NET $v runtime: runtime_too_old (15), nothing delivered, the app runs on: $(j error)"
+        else
+            fail "real .NET $v" "exit $RC: $(cat "$OUT" "$ERR") $(tail -5 "$TARGET_LOG")"
+        fi
+    else
+        fail "real .NET $v" "did not start: $(tail -5 "$TARGET_LOG")"
+    fi
+done
+for v in net6; do
     if start_fake "otel-$v" $v; then
         clr otel --pid "$TARGET_PID" --agent "$AGENT" --endpoint "$ENDPOINT" -o json
         if [ $RC -eq 15 ] && [ "$(j outcome)" = runtime_too_old ] && j error | grep -q 'agent needs .NET 10' &&
