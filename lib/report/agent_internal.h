@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The agent's state, shared by its loop (agent.c), its configuration's reload
+ * (agent_config.c) and its status file (agent_status.c).
+ */
+#ifndef CLRATTACH_AGENT_INTERNAL_H
+#define CLRATTACH_AGENT_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "report/agent.h"
+#include "report/agent_plan.h"
+#include "report/agent_pods.h"
+#include "report/k8s_follow.h"
+
+/* Processes handed to an attach, remembered to tell which pod a result is for. */
+#define AGENT_CHOSEN_MAX 256
+/* The profiles file is looked at this often; the status file rewritten at most this often. */
+#define AGENT_CONFIG_CHECK_MS 2000
+#define AGENT_STATUS_MIN_MS   1000
+
+struct agent_chosen {
+    pid_t pid;
+    uint64_t starttime;
+    char uid[K8S_UID_MAX + 1];
+    char ns[K8S_LABEL_MAX + 1];
+    char name[K8S_NAME_MAX + 1];
+    char container[K8S_LABEL_MAX + 1];
+};
+
+struct agent {
+    const struct agent_opts *o;
+    struct watch_opts wo; /* the loop's: base with the agent's hooks */
+    struct k8s_follow *f;
+    struct agent_pods pods;
+    struct agent_plan *plan;
+    struct stat config_st; /* of the profiles file last read (good or not) */
+    int64_t config_check_ms;
+    struct agent_chosen chosen[AGENT_CHOSEN_MAX];
+    size_t chosen_next;
+    bool status_dirty;
+    int64_t status_ms;
+    uint64_t warnings, warnings_failed, reloads, reloads_refused;
+};
+
+void agent_log(struct agent *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* agent_config.c: the first load (an error is the caller's), and a reload when the file
+ * changed (a bad one keeps the last good plan, and says so). */
+int agent_config_start(struct agent *a, struct cla_error *e);
+void agent_config_check(struct agent *a, int64_t now_ms);
+
+/* agent_status.c: the status file, rewritten when due (dirty, and not too soon). */
+void agent_status_write(struct agent *a, int64_t now_ms, bool force);
+
+#endif
