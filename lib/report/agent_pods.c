@@ -126,7 +126,7 @@ void agent_pods_judge(struct agent_pod *p, const struct agent_profiles *profiles
         return;
     }
     if (!agent_profile_allows(prof, labels, n_labels)) {
-        char why[256];
+        char why[CLA_ERR_MSG_MAX];
         snprintf(why, sizeof(why),
                  "profile '%s' is not allowed in this namespace (its namespace selector does "
                  "not select it)",

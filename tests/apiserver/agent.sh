@@ -1,0 +1,220 @@
+# shellcheck shell=bash
+# `clrattach agent` against the real kube-apiserver 1.20 of tests/apiserver/run.sh (sourced by
+# it: K, KCFG, WORK, ROOT, URL, PKI, ok, fail, start_apiserver, stop_apiserver are its). No kubelet
+# runs: the pods are created bound to a node name of our own, and the kubelet's part (the
+# containers' IDs in the pod's status) is written through the status subresource. Each "container"
+# is a real .NET app (start_target) moved into a cgroup v2 directory named as containerd's
+# systemd driver names a container's scope, so that /proc/<pid>/cgroup names the very ID the
+# status reports. The agent runs with deploy/agent's RBAC and a token of its service account.
+#
+# Checked: an annotation added to a running pod's object gets the profile's profiler loaded
+# (the sample profiler's report appears) and a ProfilerAttached Event on the pod; an annotation
+# carrying a path, an unknown profile, a namespace the profile does not select: a Warning Event
+# (never repeating the value) and nothing loaded in that pod's app; a pod of another node is
+# not seen; `agent --status` lists what it did; the apiserver restarted under a stopped agent,
+# with a pod deleted and one created meanwhile: the agent relists (or resumes) and misses
+# neither; SIGTERM ends it within 2 s.
+
+AG_NODE=agent-node-1
+
+# ag_wait SECONDS CMD...: CMD until it succeeds, every 0.2 s.
+ag_wait() {
+    local n=$(($1 * 5)) i
+    shift
+    for i in $(seq "$n"); do "$@" && return 0; sleep 0.2; done
+    return 1
+}
+
+# ag_pod NS NAME NODE [ANNOTATION]: a pod bound to NODE, with the profile annotation if given.
+ag_pod() {
+    local ann=""
+    [ $# -ge 4 ] && ann="annotations: {clrattach.io/profile: \"$4\"}"
+    K apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $2, namespace: $1, $ann}
+spec:
+  nodeName: $3
+  automountServiceAccountToken: false
+  containers:
+  - {name: app, image: registry.example.com/shop/orders-api:1.0.0}
+EOF
+}
+
+# ag_status NS NAME ID: what the kubelet would write once the container runs with that ID.
+ag_status() {
+    timeout -k 5 30 curl -sS --fail --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" \
+        --key "$PKI/admin.key" -X PATCH -H 'Content-Type: application/merge-patch+json' \
+        "$URL/api/v1/namespaces/$1/pods/$2/status" --data-binary @- >/dev/null <<EOF
+{"status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": true,
+ "restartCount": 0, "image": "registry.example.com/shop/orders-api:1.0.0", "imageID": "",
+ "containerID": "containerd://$3", "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}]}}
+EOF
+}
+
+# ag_app NAME ID: a .NET app as the container with that ID: its process moved into
+# .../cri-containerd-ID.scope of the cgroup v2 hierarchy. Sets AG_PID.
+AG_CG=
+ag_app() {
+    local dir=$AG_CG/clrattach-test-pod.slice/cri-containerd-$2.scope
+    start_target "agent-$1" --pidns --uid 1000 --seconds 300 || return 1
+    mkdir -p "$dir" && echo "$TARGET_PID" >"$dir/cgroup.procs" || return 1
+    grep -q "cri-containerd-$2.scope" "/proc/$TARGET_PID/cgroup" || return 1
+    AG_PID=$TARGET_PID
+}
+
+# ag_events NS NAME: the Events on a pod, one "TYPE REASON MESSAGE" line each.
+ag_events() {
+    K get events -n "$1" --field-selector "involvedObject.name=$2" \
+        -o 'jsonpath={range .items[*]}{.type} {.reason} {.message}{"\n"}{end}' 2>/dev/null
+}
+ag_has_event() { ag_events "$1" "$2" | grep -q "$3"; }
+
+# ag_setup: namespaces, deploy/agent's namespace, service account and RBAC, the profiles, a token.
+ag_setup() {
+    local d=$1
+    kubectl kustomize "$ROOT/deploy/agent" >"$d/agent.yaml" || return 1
+    python3 - "$d/agent.yaml" >"$d/rbac.yaml" <<'PY' || return 1
+import sys, yaml
+keep = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") in keep]
+assert sorted(d["kind"] for d in docs) == sorted(keep), docs
+yaml.safe_dump_all(docs, sys.stdout)
+PY
+    K apply -f "$d/rbac.yaml" >/dev/null || return 1
+    K create namespace agent-ok >/dev/null && K create namespace agent-no >/dev/null &&
+        K label namespace agent-ok clrattach.io/profiling=allowed >/dev/null || return 1
+    K create token clrattach-agent -n clrattach-system --duration 1h >"$d/token" || return 1
+    cat >"$d/profiles.json" <<EOF
+{"profiles": {
+  "probe": {"mode": "attach", "profiler": "$PROBE", "clsid": "$PROBE_CLSID",
+            "clientData": "out=/tmp/probe-agent.json",
+            "namespaces": "clrattach.io/profiling=allowed"},
+  "perfmap": {"mode": "perfmap", "namespaces": "clrattach.io/perfmap=on"}
+}}
+EOF
+}
+
+ag_start() {
+    local d=$1
+    timeout -k 5 600 "$CLRATTACH" agent --node "$AG_NODE" --profiles "$d/profiles.json" \
+        --status-file "$d/status" --api-url "$URL" --token-file "$d/token" \
+        --ca-file "$PKI/ca.crt" --namespace clrattach-system --pod clrattach-agent-test \
+        --interval 500 -o json >"$d/agent.out" 2>"$d/agent.err" &
+    AG_AGENT=$!
+    disown "$AG_AGENT"
+    TARGET_PIDS+=("$AG_AGENT")
+}
+
+ag_refusals() {
+    local d=$1 p ok_all=1
+    for p in agent-ok/bad-path agent-ok/unknown agent-no/blocked; do
+        if ! ag_wait 20 ag_has_event "${p%/*}" "${p#*/}" "Warning ProfileRefused"; then
+            fail "agent-refused-${p#*/}" "no Warning Event: $(ag_events "${p%/*}" "${p#*/}"; tail -5 "$d/agent.err")"
+            ok_all=0
+        fi
+    done
+    [ $ok_all = 1 ] && ok "agent-refusals-warned (a path, an unknown profile, a namespace not selected: one Warning Event each)"
+    if ag_events agent-ok bad-path | grep -q 'evil'; then
+        fail agent-refusal-no-echo "the Warning repeats the annotation: $(ag_events agent-ok bad-path)"
+    else
+        ok "agent-refusal-no-echo (the Warning does not repeat the annotation's value)"
+    fi
+    # The blocked pod's app stays untouched: nothing delivered, nothing loaded.
+    sleep 3
+    if [ -e "/proc/$AG_BLOCKED/root/tmp/probe-agent.json" ] || is_mapped "$AG_BLOCKED" clrprobe; then
+        fail agent-not-allowed-nothing-loaded "the blocked pod's app got the profiler"
+    else
+        ok "agent-not-allowed-nothing-loaded"
+    fi
+    if [ -n "$(ag_events agent-ok elsewhere)" ]; then
+        fail agent-other-node-unseen "a pod of another node was judged: $(ag_events agent-ok elsewhere)"
+    else
+        ok "agent-other-node-unseen"
+    fi
+}
+
+ag_attach() {
+    local d=$1 t0
+    t0=$(date +%s%N)
+    K annotate pod orders-0 -n agent-ok clrattach.io/profile=probe >/dev/null
+    if probe_report "$AG_ORDERS" /tmp/probe-agent.json >/dev/null ||
+        probe_report "$AG_ORDERS" /tmp/probe-agent.json >/dev/null; then
+        ok "agent-annotate-attaches ($((($(date +%s%N) - t0) / 1000000)) ms to the probe's report)"
+    else
+        fail agent-annotate-attaches "no report: $(tail -8 "$d/agent.err")"
+    fi
+    if ag_wait 20 ag_has_event agent-ok orders-0 "Normal ProfilerAttached"; then
+        ok "agent-attach-event (ProfilerAttached on the pod)"
+    else
+        fail agent-attach-event "$(ag_events agent-ok orders-0)"
+    fi
+    "$CLRATTACH" agent --status --status-file "$d/status" >"$d/status.txt" 2>&1
+    if ag_wait 10 grep -q 'pod agent-ok/orders-0: allowed profile=probe attached=1' "$d/status" &&
+        "$CLRATTACH" agent --status --status-file "$d/status" >"$d/status.txt" 2>&1 &&
+        grep -q 'pod agent-no/blocked: refused' "$d/status.txt" && ! grep -q evil "$d/status.txt"; then
+        ok "agent-status (per pod: allowed and attached, refused and why)"
+    else
+        fail agent-status "$(cat "$d/status.txt")"
+    fi
+}
+
+# The apiserver restarted while the agent is stopped; meanwhile a pod is deleted and one created.
+ag_relist() {
+    local d=$1
+    kill -STOP "$AG_AGENT"
+    stop_apiserver
+    start_apiserver "$WORK/apiserver-agent.log" || { fail agent-relist "the apiserver did not restart"; return; }
+    K delete pod unknown -n agent-ok --grace-period=0 --force >/dev/null 2>&1
+    ag_pod agent-ok late-0 "$AG_NODE" nosuch
+    kill -CONT "$AG_AGENT"
+    if ag_wait 60 ag_has_event agent-ok late-0 "Warning ProfileRefused" &&
+        ag_wait 20 sh -c "! grep -q 'pod agent-ok/unknown:' '$d/status'"; then
+        ok "agent-relist-misses-nothing (a pod created and one deleted while its watch was down; $(grep '^api:' "$d/status" | cut -c1-90))"
+    else
+        fail agent-relist-misses-nothing "$(ag_events agent-ok late-0; cat "$d/status"; tail -8 "$d/agent.err")"
+    fi
+}
+
+ag_cleanup() {
+    local p
+    for p in $AG_ORDERS $AG_BLOCKED; do kill -KILL "$p" 2>/dev/null; done
+    sleep 0.5
+    find "$AG_CG/clrattach-test-pod.slice" -depth -type d -exec rmdir {} \; 2>/dev/null
+    rmdir "$AG_CG" 2>/dev/null
+}
+
+agent_scenario() {
+    local d=$WORK/agent base id_orders id_blocked
+    mkdir -p "$d"
+    base=$(findmnt -t cgroup2 -n -o TARGET | head -n1)
+    [ -n "$base" ] && [ -w "$base" ] || { fail agent-prerequisites "no writable cgroup v2 hierarchy"; return; }
+    AG_CG=$base/clrattach-test.slice
+    id_orders=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    id_blocked=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    ag_setup "$d" || { fail agent-setup "deploy/agent's RBAC, namespaces, token"; return; }
+    ag_pod agent-ok orders-0 "$AG_NODE" && ag_pod agent-ok bad-path "$AG_NODE" /tmp/evil.so &&
+        ag_pod agent-ok unknown "$AG_NODE" nosuch && ag_pod agent-no blocked "$AG_NODE" probe &&
+        ag_pod agent-ok elsewhere other-node nosuch &&
+        ag_status agent-ok orders-0 "$id_orders" && ag_status agent-no blocked "$id_blocked" ||
+        { fail agent-setup "pods and their status"; return; }
+    ag_app orders "$id_orders" && AG_ORDERS=$AG_PID && ag_app blocked "$id_blocked" &&
+        AG_BLOCKED=$AG_PID || { fail agent-setup "the apps in their cgroups"; ag_cleanup; return; }
+    ok "agent-setup (deploy/agent RBAC, 5 pods, 2 apps in containerd-named cgroups)"
+    ag_start "$d"
+    ag_refusals "$d"
+    ag_attach "$d"
+    ag_relist "$d"
+    local t0 i
+    t0=$(date +%s%N)
+    kill -TERM "$AG_AGENT"
+    for i in $(seq 40); do kill -0 "$AG_AGENT" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$AG_AGENT" 2>/dev/null; then
+        fail agent-sigterm "still running 2 s after SIGTERM"
+    elif grep -q 'SIGSYS\|Bad system call' "$d/agent.err"; then
+        fail agent-sigterm "killed by its seccomp filter: $(tail -3 "$d/agent.err")"
+    else
+        ok "agent-sigterm (stopped in $((($(date +%s%N) - t0) / 1000000)) ms)"
+    fi
+    ag_cleanup
+}
