@@ -156,9 +156,15 @@ static int print_status(const struct agent_cli *g)
 }
 
 static void on_agent_attach(const struct attach_result *r, bool retry,
-                            const struct k8s_pod_ref *pod, void *userdata)
+                            const struct k8s_pod_ref *pod, const struct agent_profile *profile,
+                            void *userdata)
 {
     struct agent_cli *g = userdata;
+    /* What the result, its JSON and its Event name as sent: the profile's, never the pod's. */
+    g->a.profiler = profile && profile->profiler ? profile->profiler : "-";
+    g->a.clsid = (struct ipc_guid){0};
+    if (profile && profile->clsid[0])
+        (void)ipc_guid_parse(profile->clsid, &g->a.clsid);
     if (!attach_cli_admit(&g->a, r))
         return;
     say(stderr, "clrattach: agent: pod %s/%s container %s: pid %d (namespace pid %d): %s%s",

@@ -162,8 +162,8 @@ static const struct watch_opts *choose(const struct target *tg, void *userdata)
     if (target_read_file(tg, "cgroup", PROC_CGROUP_MAX, &buf, &len, NULL) < 0)
         return NULL;
     struct agent_pod *p = agent_pods_match(&a->pods, buf, len, &k);
-    const struct watch_opts *wo = p ? agent_plan_opts(a->plan, p->profile) : NULL;
-    if (!wo)
+    const struct agent_plan_entry *x = p ? agent_plan_find(a->plan, p->profile) : NULL;
+    if (!x)
         return NULL;
     struct agent_chosen *c = &a->chosen[a->chosen_next];
     a->chosen_next = (a->chosen_next + 1) % AGENT_CHOSEN_MAX;
@@ -173,7 +173,8 @@ static const struct watch_opts *choose(const struct target *tg, void *userdata)
     memcpy(c->ns, p->ns, sizeof(c->ns));
     memcpy(c->name, p->name, sizeof(c->name));
     memcpy(c->container, p->c[k].name, sizeof(c->container));
-    return wo;
+    c->profile = x->profile;
+    return &x->wo;
 }
 
 static const struct agent_chosen *chosen_of(const struct agent *a, pid_t pid, uint64_t start)
@@ -205,7 +206,7 @@ static void on_result(const struct attach_result *r, bool retry, void *userdata)
         }
     }
     if (a->o->on_attach)
-        a->o->on_attach(r, retry, c ? &ref : NULL, a->o->userdata);
+        a->o->on_attach(r, retry, c ? &ref : NULL, c ? c->profile : NULL, a->o->userdata);
 }
 
 static void on_warning(const char *msg, void *userdata)

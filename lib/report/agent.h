@@ -31,9 +31,10 @@ struct agent_opts {
     struct watch_opts base;
     struct perfmap_opts perfmap_base; /* perfmap profiles: all but the target */
     struct otel_opts otel_base;       /* otel profiles: all but agent, endpoint and env */
-    /* An attach's new outcome, for the pod it was for (print it, send its Event). */
+    /* An attach's new outcome, for the pod it was for and the profile it ran (print it, send
+     * its Event); both NULL for a process the agent no longer knows. */
     void (*on_attach)(const struct attach_result *r, bool retry, const struct k8s_pod_ref *pod,
-                      void *userdata);
+                      const struct agent_profile *profile, void *userdata);
     void (*on_log)(const char *msg, void *userdata);
     void *userdata;
 };

@@ -28,6 +28,7 @@ struct agent_chosen {
     char ns[K8S_LABEL_MAX + 1];
     char name[K8S_NAME_MAX + 1];
     char container[K8S_LABEL_MAX + 1];
+    const struct agent_profile *profile; /* in a plan kept until the agent ends */
 };
 
 struct agent {

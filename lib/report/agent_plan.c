@@ -103,11 +103,11 @@ int agent_plan_build(struct agent_profiles *profiles, const struct watch_opts *b
     return 0;
 }
 
-const struct watch_opts *agent_plan_opts(const struct agent_plan *p, const char *name)
+const struct agent_plan_entry *agent_plan_find(const struct agent_plan *p, const char *name)
 {
     for (size_t i = 0; p && i < p->n; i++)
         if (strcmp(p->v[i].profile->name, name) == 0)
-            return &p->v[i].wo;
+            return &p->v[i];
     return NULL;
 }
 

@@ -39,8 +39,8 @@ int agent_plan_build(struct agent_profiles *profiles, const struct watch_opts *b
                      const struct perfmap_opts *pbase, const struct otel_opts *obase,
                      struct agent_plan **ret, struct cla_error *e);
 
-/* The options of profile `name`, or NULL. */
-const struct watch_opts *agent_plan_opts(const struct agent_plan *p, const char *name);
+/* The entry of profile `name` (its options, its profile), or NULL. */
+const struct agent_plan_entry *agent_plan_find(const struct agent_plan *p, const char *name);
 
 /* Frees the plan and every older one. */
 void agent_plan_free(struct agent_plan *p);

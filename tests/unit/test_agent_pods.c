@@ -156,23 +156,23 @@ static void test_plan(void **state)
     struct cla_error e = {0};
     assert_int_equal(agent_plan_build(&prof, &base, &pb, &ob, &plan, &e), 0);
     assert_int_equal(prof.n, 0); /* taken */
-    const struct watch_opts *wo = agent_plan_opts(plan, "probe");
+    const struct watch_opts *wo = &agent_plan_find(plan, "probe")->wo;
     assert_non_null(wo);
     assert_string_equal(wo->attach.profiler_path, "/opt/clrattach/profilers/clrprobe");
     assert_int_equal(wo->attach.timeout_ms, 1234);
     assert_false(wo->attach.startup);
     assert_non_null(wo->attach.client_data);
-    wo = agent_plan_opts(plan, "vendor-startup");
+    wo = &agent_plan_find(plan, "vendor-startup")->wo;
     assert_true(wo->attach.startup && wo->attach.startup_or_attach);
     assert_int_equal(wo->attach.env_count, 2);
-    wo = agent_plan_opts(plan, "otel");
+    wo = &agent_plan_find(plan, "otel")->wo;
     assert_non_null(wo->attach.otel);
     assert_string_equal(wo->attach.otel->endpoint, "http://collector.observability:4318");
     assert_int_equal(wo->attach.otel->env_count, 0);
-    wo = agent_plan_opts(plan, "perfmap");
+    wo = &agent_plan_find(plan, "perfmap")->wo;
     assert_non_null(wo->attach.perfmap);
     assert_null(wo->attach.profiler_path);
-    assert_null(agent_plan_opts(plan, "nosuch"));
+    assert_null(agent_plan_find(plan, "nosuch"));
     agent_plan_free(plan);
 }
 
