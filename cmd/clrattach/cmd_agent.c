@@ -38,7 +38,7 @@ static const char usage_agent[] =
     "  --interval MS          longest time between scans of /proc (default 1000)\n"
     "  --timeout SECONDS      each exchange with a runtime (default 30)\n"
     "  --watch-timeout SECONDS  the watch request's timeoutSeconds (default 300); a watch\n"
-    "                         silent 30 s past it is restarted\n"
+    "                         silent past it and a tenth more (5 s to 30 s) is restarted\n"
     "  --ready-file PATH      created once the first scan is complete\n"
     "  the reporting options (--api-url, --token-file, --ca-file, --pod, --events...) and\n"
     "  -o/--seccomp/--proc: as for 'attach'.\n";

@@ -163,7 +163,7 @@
 #define K8S_NS_CACHE_MAX          64    /* namespaces whose labels the agent keeps */
 #define K8S_NS_TTL_MS             30000 /* a namespace's labels are asked for again after this */
 #define K8S_WATCH_TIMEOUT_S       300   /* timeoutSeconds of the agent's watch request */
-#define K8S_WATCH_STALL_SLACK_MS  30000 /* past timeoutSeconds with no byte: the watch stalled */
+#define K8S_WATCH_STALL_SLACK_MS  30000 /* past timeoutSeconds with no byte: stalled (at most) */
 #define AGENT_PODS_MAX            K8S_LIST_PODS_MAX /* annotated pods the agent keeps */
 
 /* Profiler build choice (lib/profset/rid.c, lib/profset/elfinfo.c). The ELF reader runs on the

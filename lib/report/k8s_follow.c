@@ -426,7 +426,13 @@ int k8s_follow_new(const struct k8s_follow_opts *o, struct k8s_follow **ret, str
     f->o = *o;
     if (f->o.watch_timeout_s <= 0)
         f->o.watch_timeout_s = K8S_WATCH_TIMEOUT_S;
+    /* A tenth of the timeout, from 5 s up to K8S_WATCH_STALL_SLACK_MS: a short watch (tests)
+     * is found stalled sooner. */
     if (f->o.stall_slack_ms <= 0)
+        f->o.stall_slack_ms = f->o.watch_timeout_s * 100;
+    if (f->o.stall_slack_ms < 5000)
+        f->o.stall_slack_ms = 5000;
+    if (f->o.stall_slack_ms > K8S_WATCH_STALL_SLACK_MS)
         f->o.stall_slack_ms = K8S_WATCH_STALL_SLACK_MS;
     snprintf(f->node, sizeof(f->node), "%s", o->node);
     f->timer_at = -1;

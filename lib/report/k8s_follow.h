@@ -47,7 +47,7 @@ struct k8s_follow_opts {
     const struct k8s_config *cfg; /* kept by pointer: must outlive the follower */
     const char *node;             /* a DNS-1123 subdomain */
     long watch_timeout_s;         /* 0: K8S_WATCH_TIMEOUT_S */
-    long stall_slack_ms;          /* 0: K8S_WATCH_STALL_SLACK_MS */
+    long stall_slack_ms;          /* 0: a tenth of the timeout, 5 s to 30 s */
     struct k8s_follow_hooks hooks;
 };
 

@@ -13,7 +13,8 @@
 # (never repeating the value) and nothing loaded in that pod's app; a pod of another node is
 # not seen; `agent --status` lists what it did; the apiserver restarted under a stopped agent,
 # with a pod deleted and one created meanwhile: the agent relists (or resumes) and misses
-# neither; SIGTERM ends it within 2 s.
+# neither; a bad change of the profiles keeps the last good ones, a good one is taken; a watch
+# stalled (the apiserver stopped, its connection open) is restarted; SIGTERM ends it within 2 s.
 
 AG_NODE=agent-node-1
 
@@ -96,14 +97,7 @@ PY
     K create serviceaccount default -n agent-ok >/dev/null &&
         K create serviceaccount default -n agent-no >/dev/null || return 1
     K create token clrattach-agent -n clrattach-system --duration 1h >"$d/token" || return 1
-    cat >"$d/profiles.json" <<EOF
-{"profiles": {
-  "probe": {"mode": "attach", "profiler": "$PROBE", "clsid": "$PROBE_CLSID",
-            "clientData": "out=/tmp/probe-agent.json",
-            "namespaces": "clrattach.io/profiling=allowed"},
-  "perfmap": {"mode": "perfmap", "namespaces": "clrattach.io/perfmap=on"}
-}}
-EOF
+    ag_profiles "$d/profiles.json"
 }
 
 ag_start() {
@@ -113,7 +107,7 @@ ag_start() {
         ${AG_WRAP:-} "$CLRATTACH" agent --node "$AG_NODE" --profiles "$d/profiles.json" \
         --status-file "$d/status" --api-url "$URL" --token-file "$d/token" \
         --ca-file "$PKI/ca.crt" --namespace clrattach-system --pod clrattach-agent-test \
-        --interval 500 -o json >"$d/agent.out" 2>"$d/agent.err" &
+        --interval 500 --watch-timeout 8 -o json >"$d/agent.out" 2>"$d/agent.err" &
     disown $!
     ag_wait 5 test -s "$d/agent.pid"
     AG_AGENT=$(cat "$d/agent.pid")
@@ -190,6 +184,54 @@ ag_relist() {
     fi
 }
 
+# ag_profiles FILE [EXTRA]: the profiles, replaced as a ConfigMap's update does (a new file
+# moved in: another inode).
+ag_profiles() {
+    cat >"$1.new" <<EOF
+{"profiles": {
+  "probe": {"mode": "attach", "profiler": "$PROBE", "clsid": "$PROBE_CLSID",
+            "clientData": "out=/tmp/probe-agent.json",
+            "namespaces": "clrattach.io/profiling=allowed"},
+  "perfmap": {"mode": "perfmap", "namespaces": "clrattach.io/perfmap=on"}${2:-}
+}}
+EOF
+    mv -f "$1.new" "$1"
+}
+
+# A change that does not check keeps the last good profiles; a good one is taken.
+ag_reload() {
+    local d=$1
+    ag_profiles "$d/profiles.json" ', "nosuch": {"mode": "perfmap", "clsId": "{x}", "namespaces": "a=b"}'
+    if ag_wait 10 grep -q 'profiles changed but are refused: the last good ones stay' "$d/agent.err" &&
+        ag_wait 5 grep -q 'pod agent-ok/orders-0: allowed profile=probe' "$d/status"; then
+        ok "agent-reload-bad-kept (a bad change refused, the last good profiles kept)"
+    else
+        fail agent-reload-bad-kept "$(tail -5 "$d/agent.err")"
+    fi
+    ag_profiles "$d/profiles.json" ', "nosuch": {"mode": "perfmap", "namespaces": "clrattach.io/profiling=allowed"}'
+    if ag_wait 15 grep -q 'pod agent-ok/late-0: allowed profile=nosuch' "$d/status"; then
+        ok "agent-reload (a new profile taken: a pod that named it is allowed now)"
+    else
+        fail agent-reload "$(cat "$d/status"; tail -5 "$d/agent.err")"
+    fi
+}
+
+# A watch that sends nothing (the apiserver stopped with its connection open) is noticed past
+# its timeout (8 s) and the slack (5 s), and started again once the server answers.
+ag_stall() {
+    local d=$1
+    kill -STOP "$API_PID"
+    sleep 16
+    kill -CONT "$API_PID"
+    ag_pod agent-ok after-stall "$AG_NODE" ../x
+    if ag_wait 30 ag_has_event agent-ok after-stall "Warning ProfileRefused" &&
+        grep -q 'stalls [1-9]' "$d/status"; then
+        ok "agent-stalled-watch-restarted ($(grep -o 'stalls [0-9]*' "$d/status"), a pod created after it seen)"
+    else
+        fail agent-stalled-watch-restarted "$(grep '^api:' "$d/status"; ag_events agent-ok after-stall; tail -5 "$d/agent.err")"
+    fi
+}
+
 ag_cleanup() {
     local p
     for p in $AG_ORDERS $AG_BLOCKED; do kill -KILL "$p" 2>/dev/null; done
@@ -219,6 +261,8 @@ agent_scenario() {
     ag_refusals "$d"
     ag_attach "$d"
     ag_relist "$d"
+    ag_reload "$d"
+    ag_stall "$d"
     local t0
     t0=$(date +%s%N)
     if [ -s "$d/agent.rc" ]; then
