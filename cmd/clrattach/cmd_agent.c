@@ -35,6 +35,7 @@ static const char usage_agent[] =
     "                         spec.nodeName)\n"
     "  --status-file PATH     rewritten as things change (default " STATUS_FILE_DEFAULT ")\n"
     "  --status               print a running agent's status file and exit\n"
+    "  --check-profiles FILE  check a profiles file as the agent would load it, and exit\n"
     "  --interval MS          longest time between scans of /proc (default 1000)\n"
     "  --timeout SECONDS      each exchange with a runtime (default 30)\n"
     "  --watch-timeout SECONDS  the watch request's timeoutSeconds (default 300); a watch\n"
@@ -48,6 +49,7 @@ enum {
     OPT_NODE,
     OPT_STATUS_FILE,
     OPT_STATUS,
+    OPT_CHECK_PROFILES,
     OPT_INTERVAL,
     OPT_TIMEOUT,
     OPT_WATCH_TIMEOUT,
@@ -56,7 +58,7 @@ enum {
 
 struct agent_cli {
     struct attach_cli a;
-    const char *profiles, *node, *status_file;
+    const char *profiles, *node, *status_file, *check_profiles;
     bool status;
     uint64_t watch_timeout_s;
     struct k8s_config cfg;
@@ -85,6 +87,7 @@ static int agent_option(int c, const char *arg, struct agent_cli *g)
     case OPT_NODE: g->node = arg; return CLI_GO_ON;
     case OPT_STATUS_FILE: g->status_file = arg; return CLI_GO_ON;
     case OPT_STATUS: g->status = true; return CLI_GO_ON;
+    case OPT_CHECK_PROFILES: g->check_profiles = arg; return CLI_GO_ON;
     case OPT_READY_FILE: g->a.ready_file = arg; return CLI_GO_ON;
     case OPT_INTERVAL: return number("--interval", arg, 60000, &g->a.interval_ms);
     case OPT_TIMEOUT: return number("--timeout", arg, 3600, &g->a.timeout_s);
@@ -100,6 +103,7 @@ static int parse(int argc, char **argv, struct agent_cli *g)
         {"node", required_argument, NULL, OPT_NODE},
         {"status-file", required_argument, NULL, OPT_STATUS_FILE},
         {"status", no_argument, NULL, OPT_STATUS},
+        {"check-profiles", required_argument, NULL, OPT_CHECK_PROFILES},
         {"interval", required_argument, NULL, OPT_INTERVAL},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"watch-timeout", required_argument, NULL, OPT_WATCH_TIMEOUT},
@@ -122,7 +126,7 @@ static int parse(int argc, char **argv, struct agent_cli *g)
     }
     if (optind < argc)
         return usage_error("agent", "unexpected argument '%s'", argv[optind]);
-    if (g->status)
+    if (g->status || g->check_profiles)
         return CLI_GO_ON;
     if (!g->node)
         g->node = getenv("NODE_NAME");
@@ -152,6 +156,17 @@ static int print_status(const struct agent_cli *g)
         return 1;
     }
     fwrite(buf, 1, len, stdout);
+    return 0;
+}
+
+/* `--check-profiles`: what the agent would say of the file at start. */
+static int check_profiles(const char *path)
+{
+    struct cla_error e = {0};
+    int n = agent_profiles_check(path, &e);
+    if (n < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    printf("%s: %d profiles, all checked\n", path, n);
     return 0;
 }
 
@@ -250,6 +265,8 @@ int cmd_agent(int argc, char **argv)
         return r;
     if (g.status)
         return print_status(&g);
+    if (g.check_profiles)
+        return check_profiles(g.check_profiles);
     if ((r = setup(&g)) == CLI_GO_ON)
         r = run(&g);
     attach_cli_release(&g.a);

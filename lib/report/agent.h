@@ -43,6 +43,11 @@ struct agent_opts {
  * with e naming the profile and field. */
 int agent_profiles_load(const char *path, struct agent_profiles *ret, struct cla_error *e);
 
+/* Checks the profiles at `path` as the agent would load them (every field, the CLSIDs, an otel
+ * profile's endpoint), for `agent --check-profiles`. Returns how many profiles, or -errno with e
+ * set. */
+int agent_profiles_check(const char *path, struct cla_error *e);
+
 /* Runs until *o->base.stop. Returns 0, or -errno with e set when it cannot start (profiles
  * refused, follower not made) or /proc cannot be scanned. */
 int agent_run(const struct agent_opts *o, struct cla_error *e);

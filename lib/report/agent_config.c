@@ -36,6 +36,24 @@ int agent_profiles_load(const char *path, struct agent_profiles *ret, struct cla
     return r;
 }
 
+int agent_profiles_check(const char *path, struct cla_error *e)
+{
+    struct agent_profiles profiles = {0};
+    struct agent_plan *plan = NULL;
+    const struct watch_opts base = {0};
+    const struct perfmap_opts pbase = {0};
+    const struct otel_opts obase = {0};
+    int r = agent_profiles_load(path, &profiles, e);
+    if (r == 0 && profiles.n == 0)
+        r = err_set(e, -EINVAL, "profiles: %s defines no profile", path);
+    if (r == 0)
+        r = agent_plan_build(&profiles, &base, &pbase, &obase, &plan, e);
+    int n = plan ? (int)plan->n : 0;
+    agent_plan_free(plan);
+    agent_profiles_free(&profiles);
+    return r < 0 ? r : n;
+}
+
 static bool same_file(const struct stat *a, const struct stat *b)
 {
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
