@@ -42,6 +42,7 @@ struct agent {
     struct agent_chosen chosen[AGENT_CHOSEN_MAX];
     size_t chosen_next;
     bool status_dirty;
+    bool status_failed; /* the last write failed (and was said) */
     int64_t status_ms;
     uint64_t warnings, warnings_failed, reloads, reloads_refused;
 };

@@ -71,7 +71,11 @@ void agent_status_write(struct agent *a, int64_t now_ms, bool force)
     if (n < 0 || (size_t)n >= sizeof(tmp))
         return;
     int fd = opfile_open_for_write(tmp, "--status-file", O_CREAT | O_TRUNC, 0644, &e);
-    if (fd < 0 || write_to(a, fd) < 0 || renameat(AT_FDCWD, tmp, AT_FDCWD, a->o->status_path) < 0)
+    bool ok = fd >= 0 && write_to(a, fd) == 0 &&
+              renameat(AT_FDCWD, tmp, AT_FDCWD, a->o->status_path) == 0;
+    /* Said once until it works again: not a line a second. */
+    if (!ok && !a->status_failed)
         agent_log(a, "status file %s not written%s%s", a->o->status_path, e.msg[0] ? ": " : "",
                   e.msg);
+    a->status_failed = !ok;
 }

@@ -26,6 +26,7 @@ struct xfer {
 
 struct ns_entry {
     bool used, wanted, inflight;
+    bool failing; /* its last request failed, and the log said so */
     char name[K8S_LABEL_MAX + 1];
     struct k8s_namespace *ns; /* NULL until known */
     int err;                  /* of the last request, 0 when it succeeded */

@@ -122,15 +122,18 @@ void follow_ns_done(struct k8s_follow *f, struct xfer *x, CURLcode cc, int64_t n
         c->ns = ns;
         c->err = 0;
         c->fetched_ms = now_ms;
+        c->failing = false;
     } else {
         free(ns);
         /* Labels known before stay in use until the namespace is read again. */
         if (!c->ns)
             c->err = err;
         c->retry_ms = now_ms + NS_RETRY_MS;
-        follow_log(f, "namespace %s: its labels could not be read (HTTP %ld, %s)%s", c->name,
-                   status, curl_easy_strerror(cc),
-                   status == 403 ? "; the agent's role needs `get namespaces`" : "");
+        if (!c->failing)
+            follow_log(f, "namespace %s: its labels could not be read (HTTP %ld, %s)%s", c->name,
+                       status, curl_easy_strerror(cc),
+                       status == 403 ? "; the agent's role needs `get namespaces`" : "");
+        c->failing = true;
     }
     char name[K8S_LABEL_MAX + 1];
     memcpy(name, c->name, sizeof(name));
