@@ -61,14 +61,17 @@ PY
     K replace --raw "/api/v1/namespaces/$1/pods/$2/status" -f "$WORK/agent/pod-$2.status.json" >/dev/null
 }
 
-# ag_app NAME ID: a .NET app as the container with that ID: its process moved into
-# .../cri-containerd-ID.scope of the cgroup v2 hierarchy. Sets AG_PID.
+# ag_app NAME ID [START_TARGET-OPTIONS...]: a .NET app as the container with that ID: its
+# process moved into .../cri-containerd-ID.scope of the cgroup v2 hierarchy. Sets AG_PID (and
+# AG_LOG, its output).
 AG_CG=
 ag_app() {
-    local dir=$AG_CG/clrattach-test-pod.slice/cri-containerd-$2.scope
-    start_target "agent-$1" --pidns --uid 1000 --seconds 300 || return 1
+    local dir=$AG_CG/clrattach-test-pod.slice/cri-containerd-$2.scope name=$1
+    shift 2
+    start_target "agent-$name" --pidns --uid 1000 --seconds 300 "$@" || return 1
+    AG_LOG=$TARGET_LOG
     mkdir -p "$dir" && echo "$TARGET_PID" >"$dir/cgroup.procs" || return 1
-    grep -q "cri-containerd-$2.scope" "/proc/$TARGET_PID/cgroup" || return 1
+    grep -q "cri-containerd-${dir##*-}" "/proc/$TARGET_PID/cgroup" || return 1
     AG_PID=$TARGET_PID
 }
 
@@ -142,6 +145,23 @@ ag_refusals() {
     fi
 }
 
+# A pod whose app was started paused (DOTNET_DefaultDiagnosticPortSuspend=1) and whose profile's
+# mode is startup: the profiler loaded at startup with the profile's variables, the app resumed.
+ag_startup() {
+    local d=$1 i
+    if probe_report "$AG_PAUSED" /tmp/probe-agent-startup.json >/dev/null ||
+        probe_report "$AG_PAUSED" /tmp/probe-agent-startup.json >/dev/null; then
+        for i in $(seq 50); do grep -q '^ready' "$AG_PAUSED_LOG" && break; sleep 0.1; done
+        if grep -q '^ready' "$AG_PAUSED_LOG"; then
+            ok "agent-startup-mode (a paused app loaded at startup with the profile's env, resumed)"
+        else
+            fail agent-startup-mode "the app was not resumed: $(cat "$AG_PAUSED_LOG")"
+        fi
+    else
+        fail agent-startup-mode "no report: $(grep paused "$d/agent.err" | tail -3)"
+    fi
+}
+
 ag_attach() {
     local d=$1 t0
     t0=$(date +%s%N)
@@ -192,6 +212,9 @@ ag_profiles() {
   "probe": {"mode": "attach", "profiler": "$PROBE", "clsid": "$PROBE_CLSID",
             "clientData": "out=/tmp/probe-agent.json",
             "namespaces": "clrattach.io/profiling=allowed"},
+  "probe-startup": {"mode": "startup", "profiler": "$PROBE", "clsid": "$PROBE_CLSID",
+                    "env": ["CLRPROBE_OUT=/tmp/probe-agent-startup.json"],
+                    "namespaces": "clrattach.io/profiling=allowed"},
   "perfmap": {"mode": "perfmap", "namespaces": "clrattach.io/perfmap=on"}${2:-}
 }}
 EOF
@@ -234,31 +257,36 @@ ag_stall() {
 
 ag_cleanup() {
     local p
-    for p in $AG_ORDERS $AG_BLOCKED; do kill -KILL "$p" 2>/dev/null; done
+    for p in $AG_ORDERS $AG_BLOCKED $AG_PAUSED; do kill -KILL "$p" 2>/dev/null; done
     sleep 0.5
     find "$AG_CG/clrattach-test-pod.slice" -depth -type d -exec rmdir {} \; 2>/dev/null
     rmdir "$AG_CG" 2>/dev/null
 }
 
 agent_scenario() {
-    local d=$WORK/agent base id_orders id_blocked
+    local d=$WORK/agent base id_orders id_blocked id_paused
     mkdir -p "$d"
     base=$(findmnt -t cgroup2 -n -o TARGET | head -n1)
     [ -n "$base" ] && [ -w "$base" ] || { fail agent-prerequisites "no writable cgroup v2 hierarchy"; return; }
     AG_CG=$base/clrattach-test.slice
     id_orders=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     id_blocked=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    id_paused=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     ag_setup "$d" || { fail agent-setup "deploy/agent's RBAC, namespaces, token"; return; }
     ag_pod agent-ok orders-0 "$AG_NODE" && ag_pod agent-ok bad-path "$AG_NODE" /tmp/evil.so &&
         ag_pod agent-ok unknown "$AG_NODE" nosuch && ag_pod agent-no blocked "$AG_NODE" probe &&
         ag_pod agent-ok elsewhere other-node nosuch &&
-        ag_status agent-ok orders-0 "$id_orders" && ag_status agent-no blocked "$id_blocked" ||
+        ag_pod agent-ok paused-0 "$AG_NODE" probe-startup &&
+        ag_status agent-ok orders-0 "$id_orders" && ag_status agent-no blocked "$id_blocked" &&
+        ag_status agent-ok paused-0 "$id_paused" ||
         { fail agent-setup "pods and their status"; return; }
     ag_app orders "$id_orders" && AG_ORDERS=$AG_PID && ag_app blocked "$id_blocked" &&
-        AG_BLOCKED=$AG_PID || { fail agent-setup "the apps in their cgroups"; ag_cleanup; return; }
-    ok "agent-setup (deploy/agent RBAC, 5 pods, 2 apps in containerd-named cgroups)"
+        AG_BLOCKED=$AG_PID && ag_app paused "$id_paused" --suspended && AG_PAUSED=$AG_PID &&
+        AG_PAUSED_LOG=$AG_LOG || { fail agent-setup "the apps in their cgroups"; ag_cleanup; return; }
+    ok "agent-setup (deploy/agent RBAC, 6 pods, 3 apps in containerd-named cgroups, one paused at startup)"
     ag_start "$d"
     ag_refusals "$d"
+    ag_startup "$d"
     ag_attach "$d"
     ag_relist "$d"
     ag_reload "$d"
