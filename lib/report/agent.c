@@ -67,7 +67,7 @@ static void on_namespace(const char *ns, void *userdata)
     /* Its labels came or changed: its pods are judged again. */
     for (size_t i = 0; i < a->pods.n; i++)
         if (strcmp(a->pods.v[i]->ns, ns) == 0)
-            a->pods.v[i]->state = AGENT_POD_NEW;
+            a->pods.v[i]->rejudge = true;
 }
 
 static void on_follow_log(void *userdata, const char *fmt, va_list ap)
@@ -110,12 +110,26 @@ static void warn(struct agent *a, struct agent_pod *p)
     }
 }
 
+/* Once in a while every pod's namespace is looked up: labels older than K8S_NS_TTL_MS are asked
+ * for again, and their coming (on_namespace) judges the pods again, so that a label removed
+ * from a namespace stops the attaches of its pods' new runtimes. */
+static void touch_namespaces(struct agent *a, int64_t now)
+{
+    if (now < a->ns_touch_ms)
+        return;
+    a->ns_touch_ms = now + AGENT_NS_TOUCH_MS;
+    const struct k8s_namespace *ns;
+    for (size_t i = 0; i < a->pods.n; i++)
+        (void)k8s_follow_namespace(a->f, a->pods.v[i]->ns, now, &ns);
+}
+
 static void judge_all(struct agent *a, int64_t now)
 {
     struct agent_label labels[K8S_NS_LABELS_MAX];
+    touch_namespaces(a, now);
     for (size_t i = 0; i < a->pods.n; i++) {
         struct agent_pod *p = a->pods.v[i];
-        if (p->state != AGENT_POD_NEW && p->state != AGENT_POD_WAIT_NS)
+        if (p->state != AGENT_POD_NEW && p->state != AGENT_POD_WAIT_NS && !p->rejudge)
             continue;
         const struct k8s_namespace *ns = NULL;
         int known = k8s_follow_namespace(a->f, p->ns, now, &ns);

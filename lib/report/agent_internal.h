@@ -20,6 +20,8 @@
 /* The profiles file is looked at this often; the status file rewritten at most this often. */
 #define AGENT_CONFIG_CHECK_MS 2000
 #define AGENT_STATUS_MIN_MS   1000
+/* Every pod's namespace is looked up this often (its labels refreshed past K8S_NS_TTL_MS). */
+#define AGENT_NS_TOUCH_MS 5000
 
 struct agent_chosen {
     pid_t pid;
@@ -39,6 +41,7 @@ struct agent {
     struct agent_plan *plan;
     struct stat config_st; /* of the profiles file last read (good or not) */
     int64_t config_check_ms;
+    int64_t ns_touch_ms;
     struct agent_chosen chosen[AGENT_CHOSEN_MAX];
     size_t chosen_next;
     bool status_dirty;

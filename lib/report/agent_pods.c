@@ -95,7 +95,7 @@ size_t agent_pods_sync_end(struct agent_pods *t)
 void agent_pods_rejudge(struct agent_pods *t)
 {
     for (size_t i = 0; i < t->n; i++)
-        t->v[i]->state = AGENT_POD_NEW;
+        t->v[i]->rejudge = true;
 }
 
 static void refuse(struct agent_pod *p, const char *why)
@@ -117,6 +117,7 @@ void agent_pods_judge(struct agent_pod *p, const struct agent_profiles *profiles
 {
     const struct agent_profile *prof = NULL;
     struct cla_error e = {0};
+    p->rejudge = false;
     if (agent_annotation_parse(profiles, p->annotation, p->annotation_len, &prof, &e) < 0) {
         refuse(p, e.msg);
         return;

@@ -42,6 +42,7 @@ struct agent_pod {
     char why[CLA_ERR_MSG_MAX];       /* when REFUSED: fixed words, never the annotation's value */
     bool warn_due;                   /* a Warning Event is owed for this refusal */
     bool seen;                       /* in the current list (agent_pods_sync_*) */
+    bool rejudge;                    /* judged again at the next look (profiles, labels) */
     unsigned attached, failed;       /* results reported for its processes */
     char last[64];                   /* the last result's outcome name, "" before */
 };
@@ -63,7 +64,7 @@ void agent_pods_remove(struct agent_pods *t, const char *uid);
 void agent_pods_sync_begin(struct agent_pods *t);
 size_t agent_pods_sync_end(struct agent_pods *t);
 
-/* Every pod to be judged again (the profiles changed). */
+/* Every pod to be judged again (the profiles changed): `rejudge` set, its state kept until. */
 void agent_pods_rejudge(struct agent_pods *t);
 
 /* Judges a pod: its annotation against `profiles`, then, when it names one, the namespace's

@@ -14,7 +14,8 @@
 # not seen; `agent --status` lists what it did; the apiserver restarted under a stopped agent,
 # with a pod deleted and one created meanwhile: the agent relists (or resumes) and misses
 # neither; a bad change of the profiles keeps the last good ones, a good one is taken; a watch
-# stalled (the apiserver stopped, its connection open) is restarted; SIGTERM ends it within 2 s.
+# stalled (the apiserver stopped, its connection open) is restarted; a label taken off a
+# namespace is followed; SIGTERM ends it within 2 s.
 
 AG_NODE=agent-node-1
 
@@ -255,6 +256,19 @@ ag_stall() {
     fi
 }
 
+# A label taken off the namespace: its pods are judged again once its labels are read again
+# (30 s at most) and refused from then on.
+ag_ns_label() {
+    local d=$1
+    K label namespace agent-ok clrattach.io/profiling- >/dev/null
+    if ag_wait 45 grep -q 'pod agent-ok/orders-0: refused' "$d/status" &&
+        ag_wait 10 ag_has_event agent-ok orders-0 "Warning ProfileRefused"; then
+        ok "agent-namespace-label-followed (its label removed: the pod refused from then on)"
+    else
+        fail agent-namespace-label-followed "$(grep orders-0 "$d/status"; tail -3 "$d/agent.err")"
+    fi
+}
+
 ag_cleanup() {
     local p
     for p in $AG_ORDERS $AG_BLOCKED $AG_PAUSED; do kill -KILL "$p" 2>/dev/null; done
@@ -291,6 +305,7 @@ agent_scenario() {
     ag_relist "$d"
     ag_reload "$d"
     ag_stall "$d"
+    ag_ns_label "$d"
     local t0
     t0=$(date +%s%N)
     if [ -s "$d/agent.rc" ]; then
