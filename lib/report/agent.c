@@ -55,6 +55,11 @@ static void on_pod(enum k8s_follow_kind kind, const struct k8s_pod_info *pod, vo
     }
     case K8S_FOLLOW_DELETE: agent_pods_remove(&a->pods, pod->uid); return;
     case K8S_FOLLOW_UPSERT:
+        if (!pod->has_profile) { /* its annotation went: what has a stop is stopped */
+            const struct agent_pod *p = agent_pods_find(&a->pods, pod->uid);
+            if (p && p->state == AGENT_POD_ALLOWED)
+                agent_stop_pod(a, p);
+        }
         if (!agent_pods_upsert(&a->pods, pod) && pod->has_profile)
             agent_log(a, "pod %s/%s: not kept (the agent's table is full)", pod->ns, pod->name);
         return;
@@ -151,6 +156,8 @@ static size_t poll_fds(struct pollfd *fds, size_t max, int64_t *until_ms, void *
 {
     struct agent *a = userdata;
     int64_t at = a->config_check_ms;
+    if (a->n_stops && util_now_ms() + 100 < at)
+        at = util_now_ms() + 100; /* a stop's child to reap */
     if (a->status_dirty && a->status_ms + AGENT_STATUS_MIN_MS < at)
         at = a->status_ms + AGENT_STATUS_MIN_MS;
     if (at < *until_ms)
@@ -164,6 +171,7 @@ static void after_poll(const struct pollfd *fds, size_t n, void *userdata)
     k8s_follow_step(a->f, fds, n, util_now_ms());
     int64_t now = util_now_ms();
     agent_config_check(a, now);
+    agent_stops_step(a, now);
     judge_all(a, now);
     agent_status_write(a, now, false);
 }
@@ -187,11 +195,12 @@ static const struct watch_opts *choose(const struct target *tg, void *userdata)
     memcpy(c->ns, p->ns, sizeof(c->ns));
     memcpy(c->name, p->name, sizeof(c->name));
     memcpy(c->container, p->c[k].name, sizeof(c->container));
-    c->profile = x->profile;
+    c->entry = x;
+    c->ok = false;
     return &x->wo;
 }
 
-static const struct agent_chosen *chosen_of(const struct agent *a, pid_t pid, uint64_t start)
+static struct agent_chosen *chosen_of(struct agent *a, pid_t pid, uint64_t start)
 {
     for (size_t i = 0; i < AGENT_CHOSEN_MAX; i++)
         if (a->chosen[i].pid == pid && a->chosen[i].starttime == start && pid > 0)
@@ -202,7 +211,7 @@ static const struct agent_chosen *chosen_of(const struct agent *a, pid_t pid, ui
 static void on_result(const struct attach_result *r, bool retry, void *userdata)
 {
     struct agent *a = userdata;
-    const struct agent_chosen *c = chosen_of(a, r->pid, r->starttime);
+    struct agent_chosen *c = chosen_of(a, r->pid, r->starttime);
     struct k8s_pod_ref ref = {0};
     if (c) {
         memcpy(ref.name, c->name, sizeof(c->name));
@@ -210,6 +219,8 @@ static void on_result(const struct attach_result *r, bool retry, void *userdata)
         memcpy(ref.uid, c->uid, sizeof(c->uid));
         memcpy(ref.container, c->container, sizeof(c->container));
         struct agent_pod *p = agent_pods_find(&a->pods, c->uid);
+        if (attach_outcome_ok(r->outcome))
+            c->ok = true;
         if (p) {
             if (attach_outcome_ok(r->outcome))
                 p->attached++;
@@ -220,7 +231,7 @@ static void on_result(const struct attach_result *r, bool retry, void *userdata)
         }
     }
     if (a->o->on_attach)
-        a->o->on_attach(r, retry, c ? &ref : NULL, c ? c->profile : NULL, a->o->userdata);
+        a->o->on_attach(r, retry, c ? &ref : NULL, c ? c->entry->profile : NULL, a->o->userdata);
 }
 
 static void on_warning(const char *msg, void *userdata)
@@ -268,6 +279,7 @@ int agent_run(const struct agent_opts *o, struct cla_error *e)
     if (r == 0) {
         agent_log(a, "node %s: following its pods; profiles from %s", o->node, o->profiles_path);
         r = watch_run(&a->wo, e);
+        agent_stops_end(a);
         agent_status_write(a, util_now_ms(), true);
     }
     k8s_follow_free(a->f);

@@ -30,7 +30,21 @@ struct agent_chosen {
     char ns[K8S_LABEL_MAX + 1];
     char name[K8S_NAME_MAX + 1];
     char container[K8S_LABEL_MAX + 1];
-    const struct agent_profile *profile; /* in a plan kept until the agent ends */
+    const struct agent_plan_entry *entry; /* in a plan kept until the agent ends */
+    bool ok;                              /* its profile's attach succeeded */
+};
+
+/* A stop owed to a runtime whose pod's annotation went (perfmap, otel), and its child. */
+#define AGENT_STOPS_MAX    16
+#define AGENT_STOP_WAIT_MS 30000
+struct agent_stop {
+    pid_t pid;
+    uint64_t starttime;
+    const struct agent_plan_entry *entry;
+    char ns[K8S_LABEL_MAX + 1];
+    char name[K8S_NAME_MAX + 1];
+    pid_t child; /* 0 while queued */
+    int64_t deadline_ms;
 };
 
 struct agent {
@@ -47,6 +61,8 @@ struct agent {
     bool status_dirty;
     bool status_failed; /* the last write failed (and was said) */
     int64_t status_ms;
+    struct agent_stop stops[AGENT_STOPS_MAX];
+    size_t n_stops;
     uint64_t warnings, warnings_failed, reloads, reloads_refused;
 };
 
@@ -56,6 +72,12 @@ void agent_log(struct agent *a, const char *fmt, ...) __attribute__((format(prin
  * changed (a bad one keeps the last good plan, and says so). */
 int agent_config_start(struct agent *a, struct cla_error *e);
 void agent_config_check(struct agent *a, int64_t now_ms);
+
+/* agent_stop.c: the stops owed when pod `p` loses its annotation, queued; started, reaped and
+ * bounded after each wait; all ended when the agent ends. */
+void agent_stop_pod(struct agent *a, const struct agent_pod *p);
+void agent_stops_step(struct agent *a, int64_t now_ms);
+void agent_stops_end(struct agent *a);
 
 /* agent_status.c: the status file, rewritten when due (dirty, and not too soon). */
 void agent_status_write(struct agent *a, int64_t now_ms, bool force);

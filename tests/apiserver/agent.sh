@@ -15,7 +15,8 @@
 # with a pod deleted and one created meanwhile: the agent relists (or resumes) and misses
 # neither; a bad change of the profiles keeps the last good ones, a good one is taken; a watch
 # stalled (the apiserver stopped, its connection open) is restarted; a label taken off a
-# namespace is followed; SIGTERM ends it within 2 s.
+# namespace is followed; a perfmap profile's annotation removed disables the perf map; SIGTERM
+# ends it within 2 s.
 
 AG_NODE=agent-node-1
 
@@ -96,7 +97,8 @@ yaml.safe_dump_all(docs, sys.stdout)
 PY
     K apply -f "$d/rbac.yaml" >/dev/null || return 1
     K create namespace agent-ok >/dev/null && K create namespace agent-no >/dev/null &&
-        K label namespace agent-ok clrattach.io/profiling=allowed >/dev/null || return 1
+        K label namespace agent-ok clrattach.io/profiling=allowed clrattach.io/perfmap=on >/dev/null ||
+        return 1
     # No controller manager runs here to create each namespace's default service account.
     K create serviceaccount default -n agent-ok >/dev/null &&
         K create serviceaccount default -n agent-no >/dev/null || return 1
@@ -188,6 +190,32 @@ ag_attach() {
     fi
 }
 
+# A profile in mode perfmap: the app writes its perf map; the annotation removed, the agent
+# disables it (the map stops growing).
+ag_map_size() { stat -c %s "/proc/$AG_PERF/root/tmp/perf-1.map" 2>/dev/null || echo 0; }
+ag_perfmap() {
+    local d=$1 s1 s2
+    if ag_wait 20 sh -c "[ \$(stat -c %s /proc/$AG_PERF/root/tmp/perf-1.map 2>/dev/null || echo 0) -gt 0 ]"; then
+        ok "agent-perfmap (the app writes its perf map)"
+    else
+        fail agent-perfmap "no map: $(grep perf-0 "$d/agent.err" | tail -3)"
+        return
+    fi
+    K annotate pod perf-0 -n agent-ok clrattach.io/profile- >/dev/null
+    if ag_wait 20 grep -q "pod agent-ok/perf-0: its annotation removed: perf map disabled in pid $AG_PERF" "$d/agent.err"; then
+        s1=$(ag_map_size)
+        sleep 2
+        s2=$(ag_map_size)
+        if [ "$s1" = "$s2" ]; then
+            ok "agent-annotation-removed-stops-perfmap (DisablePerfMap sent; the map stays at $s2 bytes)"
+        else
+            fail agent-annotation-removed-stops-perfmap "the map still grows: $s1 -> $s2"
+        fi
+    else
+        fail agent-annotation-removed-stops-perfmap "$(grep perf-0 "$d/agent.err" | tail -3)"
+    fi
+}
+
 # The apiserver restarted while the agent is stopped; meanwhile a pod is deleted and one created.
 ag_relist() {
     local d=$1
@@ -271,14 +299,14 @@ ag_ns_label() {
 
 ag_cleanup() {
     local p
-    for p in $AG_ORDERS $AG_BLOCKED $AG_PAUSED; do kill -KILL "$p" 2>/dev/null; done
+    for p in $AG_ORDERS $AG_BLOCKED $AG_PAUSED $AG_PERF; do kill -KILL "$p" 2>/dev/null; done
     sleep 0.5
     find "$AG_CG/clrattach-test-pod.slice" -depth -type d -exec rmdir {} \; 2>/dev/null
     rmdir "$AG_CG" 2>/dev/null
 }
 
 agent_scenario() {
-    local d=$WORK/agent base id_orders id_blocked id_paused
+    local d=$WORK/agent base id_orders id_blocked id_paused id_perf
     mkdir -p "$d"
     base=$(findmnt -t cgroup2 -n -o TARGET | head -n1)
     [ -n "$base" ] && [ -w "$base" ] || { fail agent-prerequisites "no writable cgroup v2 hierarchy"; return; }
@@ -286,22 +314,27 @@ agent_scenario() {
     id_orders=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     id_blocked=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     id_paused=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    id_perf=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     ag_setup "$d" || { fail agent-setup "deploy/agent's RBAC, namespaces, token"; return; }
     ag_pod agent-ok orders-0 "$AG_NODE" && ag_pod agent-ok bad-path "$AG_NODE" /tmp/evil.so &&
         ag_pod agent-ok unknown "$AG_NODE" nosuch && ag_pod agent-no blocked "$AG_NODE" probe &&
         ag_pod agent-ok elsewhere other-node nosuch &&
         ag_pod agent-ok paused-0 "$AG_NODE" probe-startup &&
+        ag_pod agent-ok perf-0 "$AG_NODE" perfmap && ag_status agent-ok perf-0 "$id_perf" &&
         ag_status agent-ok orders-0 "$id_orders" && ag_status agent-no blocked "$id_blocked" &&
         ag_status agent-ok paused-0 "$id_paused" ||
         { fail agent-setup "pods and their status"; return; }
     ag_app orders "$id_orders" && AG_ORDERS=$AG_PID && ag_app blocked "$id_blocked" &&
         AG_BLOCKED=$AG_PID && ag_app paused "$id_paused" --suspended && AG_PAUSED=$AG_PID &&
+        ag_app perf "$id_perf" --env CLRTARGET_SPIN_MS=20 --env DOTNET_EnableWriteXorExecute=0 &&
+        AG_PERF=$AG_PID &&
         AG_PAUSED_LOG=$AG_LOG || { fail agent-setup "the apps in their cgroups"; ag_cleanup; return; }
-    ok "agent-setup (deploy/agent RBAC, 6 pods, 3 apps in containerd-named cgroups, one paused at startup)"
+    ok "agent-setup (deploy/agent RBAC, 7 pods, 4 apps in containerd-named cgroups, one paused at startup)"
     ag_start "$d"
     ag_refusals "$d"
     ag_startup "$d"
     ag_attach "$d"
+    ag_perfmap "$d"
     ag_relist "$d"
     ag_reload "$d"
     ag_stall "$d"
