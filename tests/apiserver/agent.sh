@@ -227,6 +227,8 @@ ag_relist() {
     kill -CONT "$AG_AGENT"
     if ag_wait 60 ag_has_event agent-ok late-0 "Warning ProfileRefused" &&
         ag_wait 20 sh -c "! grep -q 'pod agent-ok/unknown:' '$d/status'"; then
+        # Which way depends on the restarted server's watch cache: a 410 and a relist, or the
+        # watch resumed from the agent's version; the status line says which.
         ok "agent-relist-misses-nothing (a pod created and one deleted while its watch was down; $(grep '^api:' "$d/status" | cut -c1-90))"
     else
         fail agent-relist-misses-nothing "$(ag_events agent-ok late-0; cat "$d/status"; tail -8 "$d/agent.err")"
