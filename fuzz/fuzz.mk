@@ -11,7 +11,8 @@
 
 FUZZ_TARGETS ?= ipc advert ipc_environ proc_stat proc_status proc_environ proc_cmdline socket_name mountinfo maps \
                 k8s_status k8s_pod k8s_config clientdata elfinfo rid ldsearch tarstream render \
-                procindex assembly envload cgroup_id k8s_watch agent_profiles otel_status direvents
+                procindex assembly envload cgroup_id k8s_watch k8s_namespace agent_profiles otel_status \
+                direvents
 FUZZ_SECONDS ?= 20
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz

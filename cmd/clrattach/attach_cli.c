@@ -463,6 +463,23 @@ int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage)
                          stage);
 }
 
+int attach_cli_setup_watcher(struct attach_cli *a)
+{
+    /* The FULL stage: unlike one attach, the watcher starts a child process per attach. */
+    int r = attach_cli_setup(a, SANDBOX_STAGE_FULL);
+    if (r != CLI_GO_ON)
+        return r;
+    struct cla_error e = {0}, warning = {0};
+    r = event_report_for_watch(&a->rep, &warning, &e);
+    if (r == -ENOMEM)
+        return out_of_memory();
+    if (r < 0)
+        return fatal("usage error", ATTACH_USAGE, &e);
+    if (warning.msg[0])
+        say(stderr, "clrattach: warning: %s", warning.msg);
+    return CLI_GO_ON;
+}
+
 /* The attach tells us when it has delivered and when only reporting is left: each step
  * narrows the filter, so a compromised later step has fewer syscalls to abuse. */
 static int on_stage(enum attach_stage stage, void *userdata, struct cla_error *e)

@@ -106,6 +106,10 @@ int attach_cli_parse(int argc, char **argv, struct attach_cli *a);
 /* Everything before the first target byte: our own inputs, reporting, /proc, capabilities,
  * then the seccomp filter at `stage`. CLI_GO_ON or the exit code. */
 int attach_cli_setup(struct attach_cli *a, enum sandbox_stage stage);
+/* A long-running watcher's setup (watch, agent): attach_cli_setup at the FULL stage (it starts a
+ * child per attach), then reporting with the Event series cache (event_report_for_watch).
+ * CLI_GO_ON or the exit code. */
+int attach_cli_setup_watcher(struct attach_cli *a);
 /* The stop shared with attach_run() and startup_hook_run() (struct attach_stop), and the
  * SIGTERM, SIGINT, SIGHUP handler that sets it. */
 extern struct attach_stop attach_cli_stop;

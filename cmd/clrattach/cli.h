@@ -35,6 +35,7 @@ struct cli_command {
 int cmd_ps(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
 int cmd_perfmap(int argc, char **argv);
 int cmd_startup_hook(int argc, char **argv);
 int cmd_otel(int argc, char **argv);

@@ -137,19 +137,7 @@ static int setup_watch(struct attach_cli *a)
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    /* The FULL stage: unlike one attach, the watcher starts a child process per attach. */
-    int r = attach_cli_setup(a, SANDBOX_STAGE_FULL);
-    if (r != CLI_GO_ON)
-        return r;
-    struct cla_error e = {0}, warning = {0};
-    r = event_report_for_watch(&a->rep, &warning, &e);
-    if (r == -ENOMEM)
-        return out_of_memory();
-    if (r < 0)
-        return fatal("usage error", ATTACH_USAGE, &e);
-    if (warning.msg[0])
-        say(stderr, "clrattach: warning: %s", warning.msg);
-    return CLI_GO_ON;
+    return attach_cli_setup_watcher(a);
 }
 
 static void print_summary(const struct watch_ctx *ctx, size_t tracked, size_t known)

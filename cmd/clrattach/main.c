@@ -20,6 +20,7 @@ static const char usage_main[] =
     "  ps                list the .NET processes reachable from here\n"
     "  attach            deliver a profiler into a process and attach it\n"
     "  watch             sidecar mode: attach to every matching process, once per instance\n"
+    "  agent             node agent (DaemonSet): attach on a pod's clrattach.io/profile\n"
     "  perfmap           make a running app write (or stop) the perf map perf and eBPF\n"
     "                    profilers read (.NET 8+)\n"
     "  startup-hook      deliver a managed assembly and run its StartupHook in a running app\n"
@@ -38,13 +39,10 @@ static const char usage_main[] =
     "Run 'clrattach <command> --help' for a command's options. Exit codes: docs/exit-codes.md.\n";
 
 static const struct cli_command commands[] = {
-    {"ps", cmd_ps},
-    {"attach", cmd_attach},
-    {"watch", cmd_watch},
-    {"perfmap", cmd_perfmap},
-    {"startup-hook", cmd_startup_hook},
-    {"otel", cmd_otel},
-    {"seccomp-profile", cmd_seccomp_profile},
+    {"ps", cmd_ps},           {"attach", cmd_attach},
+    {"watch", cmd_watch},     {"agent", cmd_agent},
+    {"perfmap", cmd_perfmap}, {"startup-hook", cmd_startup_hook},
+    {"otel", cmd_otel},       {"seccomp-profile", cmd_seccomp_profile},
     {"version", cmd_version},
 };
 

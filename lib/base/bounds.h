@@ -159,6 +159,12 @@
 #define AGENT_PROFILES_MAX        64           /* profiles one configuration defines */
 #define AGENT_SELECTOR_TERMS_MAX  8            /* terms of one namespace selector */
 #define AGENT_SELECTOR_VALUES_MAX 16           /* values of one `in (...)` term */
+#define K8S_NS_LABELS_MAX         64    /* labels kept of one namespace; more: not selected */
+#define K8S_NS_CACHE_MAX          64    /* namespaces whose labels the agent keeps */
+#define K8S_NS_TTL_MS             30000 /* a namespace's labels are asked for again after this */
+#define K8S_WATCH_TIMEOUT_S       300   /* timeoutSeconds of the agent's watch request */
+#define K8S_WATCH_STALL_SLACK_MS  30000 /* past timeoutSeconds with no byte: stalled (at most) */
+#define AGENT_PODS_MAX            K8S_LIST_PODS_MAX /* annotated pods the agent keeps */
 
 /* Profiler build choice (lib/profset/rid.c, lib/profset/elfinfo.c). The ELF reader runs on the
  * target's own executable, so its loops and strings are capped well above anything a linker

@@ -83,6 +83,12 @@ static void handle_result(const struct watch_opts *o, struct watch_table *t,
         o->on_result(res, !watch_table_final(t, pid, key), o->userdata);
 }
 
+/* The options a job runs with: its own (watch_opts.choose), else the loop's. */
+static const struct watch_opts *job_opts(const struct watch_opts *o, const struct job *j)
+{
+    return j->opts ? j->opts : o;
+}
+
 /* Ends a job whose child has been reaped (or abandoned): sweep after a run that could not clean
  * up after itself (bounded by WATCH_SWEEP_WAIT_MS), report, release, free the slot. */
 static void job_finish(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
@@ -90,12 +96,12 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
 {
     struct job *j = &pool->v[slot];
     watch_job_drain(j);
-    if (watch_job_needs_sweep(j) && watch_job_sweep_start(o, t, pool, x, slot) == 0)
+    if (watch_job_needs_sweep(j) && watch_job_sweep_start(job_opts(o, j), t, pool, x, slot) == 0)
         watch_pool_sweep_wait(pool, util_now_ms() + WATCH_SWEEP_WAIT_MS);
     _cleanup_free_ struct attach_result *res = malloc(sizeof(*res));
     watch_job_release(j);
     if (res) {
-        watch_job_result(o, j, res);
+        watch_job_result(job_opts(o, j), j, res);
         handle_result(o, t, res, util_now_ms() - j->started_ms);
     }
     watch_pool_remove(pool, slot);
@@ -103,8 +109,8 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
 
 /* Takes a slot for the pinned process `tg`, and the pin with it (closed when no slot is left):
  * the attach starts once the scan is over (start_pending). */
-static void reserve(const struct watch_opts *o, struct watch_pool *pool, struct target *tg,
-                    bool retry)
+static void reserve(const struct watch_opts *o, const struct watch_opts *jo,
+                    struct watch_pool *pool, struct target *tg, bool retry)
 {
     _cleanup_(target_closep) struct target *pin = tg;
     int64_t now = util_now_ms();
@@ -113,6 +119,7 @@ static void reserve(const struct watch_opts *o, struct watch_pool *pool, struct 
     if (slot < 0)
         return;
     struct job *j = &pool->v[slot];
+    j->opts = jo;
     j->started_ms = now;
     j->nspid = tg->status.nspid;
     j->uid = tg->status.uid[1];
@@ -129,7 +136,7 @@ static void start_attach(const struct watch_opts *o, struct watch_table *t, stru
 {
     struct job *j = &pool->v[slot];
     struct cla_error e = {0};
-    if (watch_job_start(o, t, pool, x, slot, &e) == 0)
+    if (watch_job_start(job_opts(o, j), t, pool, x, slot, &e) == 0)
         return;
     _cleanup_free_ struct attach_result *res = malloc(sizeof(*res));
     if (res) {
@@ -302,6 +309,9 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
     _cleanup_(target_closep) struct target *pinned = &tg;
     bool match =
         tg.stat.starttime == st->starttime && selector_matches(&tg, &c->o->sel, c->own_mntns);
+    const struct watch_opts *jo = NULL;
+    if (match && c->o->choose)
+        match = (jo = c->o->choose(&tg, c->o->userdata)) != NULL;
     struct diag_socket s = {.state = SOCKET_ABSENT};
     /* The look for its socket is an access to the target: made as its user (creds.h), by the
      * index's helper (stall isolation: a filesystem that stops answering holds the helper, never
@@ -315,7 +325,7 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
         watch_table_idle(c->t, p->pid, st->starttime, fp, procindex_age_ms(st->starttime), now);
         return;
     }
-    reserve(c->o, c->pool, util_take_ptr(&pinned), w->retry);
+    reserve(c->o, jo, c->pool, util_take_ptr(&pinned), w->retry);
 }
 
 /* One pass over /proc through the index. Lists the due instances, then offers the free slots to
@@ -385,8 +395,11 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
                             struct watch_pool *pool, struct procindex *x, int64_t until_ms,
                             const sigset_t *orig, int evfd, bool *ret_event)
 {
-    struct pollfd fds[2 * WATCH_POOL_MAX + 1];
-    size_t nfds = 0;
+    struct pollfd fds[2 * WATCH_POOL_MAX + 1 + WATCH_EXTRA_FDS_MAX];
+    size_t nfds = 0, nextra = 0;
+    if (o->poll_fds)
+        nfds = nextra = o->poll_fds(fds, WATCH_EXTRA_FDS_MAX, &until_ms, o->userdata);
+    size_t evi = nfds;
     if (evfd >= 0)
         fds[nfds++] = (struct pollfd){.fd = evfd, .events = POLLIN};
     for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
@@ -406,7 +419,13 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
     if (wait > 60000)
         wait = 60000;
     struct timespec ts = {.tv_sec = wait / 1000, .tv_nsec = (wait % 1000) * 1000000};
-    *ret_event = ppoll(fds, nfds, &ts, orig) > 0 && evfd >= 0 && (fds[0].revents & POLLIN);
+    int n = ppoll(fds, nfds, &ts, orig);
+    *ret_event = n > 0 && evfd >= 0 && (fds[evi].revents & POLLIN);
+    if (n <= 0)
+        for (size_t i = 0; i < nextra; i++)
+            fds[i].revents = 0;
+    if (o->after_poll)
+        o->after_poll(fds, nextra, o->userdata);
 
     watch_pool_reap_strays(pool);
     now = util_now_ms();
@@ -471,7 +490,7 @@ static void abandon_all(const struct watch_opts *o, struct watch_table *t, struc
     for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
         struct job *j = &pool->v[i];
         if (j->used && watch_job_needs_sweep(j))
-            sweeping |= watch_job_sweep_start(o, t, pool, x, i) == 0;
+            sweeping |= watch_job_sweep_start(job_opts(o, j), t, pool, x, i) == 0;
     }
     if (sweeping)
         watch_pool_sweep_wait(pool, util_now_ms() + WATCH_SWEEP_WAIT_MS);

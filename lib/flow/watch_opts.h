@@ -12,6 +12,9 @@
 
 #include "flow/attempt.h"
 
+struct pollfd;
+struct target;
+
 struct watch_selector {
     const char *comm;    /* exact /proc comm (15 bytes max), NULL = any */
     const char *cmdline; /* substring of the command line, NULL = any */
@@ -38,6 +41,17 @@ struct watch_opts {
     volatile sig_atomic_t *stop; /* set by the SIGTERM handler */
     size_t *ret_tracked;         /* if set: instances still tracked when the loop ended */
     size_t *ret_known;           /* if set: table entries (idle processes too) at the end */
+    /* The agent's hooks (report/agent.c); NULL in watch. choose: after the selectors, on the
+     * pinned process, the options its attach runs with (they must live until the loop ends),
+     * or NULL when it is not to be attached (looked at again as an idle one). poll_fds: up to
+     * `max` more fds for the loop's wait, and *until_ms lowered to when it must wake up at the
+     * latest; after_poll: those fds with their revents, after every wait. */
+    const struct watch_opts *(*choose)(const struct target *tg, void *userdata);
+    size_t (*poll_fds)(struct pollfd *fds, size_t max, int64_t *until_ms, void *userdata);
+    void (*after_poll)(const struct pollfd *fds, size_t n, void *userdata);
 };
+
+/* The most fds poll_fds may add. */
+#define WATCH_EXTRA_FDS_MAX 16
 
 #endif

@@ -51,6 +51,8 @@ enum job_end {
 
 struct job {
     bool used;
+    const struct watch_opts *opts; /* what this attach runs with (watch_opts.choose), NULL: the
+                                      loop's own */
     bool retry; /* an earlier outcome of the instance, or a failure of its lineage */
     pid_t pid;  /* the target, and its instance */
     uint64_t starttime;

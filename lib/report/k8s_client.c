@@ -51,25 +51,31 @@ static void reply_reset(struct reply *r)
     memset(r, 0, sizeof(*r));
 }
 
-static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+size_t k8s_client_body_append(char **body, size_t *len, size_t cap, bool *too_big, const char *data,
+                              size_t n)
 {
-    struct reply *r = userdata;
-    size_t n = size * nmemb;
-    if (n > K8S_RESPONSE_MAX - r->len) {
+    if (n > cap - *len) {
         /* Returning short makes libcurl abort with CURLE_WRITE_ERROR: a hostile or broken
          * server cannot make us buffer without bound. */
-        r->too_big = true;
+        *too_big = true;
         return 0;
     }
     /* Growing per chunk is fine at these sizes (a Status is < 1 KiB, a pod a few KiB). */
-    char *nb = realloc(r->body, r->len + n + 1);
+    char *nb = realloc(*body, *len + n + 1);
     if (!nb)
         return 0;
-    memcpy(nb + r->len, data, n);
-    r->len += n;
-    nb[r->len] = '\0';
-    r->body = nb;
+    memcpy(nb + *len, data, n);
+    *len += n;
+    nb[*len] = '\0';
+    *body = nb;
     return n;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    struct reply *r = userdata;
+    return k8s_client_body_append(&r->body, &r->len, K8S_RESPONSE_MAX, &r->too_big, data,
+                                  size * nmemb);
 }
 
 static int sleep_ms(long ms)
@@ -113,10 +119,9 @@ static bool no_ca_path(CURL *c)
     return cc == CURLE_OK || cc == CURLE_NOT_BUILT_IN;
 }
 
-static int setup_handle(struct session *s, struct cla_error *e)
+int k8s_client_secure_handle(void *curl, const struct k8s_config *cfg, struct cla_error *e)
 {
-    CURL *c = s->curl;
-    const struct k8s_config *cfg = s->cfg;
+    CURL *c = curl;
     /* Only the CA file is trusted (CAPATH cleared: a static binary has no distro CA bundle, and
      * the cluster CA is the one that signed the apiserver), only https, no redirects, no proxy
      * from the environment: the bearer token must reach the apiserver and nothing else. */
@@ -129,11 +134,18 @@ static int setup_handle(struct session *s, struct cla_error *e)
               curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L) == CURLE_OK && no_proxy(c) &&
               curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) == CURLE_OK &&
               curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, cfg->connect_timeout_ms) == CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_USERAGENT, "clrattach/" CLRATTACH_VERSION) == CURLE_OK &&
-              curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) == CURLE_OK;
+              curl_easy_setopt(c, CURLOPT_USERAGENT, "clrattach/" CLRATTACH_VERSION) == CURLE_OK;
     if (!ok)
         return err_set(e, -EPROTO, "k8s: libcurl lacks a required option (https-only, TLS)");
     return 0;
+}
+
+static int setup_handle(struct session *s, struct cla_error *e)
+{
+    int r = k8s_client_secure_handle(s->curl, s->cfg, e);
+    if (r == 0 && curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body) != CURLE_OK)
+        r = err_set(e, -EPROTO, "k8s: libcurl lacks a required option (https-only, TLS)");
+    return r;
 }
 
 /* The request's headers into *ret (caller frees, also on failure): the token, JSON, and the

@@ -8,6 +8,7 @@
 #define CLRATTACH_K8S_CLIENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/bounds.h"
 #include "base/err.h"
@@ -47,6 +48,18 @@ struct k8s_report_outcome {
 int k8s_report_event(const struct k8s_config *cfg, struct k8s_pod_ref *pod,
                      const struct k8s_event_spec *ev, struct k8s_report_outcome *ret,
                      struct cla_error *e);
+
+/* Sets the libcurl handle `curl` (a CURL *) up as every request to the apiserver is: the CA file
+ * only, peer and host verified, TLS 1.2 or later, https only, no redirects, no proxy, no
+ * signals, cfg's connect timeout, our user agent. -EPROTO when libcurl lacks one of these. The
+ * agent's follower (k8s_follow.c) uses it for its own handles. */
+int k8s_client_secure_handle(void *curl, const struct k8s_config *cfg, struct cla_error *e);
+
+/* libcurl's write callback's body: appends `n` bytes of `data` to *body (NUL-terminated, *len
+ * bytes) unless that would pass `cap` (*too_big then). Returns n, or 0 to make libcurl end the
+ * transfer (too big, out of memory). */
+size_t k8s_client_body_append(char **body, size_t *len, size_t cap, bool *too_big, const char *data,
+                              size_t n);
 
 /* The Event that heads a series, to be PATCHed with one more occurrence. */
 struct k8s_series_head {

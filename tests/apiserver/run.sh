@@ -278,6 +278,15 @@ TOKEN=$(token "$SA" --bound-object-kind Pod --bound-object-name "$POD") &&
     fatal tokens "kubectl create token failed"
 ok "tokens (TokenRequest API, pod- and secret-bound)"
 
+# shellcheck source=tests/apiserver/agent.sh
+. "$(dirname "$0")/agent.sh"
+# APISERVER_ONLY=agent: the node agent's scenario alone (below), for working on it.
+if [ "${APISERVER_ONLY:-}" = agent ]; then
+    agent_scenario
+    finish apiserver
+    exit
+fi
+
 # ---- running clrattach like a container of the pod ---------------------------------------------
 # sa_dir NAME TOKEN [CA]: a service-account directory laid out as the kubelet does it (a
 # timestamped directory behind the ..data symlink, the files as links through it).
@@ -668,6 +677,9 @@ fi
 # shellcheck source=tests/apiserver/plugin.sh
 . "$(dirname "$0")/plugin.sh"
 plugin_scenario
+
+# ---- the node agent: pods followed, annotations judged, runtimes attached (tests/apiserver/agent.sh)
+agent_scenario
 
 # ---- the stand-in answers these probes as the real server does ---------------------------------
 "$ROOT/tests/k8s/gen-certs.sh" "$WORK/standin-certs" >/dev/null 2>&1

@@ -459,6 +459,47 @@ def t_restricted_negative():
     raise AssertionError("a misspelt field passed the OpenAPI check")
 
 
+def t_agent():
+    """deploy/agent: the node agent's DaemonSet has what docs/security.md says and no more."""
+    objs = render(os.path.join(DEPLOY, "agent"))
+    (ds,) = [o for o in objs if o["kind"] == "DaemonSet"]
+    spec = ds["spec"]["template"]["spec"]
+    pod_spec_fields(spec, "agent")
+    assert spec["hostPID"] is True and not spec.get("hostNetwork") and not spec.get("hostIPC")
+    assert not any("hostPath" in v for v in spec.get("volumes", [])), "no hostPath"
+    (c,) = spec["containers"]
+    sc = c["securityContext"]
+    assert sc["capabilities"] == {"drop": ["ALL"], "add": [
+        "SETUID", "SETGID", "SYS_PTRACE", "DAC_OVERRIDE", "DAC_READ_SEARCH", "CHOWN", "FOWNER"]}, sc
+    assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+    assert not sc.get("privileged")
+    assert sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "clrattach.json"}
+    assert c["args"][0] == "agent" and "--profiles=/etc/clrattach/profiles.json" in c["args"]
+    env = {e["name"]: e for e in c["env"]}
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    role = next(o for o in objs if o["kind"] == "ClusterRole")
+    got = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"]
+           for r in rule["resources"] for v in rule["verbs"]}
+    want = {("", "pods", "get"), ("", "pods", "list"), ("", "pods", "watch"),
+            ("", "namespaces", "get"), ("events.k8s.io", "events", "create"),
+            ("events.k8s.io", "events", "patch"), ("", "events", "create"), ("", "events", "patch")}
+    assert got == want, "ClusterRole grants %s" % sorted(got)
+    crb = next(o for o in objs if o["kind"] == "ClusterRoleBinding")
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": spec["serviceAccountName"],
+                                "namespace": ds["metadata"]["namespace"]}], crb["subjects"]
+    cm = next(o for o in objs if o["kind"] == "ConfigMap")
+    profiles = json.loads(cm["data"]["profiles.json"])["profiles"]
+    assert profiles and all(p.get("namespaces") for p in profiles.values()), profiles
+    assert profiles["probe"]["profiler"] == "/profilers", profiles["probe"]
+    # and the binary takes them as the agent would at start
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        f.write(cm["data"]["profiles.json"])
+        f.flush()
+        r = subprocess.run([BINARY, "agent", "--check-profiles", f.name], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 check("manifests-parse", t_parse)
 check("base-restricted-sidecar", t_base)
 check("root-kustomization", t_root)
@@ -469,5 +510,6 @@ check("seccomp-profile-file-matches-binary", t_profile_file)
 check("inject-sidecar-component", t_component)
 check("startup-suspend-component", t_startup_suspend)
 check("kubectl-debug-custom-spec", t_custom)
+check("agent-daemonset", t_agent)
 check("checker-catches-violations", t_restricted_negative)
 sys.exit(0 if all(results) else 1)

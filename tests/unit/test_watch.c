@@ -13,6 +13,10 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <poll.h>
+#include <sys/wait.h>
+
+#include "base/util.h"
 #include "flow/watch.h"
 
 /* The loop over a /proc of our making: an empty directory holds no process, so what the loop
@@ -125,6 +129,69 @@ static void test_ready_file_failure(void **state)
     fake_proc_close(&f);
 }
 
+/* The agent's hooks: an fd handed over by poll_fds joins the loop's wait and comes back to
+ * after_poll with its revents; a wake-up time it asks for is kept even when the interval is
+ * long. */
+struct hooked {
+    struct fake_proc *f;
+    int rfd;
+    int calls, readable;
+};
+
+static size_t hook_fds(struct pollfd *fds, size_t max, int64_t *until_ms, void *userdata)
+{
+    struct hooked *h = userdata;
+    assert_true(max >= 1);
+    fds[0] = (struct pollfd){.fd = h->rfd, .events = POLLIN};
+    int64_t soon = util_now_ms() + 5;
+    if (soon < *until_ms)
+        *until_ms = soon;
+    return 1;
+}
+
+static void hook_after(const struct pollfd *fds, size_t n, void *userdata)
+{
+    struct hooked *h = userdata;
+    assert_int_equal(n, 1);
+    h->calls++;
+    if (fds[0].revents & POLLIN) {
+        h->readable++;
+        h->f->stop = 1;
+    }
+}
+
+static void test_agent_hooks(void **state)
+{
+    (void)state;
+    struct fake_proc f;
+    fake_proc_open(&f);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    struct hooked h = {.f = &f, .rfd = p[0]};
+    struct watch_opts o = opts_for(&f, NULL, NULL);
+    o.max_scans = 0;
+    o.interval_ms = 60000;
+    o.poll_fds = hook_fds;
+    o.after_poll = hook_after;
+    o.userdata = &h;
+    /* nothing readable for the first waits: woken by the time asked for, not the interval */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        usleep(100000);
+        _exit(write(p[1], "x", 1) == 1 ? 0 : 1);
+    }
+    struct cla_error e = {0};
+    assert_int_equal(watch_run(&o, &e), 0);
+    assert_true(h.calls >= 3);
+    assert_int_equal(h.readable, 1);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    close(p[0]);
+    close(p[1]);
+    fake_proc_close(&f);
+}
+
 /* --other-containers needs our own mount namespace, read before any target: without it the
  * loop does not start; with it, it runs. */
 static void test_other_containers_reads_own_namespace(void **state)
@@ -161,6 +228,7 @@ int main(void)
         cmocka_unit_test(test_stop_before_first_scan),
         cmocka_unit_test(test_ready_file_failure),
         cmocka_unit_test(test_other_containers_reads_own_namespace),
+        cmocka_unit_test(test_agent_hooks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
