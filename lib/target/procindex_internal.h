@@ -185,6 +185,7 @@ struct procindex {
     char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pthread_mutex_t groups_lock; /* procindex_group_find() while a helper thread probes (relist) */
     pid_t last_pid;              /* from /proc/loadavg at the last listing; -1 = unknown */
+    int loadavg_fd;              /* /proc/loadavg held open (pread); -1: opened at each read */
     uint64_t pidns;              /* the PID namespace of /proc (its pid 1's); 0 = unknown */
     /* the pids allocated since the scan before: (alloc_after, alloc_upto], cyclic; unknown
      * when alloc_after < 0 */
