@@ -7,7 +7,9 @@
 #
 # Usage: bench/run.sh [--iterations N] [--ps-counts "100 1000 5000"] [--event-reports N]
 #                     [--watch-seconds S] [--watch-counts "10 1000"] [--startup-runs N]
-#                     [--only "attach ps events watch flood startup idle"]
+#                     [--only "attach ps events watch flood startup idle"] [--bin PATH]
+# --bin measures another clrattach in ps, watch, flood, startup and idle (a build of an earlier
+# commit, to set beside this one in the same run of the machine).
 # Needs root (mount and pid namespaces), dotnet, strace, and `make all target` plus the k8s test
 # driver built (make bench does that). Prints a Markdown report on stdout and keeps it in
 # $BUILD/bench/results.md.
@@ -19,6 +21,7 @@ WATCH_SECONDS=60
 WATCH_COUNTS="10 1000"
 STARTUP_RUNS=""
 ONLY=""
+BENCH_BIN=""
 while [ $# -gt 0 ]; do
     case $1 in
     --iterations) ITER=$2; shift ;;
@@ -28,7 +31,8 @@ while [ $# -gt 0 ]; do
     --watch-counts) WATCH_COUNTS=$2; shift ;;
     --startup-runs) STARTUP_RUNS=$2; shift ;;
     --only) ONLY=$2; shift ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    --bin) BENCH_BIN=$2; shift ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -126,6 +130,7 @@ METHODS="clrattach floor"
 # ps and watch are measured with what ships: the static binary where it was built.
 SHIP_BIN=$CLRATTACH
 [ -x "$STATIC_BIN" ] && SHIP_BIN=$STATIC_BIN
+[ -n "$BENCH_BIN" ] && SHIP_BIN=$(realpath "$BENCH_BIN")
 [ -n "$MANAGED" ] && METHODS="$METHODS managed"
 for how in $METHODS; do
     rm -f "$B/$how.dat" "$B/$how.out" "$B/$how.err"
