@@ -154,6 +154,17 @@ done
 SLEEPERS='for i in $(seq 1 "$n"); do sleep 3600 & done
 while [ "$(ls -d /proc/[0-9]* | wc -l)" -lt "$n" ]; do sleep 0.1; done'
 
+# A process tree's CPU time (the watcher and its children: its filesystem helper), in cpu_unit
+# per second: the time on a CPU from /proc/PID/schedstat in ns where the kernel has it (a 30 s
+# idle run is a handful of 10 ms ticks of utime + stime), else utime + stime.
+CPU_SNIPPET='if [ -r /proc/self/schedstat ]; then
+    cpu_unit=1000000000; cpu_of() { cut -d" " -f1 "/proc/$1/schedstat"; }
+else
+    cpu_unit=$(getconf CLK_TCK); cpu_of() { awk "{print \$14 + \$15}" "/proc/$1/stat"; }
+fi
+tree_cpu() { local s=0 p; for p in "$1" $(cat "/proc/$1/task/$1/children"); do s=$((s + $(cpu_of "$p"))); done; echo $s; }'
+eval "$CPU_SNIPPET"
+
 # ps scaling: N plain processes in a fresh pid namespace with its own /proc, and clrattach ps
 # run in there under strace -c (syscall count) and on its own (wall time, median of 3).
 ps_one() {
@@ -335,8 +346,8 @@ detect_one() {
 }
 
 # Watch mode: a watcher and ITER targets started one by one while it runs. Detection latency as
-# detect_one measures it. Idle cost: with every target attached, the watcher's CPU time (utime +
-# stime) over WATCH_SECONDS, scaled to an hour.
+# detect_one measures it. Idle cost: with every target attached, the watcher's CPU time
+# (tree_cpu) over WATCH_SECONDS, scaled to an hour.
 watch_bench() {
     local wd="$B/watch" i
     rm -rf "$wd"
@@ -346,14 +357,12 @@ watch_bench() {
     for i in $(seq 1 "$ITER"); do
         detect_one "bench-watch-$i" 997 "$wd" "$wd/latency.dat" || return 1
     done
-    local t0 t1 tick
-    tick=$(getconf CLK_TCK)
+    local t0 t1
     # The watcher and its filesystem helper (lib/target/fsworker.c, its only child when idle).
-    tree_ticks() { local s=0 p; for p in "$1" $(cat "/proc/$1/task/$1/children"); do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $s; }
-    t0=$(tree_ticks "$w")
+    t0=$(tree_cpu "$w")
     sleep "$WATCH_SECONDS"
-    t1=$(tree_ticks "$w")
-    echo "$WATCH_SECONDS $((t1 - t0)) $tick $ITER" >"$wd/idle.dat"
+    t1=$(tree_cpu "$w")
+    echo "$WATCH_SECONDS $((t1 - t0)) $cpu_unit $ITER" >"$wd/idle.dat"
     kill -TERM "$w"
     wait 2>/dev/null
     return 0
@@ -472,10 +481,11 @@ fi
 
 # Watch idle at node scale: N idle `sleep`s in a fresh PID namespace with its own /proc (as for
 # ps) and its own /tmp, the watcher in there with them (a selector nothing matches, seccomp on),
-# its CPU time (utime + stime) over WATCH_SECONDS once the sleeps are past their young phase.
+# its CPU time (tree_cpu) over WATCH_SECONDS once the sleeps are past their young phase.
 watch_idle_one() {
     local count=$1
-    SLEEPERS=$SLEEPERS unshare --pid --fork --mount-proc --mount --propagation private bash -c '
+    SLEEPERS=$SLEEPERS CPU_SNIPPET=$CPU_SNIPPET unshare --pid --fork --mount-proc --mount \
+        --propagation private bash -c '
         n=$1; out=$2; clr=$3; secs=$4
         # The checkout, wherever it is (/tmp included), through its bind mount at /srv, made
         # before /tmp is covered (tests/e2e/lib.sh: NS_PROLOGUE, ns_path).
@@ -494,11 +504,11 @@ watch_idle_one() {
         sleep 11
         visible=$(ls -d /proc/[0-9]* | wc -l)
         # The watcher and its filesystem helper (lib/target/fsworker.c, its only child here).
-        ticks() { local s=0 p; for p in $w $(cat /proc/$w/task/$w/children); do s=$((s + $(awk "{print \$14 + \$15}" /proc/$p/stat))); done; echo $s; }
-        t0=$(ticks)
+        eval "$CPU_SNIPPET"
+        t0=$(tree_cpu $w)
         sleep "$secs"
-        t1=$(ticks)
-        echo "$secs $((t1 - t0)) $(getconf CLK_TCK) $visible" >"$out.dat"
+        t1=$(tree_cpu $w)
+        echo "$secs $((t1 - t0)) $cpu_unit $visible" >"$out.dat"
         kill $(jobs -p) 2>/dev/null
     ' _ "$count" "$(ns_path "$B/watch-idle-$count")" "$(ns_path "$SHIP_BIN")" "$WATCH_SECONDS" \
         "${NS_PROLOGUE% && }"
@@ -677,7 +687,7 @@ if lat:
         secs, ticks, hz, n = idle[0]
         cpu_s = ticks / hz
         print(f"| idle CPU with {n:.0f} attached targets, measured over {secs:.0f} s "
-              f"| {cpu_s:.2f} s → {cpu_s * 3600 / secs:.1f} CPU-s per hour "
+              f"| {cpu_s:.3f} s → {cpu_s * 3600 / secs:.1f} CPU-s per hour "
               f"({cpu_s * 100 / secs:.3f}% of one CPU) |")
 elif os.path.isdir(f"{b}/watch"):
     print("\nWatch mode: not measured (see the messages above).")
@@ -750,7 +760,7 @@ if any(r for _, r in idle_rows):
             continue
         secs, ticks, hz, vis = r[0]
         cpu_s = ticks / hz
-        print(f"| {c} | {vis:.0f} | {cpu_s:.2f} over {secs:.0f} s | {cpu_s * 3600 / secs:.1f} "
+        print(f"| {c} | {vis:.0f} | {cpu_s:.3f} over {secs:.0f} s | {cpu_s * 3600 / secs:.1f} "
               f"| {cpu_s * 100 / secs:.3f}% |")
         limit = 0.2 if int(c) >= 1000 else 0.1
         goal(f"`watch` idle, {vis:.0f} processes visible", f"{cpu_s * 100 / secs:.3f}% of a CPU",
