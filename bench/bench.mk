@@ -1,6 +1,7 @@
 # Benchmarks (included by the top-level Makefile): `make bench` measures attach latency, peak
-# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS, watch mode and what a
-# startup load costs the app; see docs/benchmarks.md. `make test` runs bench/run.sh on 2
+# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS, watch mode (detection under
+# a hostile flood too: bench/flood.sh) and what a startup load costs the app; see
+# docs/benchmarks.md. `make test` runs bench/run.sh on 2
 # iterations to check it still runs; the published numbers use these defaults.
 BENCH_ITERATIONS ?= 15
 BENCH_PS_COUNTS  ?= 100 1000 5000
