@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The real kube-apiserver of this suite and its etcd on loopback (sourced by run.sh and by
 # bench/agent.sh, after tests/e2e/lib.sh): the PKI, free ports and the admin's kubeconfig, and
-# the servers started and stopped. Needs WORK, ROOT and APISERVER (build-apiserver.sh's binary).
+# the servers started and stopped. Needs WORK, ROOT, APISERVER (build-apiserver.sh's binary) and
+# NS (the kubeconfig's namespace).
 # Sets PKI, URL, KCFG, ETCD_PID, API_PID (W_PID, a watch run.sh starts, is stopped with them).
 PKI=$WORK/pki
 ETCD_PID= API_PID= W_PID=
