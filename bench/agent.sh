@@ -14,8 +14,10 @@
 #     the node (--annotated of them annotated with a profile they may use, 10 with one they may
 #     not), the agent's utime + stime (with its filesystem helper's, its child) over
 #     --idle-seconds once the processes are past their young phase, its VmRSS and VmHWM; beside
-#     it over the same window, `clrattach watch` with a selector nothing matches (the scan alone,
-#     on the same /proc): the ratio is what following the pods adds.
+#     it over the same window, `clrattach watch` with a selector nothing matches at the agent's
+#     interval (the scan alone, on the same /proc): the ratio is what following the pods adds.
+#     Twice: on the machine's /proc, and in a PID namespace of its own (a quiet node: only the
+#     pods' processes, the agent and the watch).
 # A measurement, not a test: it fails only when a step cannot run. Prints a Markdown report and
 # keeps it in $BUILD/bench/agent.md. Needs root, what tests/apiserver/run.sh needs (the
 # kube-apiserver it builds and caches), `make all target static`.
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
     --idle-pods) IDLE_PODS=$2; shift ;;
     --annotated) ANNOTATED=$2; shift ;;
     --idle-seconds) IDLE_SECONDS=$2; shift ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -234,14 +236,16 @@ PY
     '
 }
 
-# idle_measure NAME AGENT_PID: `watch` started beside the agent (a selector nothing matches);
+# idle_measure NAME AGENT_PID: `watch` started beside the agent (a selector nothing matches, the
+# agent's 1 s interval);
 # once past the young phase (procindex.h: PROCINDEX_YOUNG_MS) and the refusals' Events, both
 # processes' CPU time (each with its filesystem helper, its child) over IDLE_SECONDS, the
 # agent's and watch's RSS, into $D/NAME.dat.
 idle_measure() {
     local n=$1 a=$2 w t0 t1 w0 w1 visible
     "$CLRATTACH" watch --profiler /nonexistent.so --clsid "{00000000-0000-0000-0000-000000000001}" \
-        --match-cmdline "no such process anywhere" --events off --ready-file "$D/$n.watch.ready" \
+        --match-cmdline "no such process anywhere" --events off --interval 1000 \
+        --ready-file "$D/$n.watch.ready" \
         >/dev/null 2>"$D/$n.watch.err" &
     w=$!
     ag_wait 10 test -e "$D/$n.watch.ready" || return 1
@@ -306,7 +310,7 @@ for name, where in (("idle", "the machine's /proc (shared: other helpers' builds
     print(f"| **idle, on {where}**: {idle_pods} pods' processes in container cgroups, {annotated} "
           f"pods annotated and allowed, 10 refused; {visible:.0f} processes visible | over {secs:.0f} s |")
     print(f"| the agent's CPU (utime + stime, with its helper's) | {at / hz:.2f} s = {acpu:.3f}% of a CPU |")
-    print(f"| `watch` beside it, a selector nothing matches (baseline) | {wt / hz:.2f} s = {wcpu:.3f}% of a CPU; ratio {at / wt if wt else float('inf'):.2f} |")
+    print(f"| `watch` beside it, a selector nothing matches, 1 s interval (baseline) | {wt / hz:.2f} s = {wcpu:.3f}% of a CPU; ratio {at / wt if wt else float('inf'):.2f} |")
     print(f"| the agent's VmRSS / VmHWM | {int(rss) / 1024:.2f} MiB / {int(hwm) / 1024:.2f} MiB |")
     print(f"| its children ({nchild}: the filesystem helper), VmRSS | {int(crss or 0) / 1024:.2f} MiB |")
     print(f"| `watch`'s VmRSS (baseline) | {int(wrss) / 1024:.2f} MiB |")
