@@ -23,3 +23,13 @@ BENCH_OTEL_REQUESTS ?= 2000
 .PHONY: bench-otel
 bench-otel: all otel-agent otel-apps
 	BUILD=$(BUILD) bench/otel.sh --runs $(BENCH_OTEL_RUNS) --requests $(BENCH_OTEL_REQUESTS)
+
+# `clrattach agent`: annotation to attach p50/p95, idle CPU and RSS with 100 pods' processes,
+# against the real kube-apiserver of tests/apiserver (bench/agent.sh; docs/benchmarks.md).
+BENCH_AGENT_PODS ?= 20
+BENCH_AGENT_IDLE_PODS ?= 100
+BENCH_AGENT_IDLE_SECONDS ?= 60
+.PHONY: bench-agent
+bench-agent: all target static
+	BUILD=$(BUILD) bench/agent.sh --pods $(BENCH_AGENT_PODS) --idle-pods $(BENCH_AGENT_IDLE_PODS) \
+	    --idle-seconds $(BENCH_AGENT_IDLE_SECONDS)
