@@ -48,6 +48,7 @@ static void on_pod(enum k8s_follow_kind kind, const struct k8s_pod_info *pod, vo
     switch (kind) {
     case K8S_FOLLOW_SYNC_BEGIN: agent_pods_sync_begin(&a->pods); return;
     case K8S_FOLLOW_SYNC_END: {
+        a->look_again = true;
         size_t gone = agent_pods_sync_end(&a->pods);
         if (gone)
             agent_log(a, "%zu annotated pods gone while the watch was down", gone);
@@ -62,6 +63,11 @@ static void on_pod(enum k8s_follow_kind kind, const struct k8s_pod_info *pod, vo
         }
         if (!agent_pods_upsert(&a->pods, pod) && pod->has_profile)
             agent_log(a, "pod %s/%s: not kept (the agent's table is full)", pod->ns, pod->name);
+        /* Its containers' IDs may be new (the kubelet reports one after the process started,
+         * which was then looked at and not chosen): looked at again now, not at its next idle
+         * look (WATCH_IDLE_LOOK_MS). */
+        if (pod->has_profile)
+            a->look_again = true;
         return;
     }
 }
@@ -142,7 +148,7 @@ static void judge_all(struct agent *a, int64_t now)
         enum agent_pod_state was = p->state;
         agent_pods_judge(p, &a->plan->profiles, known, labels, n);
         if (p->state != was)
-            a->status_dirty = true;
+            a->status_dirty = a->look_again = true;
         if (p->state == AGENT_POD_ALLOWED && was != AGENT_POD_ALLOWED)
             agent_log(a, "pod %s/%s: profile '%s' allowed", p->ns, p->name, p->profile);
         if (p->warn_due)
@@ -204,7 +210,7 @@ static size_t poll_fds(struct pollfd *fds, size_t max, int64_t *until_ms, void *
     return k8s_follow_fds(a->f, fds, max, until_ms);
 }
 
-static void after_poll(const struct pollfd *fds, size_t n, void *userdata)
+static bool after_poll(const struct pollfd *fds, size_t n, void *userdata)
 {
     struct agent *a = userdata;
     k8s_follow_step(a->f, fds, n, util_now_ms());
@@ -215,6 +221,9 @@ static void after_poll(const struct pollfd *fds, size_t n, void *userdata)
         pod_opts_sweep(a, now, false);
     judge_all(a, now);
     agent_status_write(a, now, false);
+    bool look = a->look_again;
+    a->look_again = false;
+    return look;
 }
 
 static const struct watch_opts *choose(const struct target *tg, void *userdata)

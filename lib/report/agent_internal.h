@@ -71,6 +71,9 @@ struct agent {
     struct agent_chosen chosen[AGENT_CHOSEN_MAX];
     size_t chosen_next;
     bool status_dirty;
+    /* what choose answers may have changed (an annotated pod came or changed, a judgement, the
+     * profiles): the watcher looks at its idle processes again at once (after_poll) */
+    bool look_again;
     bool status_failed; /* the last write failed (and was said) */
     int64_t status_ms;
     struct agent_stop stops[AGENT_STOPS_MAX];
