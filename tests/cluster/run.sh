@@ -111,6 +111,10 @@ fi
 out=$(listeners_outside_loopback)
 [ -z "$out" ] && ok "cluster-loopback-only" || fail cluster-loopback-only "$out"
 
+# shellcheck source=tests/cluster/pods.sh
+. "$here/pods.sh"
+# shellcheck source=tests/cluster/common.sh
+. "$here/common.sh"
 # shellcheck source=tests/cluster/scenarios.sh
 . "$here/scenarios.sh"
 

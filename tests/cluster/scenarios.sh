@@ -1,225 +1,14 @@
 # shellcheck shell=bash
-# The scenarios of tests/cluster/run.sh, on the cluster it brought up (sourced by it: K, dk, ok,
-# fail, WORK, ROOT, APP_IMAGE, CLR_IMAGE, SECCOMP_DIR are its).
-
-PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profiler/clrprobe.h)
-REPORT=/clrattach-profilers/clrprobe-report.json
-
-# ---- helpers -----------------------------------------------------------------------------------
-# until_ok SECONDS CMD...: CMD until it succeeds, once a second.
-until_ok() {
-    local n=$1
-    shift
-    while [ "$n" -gt 0 ]; do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 1
-        n=$((n - 1))
-    done
-    return 1
-}
-
-# shipped NAME DIR: a kustomization in $WORK/k/NAME whose only resource is DIR (a directory of
-# deploy/, as shipped) plus the suite's own patch: hostNetwork for every Deployment, since this
-# node has no CNI plugin.
-shipped() {
-    local d=$WORK/k/$1 rel
-    mkdir -p "$d"
-    rel=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$2" "$d")
-    cat >"$d/kustomization.yaml" <<EOF
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $rel
-patches:
-- target: {kind: Deployment}
-  patch: '[{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true}]'
-EOF
-    echo "$d"
-}
-
-# pod_of NS SELECTOR: the newest pod that is not being deleted.
-pod_of() {
-    K get pods -n "$1" -l "$2" -o json | python3 -c '
-import json, sys
-pods = [p for p in json.load(sys.stdin)["items"] if not p["metadata"].get("deletionTimestamp")]
-pods.sort(key=lambda p: p["metadata"]["creationTimestamp"])
-print(pods[-1]["metadata"]["name"] if pods else "")'
-}
-
-# all_ready NS POD: every container of the pod is running and ready.
-all_ready() {
-    K get pod -n "$1" "$2" -o json | python3 -c '
-import json, sys
-p = json.load(sys.stdin)
-st = p["status"].get("containerStatuses") or []
-sys.exit(0 if p["status"].get("phase") == "Running" and st and all(s["ready"] for s in st) else 1)'
-}
-
-# wait_pod NS SELECTOR: sets POD to the selector's pod once all its containers are ready.
-wait_pod() {
-    local i
-    POD=
-    for i in $(seq 90); do
-        POD=$(pod_of "$1" "$2")
-        [ -n "$POD" ] && all_ready "$1" "$POD" && return 0
-        sleep 1
-    done
-    return 1
-}
-
-# report_ok NS POD CONTAINER FILE [SINCE-MS]: the sample profiler's report, read in the app
-# container, says it attached (after SINCE-MS: a new runtime instance).
-report_ok() {
-    K exec -n "$1" "$2" -c "$3" -- cat "$4" 2>/dev/null | python3 -c '
-import json, sys
-r = json.loads(sys.stdin.read())
-sys.exit(0 if r.get("attach_complete") and r["attach_unix_ms"] > int(sys.argv[1]) else 1)' "${5:-0}" 2>/dev/null
-}
-wait_report() { until_ok 60 report_ok "$@"; }
-
-# event_count NS POD REASON [CONTAINER]: occurrences (series counted) of the Events about the
-# pod with that reason, through the events.k8s.io API.
-event_count() {
-    K get events.events.k8s.io -n "$1" -o json | python3 -c '
-import json, sys
-ns, pod, reason, ctr = sys.argv[1:5]
-n = 0
-for e in json.load(sys.stdin)["items"]:
-    r = e.get("regarding") or {}
-    if r.get("name") == pod and e.get("reason") == reason and \
-            (not ctr or r.get("fieldPath") == "spec.containers{%s}" % ctr):
-        n += (e.get("series") or {}).get("count", 1)
-print(n)' "$1" "$2" "$3" "${4:-}"
-}
-# wait_events NS POD REASON AT-LEAST [CONTAINER]
-wait_events() {
-    local i n=0
-    for i in $(seq 60); do
-        n=$(event_count "$1" "$2" "$3" "${5:-}")
-        [ "$n" -ge "$4" ] && return 0
-        sleep 1
-    done
-    return 1
-}
-
-now_ms() { date +%s%3N; }
-logs_of() { K logs -n "$1" "$2" -c "$3" 2>&1 | tail -n "${4:-5}" | tr '\n' ' ' | cut -c1-600; }
-# kill_app NS POD CONTAINER DLL: ends the .NET app in the container (the kubelet restarts it).
-# By its executable: the shell doing it has the DLL's name in its own command line.
-kill_app() {
-    K exec -n "$1" "$2" -c "$3" -- sh -c 'for d in /proc/[0-9]*; do
-        [ "$(readlink "$d/exe")" = /usr/share/dotnet/dotnet ] && grep -q "$1" "$d/cmdline" &&
-            kill "${d#/proc/}"
-    done; true' sh "$4"
-}
-restarts() {
-    K get pod -n "$1" "$2" -o "jsonpath={.status.containerStatuses[?(@.name==\"$3\")].restartCount}"
-}
-restarted() { [ "$(restarts "$1" "$2" "$3")" -ge "$4" ] 2>/dev/null; }
-# gone NS SELECTOR: no pod of the selector is left; some: at least one is there.
-gone() { [ -z "$(K get pods -n "$1" -l "$2" -o name 2>/dev/null)" ]; }
-some() { ! gone "$@"; }
-pod_absent() { ! K get pod -n "$1" "$2" >/dev/null 2>&1; }
+# The scenarios of tests/cluster/run.sh on its first node shape, the kubelet on dockershim
+# (sourced by it: K, dk, ok, fail, WORK, ROOT, APP_IMAGE, CLR_IMAGE, SECCOMP_DIR are its). The
+# helpers are tests/cluster/pods.sh's; the scenarios every shape runs, tests/cluster/common.sh's
+# (the containerd node runs them again in tests/cluster/cri.sh).
 
 # ---- 1. deploy/ on a fresh cluster --------------------------------------------------------------
-SEL=app.kubernetes.io/name=orders-api
-k=$(shipped base "$ROOT/deploy")
-if K apply -k "$k" >"$WORK/s1-apply.out" 2>&1 && grep -q '^namespace/shop created' "$WORK/s1-apply.out"; then
-    ok "base-apply-on-fresh-cluster (kubectl apply -k deploy/: $(grep -c created "$WORK/s1-apply.out") objects created, namespace shop first)"
-else
-    fail base-apply-on-fresh-cluster "$(tr '\n' ' ' <"$WORK/s1-apply.out")"
-fi
-if wait_pod shop "$SEL"; then
-    ok "base-pod-running ($POD: app and sidecar ready)"
-    BASE_POD=$POD
-    if wait_report shop "$POD" app "$REPORT"; then
-        ok "base-sidecar-attached (the sample profiler's report in the app's emptyDir)"
-    else
-        fail base-sidecar-attached "sidecar: $(logs_of shop "$POD" clrattach)"
-    fi
-    if wait_events shop "$POD" ProfilerAttached 1 app &&
-        K get events -n shop >"$WORK/s1-events.txt" 2>&1 &&
-        grep ProfilerAttached "$WORK/s1-events.txt" | grep -q "pod/$POD"; then
-        ok "base-event-in-kubectl-get-events ($(grep ProfilerAttached "$WORK/s1-events.txt" | head -1 | tr -s ' ' | cut -c1-160))"
-    else
-        fail base-event-in-kubectl-get-events "$(cat "$WORK/s1-events.txt" 2>/dev/null | tail -5 | tr '\n' ' ') sidecar: $(logs_of shop "$POD" clrattach)"
-    fi
-    # The Event came through the kubelet's projected, bound token (BoundServiceAccountTokenVolume).
-    vol=$(K get pod -n shop "$POD" -o 'jsonpath={.spec.volumes[?(@.projected.sources[0].serviceAccountToken)].name}')
-    case $vol in
-    kube-api-access-*) ok "base-bound-token-volume ($vol)" ;;
-    *) fail base-bound-token-volume "no kube-api-access-* volume: '$vol'" ;;
-    esac
-    # kubectl.kubernetes.io/default-container: the app's output, not the sidecar's.
-    if K logs -n shop "$POD" 2>&1 | grep -q '^ready '; then
-        ok base-default-container-is-app
-    else
-        fail base-default-container-is-app "$(K logs -n shop "$POD" 2>&1 | head -3 | tr '\n' ' ')"
-    fi
-else
-    fail base-pod-running "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ') $(K describe pods -n shop 2>&1 | grep -A8 '^Events:' | tail -6 | tr '\n' ' ')"
-    BASE_POD=
-fi
+scenario_base
 
 # ---- 3. the app container restarted: attached again, the Event's series count 2 ---------------
-if [ -n "$BASE_POD" ]; then
-    t0=$(now_ms)
-    if kill_app shop "$BASE_POD" app Orders.Api.dll && until_ok 60 restarted shop "$BASE_POD" app 1 &&
-        wait_report shop "$BASE_POD" app "$REPORT" "$t0"; then
-        ok "restart-attached-again (restart count $(restarts shop "$BASE_POD" app))"
-    else
-        fail restart-attached-again "restarts $(restarts shop "$BASE_POD" app); sidecar: $(logs_of shop "$BASE_POD" clrattach)"
-    fi
-    if wait_events shop "$BASE_POD" ProfilerAttached 2 app; then
-        ok "restart-event-series-count-2 (one Event, series.count $(event_count shop "$BASE_POD" ProfilerAttached app))"
-    else
-        fail restart-event-series-count-2 "count $(event_count shop "$BASE_POD" ProfilerAttached app); sidecar: $(logs_of shop "$BASE_POD" clrattach)"
-    fi
-fi
-
-# ---- an app pod without the sidecar, for the on-call paths -------------------------------------
-# oncall_pod NAME [notoken]: deploy/base's pod as shipped, without the sidecar and without the
-# shared PID namespace (the shape `kubectl debug --target` is for: a pod nobody prepared), as a
-# bare Pod. Without its containerPort too: with the node's network the port is the node's, and
-# the Deployment's pod holds it. "notoken": no service-account token either (the pod cannot
-# post its own Event).
-oncall_pod() {
-    kubectl kustomize "$(shipped base "$ROOT/deploy")" | python3 -c '
-import sys, yaml
-name = sys.argv[1]
-notoken = len(sys.argv) > 2 and sys.argv[2] == "notoken"
-dep = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deployment")
-t = dep["spec"]["template"]
-spec = t["spec"]
-spec["containers"] = [c for c in spec["containers"] if c["name"] != "clrattach"]
-spec.pop("shareProcessNamespace")
-if notoken:
-    spec["automountServiceAccountToken"] = False
-for c in spec["containers"]:
-    c.pop("ports", None)
-pod = {"apiVersion": "v1", "kind": "Pod", "spec": spec,
-       "metadata": {"name": name, "namespace": dep["metadata"]["namespace"],
-                    "labels": {"clrattach-test/oncall": name}}}
-yaml.safe_dump(pod, sys.stdout)' "$1" "${2:-}" | K apply -f - >/dev/null && wait_pod shop "clrattach-test/oncall=$1"
-}
-
-# eph_state NS POD NAME: "running", "terminated CODE", or the waiting reason; the terminated
-# container's message in $WORK/NAME.msg.
-eph_state() {
-    K get pod -n "$1" "$2" -o json | python3 -c '
-import json, sys
-pod = json.load(sys.stdin)
-st = next((s for s in pod["status"].get("ephemeralContainerStatuses") or [] if s["name"] == sys.argv[1]), None)
-state = (st or {}).get("state") or {}
-if "terminated" in state:
-    open(sys.argv[2], "w").write(state["terminated"].get("message", ""))
-    print("terminated %d" % state["terminated"]["exitCode"])
-elif "running" in state:
-    print("running")
-else:
-    print((state.get("waiting") or {}).get("reason", "pending"))' "$3" "$WORK/$3.msg"
-}
-eph_terminated() { case $(eph_state "$@") in terminated*) true ;; *) false ;; esac; }
+scenario_restart
 
 # ---- 6. an ephemeral container through the 1.20 API ---------------------------------------------
 # Kubernetes 1.16 to 1.21 serve pods/NAME/ephemeralcontainers as an `EphemeralContainers` object
@@ -297,47 +86,7 @@ else
 fi
 
 # ---- 7. the plugin's streaming path: a profiler from this machine, stdinOnce -------------------
-# plugin ARGS...: deploy/kubectl-clrattach as an operator runs it (kubectl on PATH, the admin's
-# kubeconfig); rc in RC, stdout/stderr in $WORK/plugin.{out,err}.
-plugin() {
-    KUBECONFIG=$WORK/pki/admin.kubeconfig timeout -k 5 240 "$ROOT/deploy/kubectl-clrattach" "$@" \
-        >"$WORK/plugin.out" 2>"$WORK/plugin.err"
-    RC=$?
-}
-if oncall_pod oncall-plugin; then
-    t=$SECONDS
-    plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" --profiler "$ABS_BUILD/libclrprobe.so" -o json \
-        --client-data out=/clrattach-profilers/plugin-report.json --name clrattach-stream --timeout 90
-    if [ "$RC" = 0 ] && grep -q '"outcome":"attached"' "$WORK/plugin.out" &&
-        report_ok shop oncall-plugin app /clrattach-profilers/plugin-report.json &&
-        [ "$(K get pod -n shop oncall-plugin -o 'jsonpath={.spec.ephemeralContainers[?(@.name=="clrattach-stream")].stdinOnce}')" = true ]; then
-        ok "plugin-streams-local-profiler ($((SECONDS - t)) s, stdinOnce)"
-    else
-        fail plugin-streams-local-profiler "rc $RC: $(tail -c 600 "$WORK/plugin.out") $(tail -c 600 "$WORK/plugin.err")"
-    fi
-    st=$(eph_state shop oncall-plugin clrattach-stream)
-    [ "$st" = "terminated 0" ] && ok "plugin-leaves-nothing-running ($st)" ||
-        fail plugin-leaves-nothing-running "$st"
-    # The stream's attach failing (a kubectl that refuses it once): the plugin ends the
-    # container's input itself, and the container ends.
-    mkdir -p "$WORK/flaky"
-    cat >"$WORK/flaky/kubectl" <<EOF
-#!/bin/sh
-if [ "\$1" = attach ] && [ ! -e "$WORK/flaky/failed" ]; then : >"$WORK/flaky/failed"; exit 1; fi
-exec $(command -v kubectl) "\$@"
-EOF
-    chmod 755 "$WORK/flaky/kubectl"
-    KUBECTL=$WORK/flaky/kubectl plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" \
-        --profiler "$ABS_BUILD/libclrprobe.so" --name clrattach-cut --timeout 60
-    st=$(eph_state shop oncall-plugin clrattach-cut)
-    case $st in
-    terminated*) ok "plugin-ends-an-unfed-container (attach failed: rc $RC, container $st)" ;;
-    *) fail plugin-ends-an-unfed-container "container $st; rc $RC $(tail -c 400 "$WORK/plugin.err")" ;;
-    esac
-    K delete pod -n shop oncall-plugin --wait=false >/dev/null 2>&1
-else
-    fail oncall-plugin-pod "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ')"
-fi
+scenario_plugin_stream
 
 # ---- 5. SIGTERM: the sidecar's termination message is the JSON result --------------------------
 # The pod is deleted: the kubelet stops the sidecar with SIGTERM. What the kubelet reads for the
@@ -629,25 +378,8 @@ K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1
 # shipped. The app's root is read-only: the component gives the sample profiler a report path on
 # the shared volume (CLRPROBE_OUT); without it every startup load failed with
 # ERROR_WRITE_PROTECT.
-listen_kustomization() {
-    local d=$WORK/k/listen rel
-    mkdir -p "$d"
-    rel=$(python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$ROOT/deploy" "$d")
-    cat >"$d/kustomization.yaml" <<EOK
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $rel/base
-components:
-- $rel/components/listen
-patches:
-- target: {kind: Deployment}
-  patch: '[{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true}]'
-EOK
-    echo "$d"
-}
 LISTEN_REPORT=/clrattach-diag/clrprobe-report.json
-k=$(listen_kustomization)
+k=$(shipped listen "$ROOT/deploy/base" "$ROOT/deploy/components/listen")
 K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
 if K apply -k "$k" >"$WORK/s11-apply.out" 2>&1 && wait_pod shop "$SEL"; then
     LP=$POD
@@ -710,25 +442,7 @@ fi
 K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
 
 # ---- 12. the README's plugin line on the README's own deployment -------------------------------
-# `kubectl clrattach deployment/orders-api -n shop --clsid GUID` on deploy/base, word for word.
-# deploy/base shares one PID namespace (pid 1 is the pause process): the plugin finds the app's
-# process by its container's ID. The base's sidecar has attached the sample profiler already, so
-# the runtime's answer is already_active (exit 3): found and asked, not "not .NET".
-k=$(shipped base12 "$ROOT/deploy")
-if K apply -k "$k" >"$WORK/s12-apply.out" 2>&1 && wait_pod shop "$SEL" &&
-    wait_report shop "$POD" app "$REPORT"; then
-    P12=$POD
-    plugin deployment/orders-api -n shop --clsid "$PROBE_CLSID"
-    if [ "$RC" = 3 ] && grep -q 'already_active' "$WORK/plugin.out" &&
-        [ -n "$(K get pod -n shop "$P12" -o 'jsonpath={.spec.ephemeralContainers[?(@.name)].name}' | tr ' ' '\n' | grep -- '-pid$')" ]; then
-        ok "readme-plugin-line-on-base (shared PID namespace: the app's process found by its container ID; already_active)"
-    else
-        fail readme-plugin-line-on-base "rc $RC: $(tail -c 600 "$WORK/plugin.out") $(tail -c 400 "$WORK/plugin.err")"
-    fi
-else
-    fail readme-plugin-line-on-base "base not up: $(tr '\n' ' ' <"$WORK/s12-apply.out" | cut -c1-300)"
-fi
-K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1
+scenario_plugin_on_base
 
 # ---- 13. the plugin with the rights docs/kubectl-debug.md lists, read as a reader would -------
 # "create events" granted on the core group only (apiGroups [""]): the plugin's events.k8s.io/v1
