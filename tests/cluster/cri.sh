@@ -33,7 +33,7 @@ cri_container_id() {
 
 # cri_shape: the whole second shape; returns early when the node cannot come up.
 cri_shape() {
-    local t t0=$SECONDS top=$WORK tar=$WORK/cri-images.tar v out
+    local t started=$SECONDS top=$WORK tar=$WORK/cri-images.tar v out
     CONTAINERD_IMAGES=("$APP_IMAGE" "$CLR_IMAGE" "$PAUSE_IMAGE")
     if ! DK_TIMEOUT=600 dk save -o "$tar" "${CONTAINERD_IMAGES[@]}" >"$WORK/cri-save.log" 2>&1; then
         fail cri-images-saved "$(tail -3 "$WORK/cri-save.log")"
@@ -70,6 +70,6 @@ cri_shape() {
     scenario_plugin_stream
     scenario_plugin_on_base
     PFX=
-    echo "cluster: the containerd node's part $((SECONDS - t0)) s"
+    echo "cluster: the containerd node's part $((SECONDS - started)) s"
 }
 cri_shape
