@@ -8,8 +8,9 @@
 #     pod's metadata, as `kubectl annotate` sends it); from the patch's answer to the agent's
 #     result line (stamped as it leaves the agent), to its Event's eventTime and to the probe's
 #     Initialize (its report's attach_unix_ms: the profiler loaded); p50 and p95. The result
-#     comes after watch's 2 s settle. The attach's own duration_ms (the same result) is the
-#     baseline of the same run: what is left is the follower, the judgement, the wait for a scan.
+#     comes after the agent's 1 s settle (--settle). The attach's own duration_ms (the same
+#     result) is the baseline of the same run: what is left is the follower, the judgement, the
+#     wait for a scan.
 #   - idle: --idle-pods `sleep`s, each in a container-named cgroup, with their Pod objects for
 #     the node (--annotated of them annotated with a profile they may use, 10 with one they may
 #     not), the agent's utime + stime (with its filesystem helper's, its child) over
@@ -96,8 +97,8 @@ def call(method, path, body=None, ctype="application/json"):
         return json.loads(r.read())
 PY
 
-# agent_start NAME: the shipped binary with the DaemonSet's defaults (the agent has no --settle:
-# its results come after watch's 2 s settle), its result lines stamped (ns) as they leave it.
+# agent_start NAME: the shipped binary with the DaemonSet's defaults (its 1 s --settle: its
+# results come after it), its result lines stamped (ns) as they leave it.
 # Sets AGB_PID.
 agent_start() {
     local n=$1
