@@ -327,7 +327,10 @@ EOF
         --container-runtime docker --docker-endpoint "$DOCKER_HOST")
     [ "$CLUSTER_RUNTIME" = containerd ] &&
         runtime=(--container-runtime remote --container-runtime-endpoint "unix://$CONTAINERD_SOCK")
-    bg "$WORK/kubelet.log" "$KBIN/kubelet" --config "$WORK/kubelet.yaml" \
+    # AWS_EC2_METADATA_DISABLED: the 1.20 kubelet's built-in ECR credential provider asks the AWS
+    # SDK's default chain for credentials at start ("while getting AWS credentials" in its log),
+    # whose last link is the EC2 metadata address 169.254.169.254: off loopback. The SDK skips it.
+    bg "$WORK/kubelet.log" env AWS_EC2_METADATA_DISABLED=true "$KBIN/kubelet" --config "$WORK/kubelet.yaml" \
         --kubeconfig "$p/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" "${runtime[@]}" \
         --pod-infra-container-image "$PAUSE_IMAGE" --seccomp-profile-root "$SECCOMP_DIR" \
         --hostname-override "$NODE" --v 2
