@@ -15,8 +15,9 @@
 # `make all target`. A missing prerequisite fails the suite, in CI and outside it;
 # CLRATTACH_SKIP_SUITES=cluster skips it (tests/suite.sh).
 # Env: KEEP_WORK=1 keeps build/cluster/run.*/ (every component's log, the rendered manifests);
-# CLUSTER_SCENARIOS=otel runs only tests/cluster/scenario_otel.sh after the cluster is up (the
-# whole suite is scenarios.sh, then scenario_otel.sh).
+# CLUSTER_SCENARIOS=otel runs only tests/cluster/scenario_otel.sh after the cluster is up,
+# CLUSTER_SCENARIOS=agent only scenario_agent.sh (the whole suite is scenarios.sh, then
+# scenario_otel.sh, then scenario_agent.sh).
 # The sockets (the engine's, containerd's, the kubelet's) are in short directories of their own
 # under /run, whatever the checkout's path.
 set -u
@@ -116,12 +117,19 @@ out=$(listeners_outside_loopback)
 
 # shellcheck source=tests/cluster/helpers.sh
 . "$here/helpers.sh"
-if [ "${CLUSTER_SCENARIOS:-all}" != otel ]; then
+scenarios=${CLUSTER_SCENARIOS:-all}
+if [ "$scenarios" = all ]; then
     # shellcheck source=tests/cluster/scenarios.sh
     . "$here/scenarios.sh"
 fi
-# shellcheck source=tests/cluster/scenario_otel.sh
-. "$here/scenario_otel.sh"
+if [ "$scenarios" = all ] || [ "$scenarios" = otel ]; then
+    # shellcheck source=tests/cluster/scenario_otel.sh
+    . "$here/scenario_otel.sh"
+fi
+if [ "$scenarios" = all ] || [ "$scenarios" = agent ]; then
+    # shellcheck source=tests/cluster/scenario_agent.sh
+    . "$here/scenario_agent.sh"
+fi
 
 echo "cluster: wall time $((SECONDS - T0)) s"
 finish
