@@ -11,7 +11,7 @@
 #   nothing added to the pod (its containers and volumes the same);
 #   a Deployment whose template carries the annotation: every replica attached, and the one a
 #   scale-up adds;
-#   the app container restarted (its app killed): attached again;
+#   the app container restarted (its app killed from the node): attached again;
 #   a namespace the profile does not select, an unknown profile, a path in the annotation: a
 #   Warning Event (ProfileRefused, never repeating the value) and nothing loaded;
 #   kube-apiserver restarted under the running agent, then another pod annotated: attached;
@@ -102,6 +102,19 @@ ag_pods() {
         sleep 1
     done
     return 1
+}
+# ag_kill_app NS POD DLL: the app container's .NET process (its cmdline naming DLL) killed from
+# the node, found by the container ID in its /proc/<pid>/cgroup: in a pod without a shared PID
+# namespace the app is its container's PID 1, which a signal from inside (kill_app) cannot end.
+ag_kill_app() {
+    local cid pid n=0
+    cid=$(K get pod -n "$1" "$2" -o 'jsonpath={.status.containerStatuses[?(@.name=="app")].containerID}')
+    cid=${cid#*://}
+    [ ${#cid} = 64 ] || return 1
+    for pid in $(grep -l "$cid" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3); do
+        tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$3" && kill -KILL "$pid" && n=$((n + 1))
+    done
+    [ "$n" -gt 0 ]
 }
 ag_agent_log() { K logs -n clrattach-system "$AG_POD" -c agent 2>&1 | tail -n "${1:-6}" | tr '\n' ' ' | cut -c1-900; }
 # ag_restart_apiserver: kube-apiserver stopped (TERM, by its pid) and started again as
@@ -214,7 +227,7 @@ EOF
         if [ -n "$P1" ]; then
             n0=$(restarts "$AG_NS" "$P1" app)
             t0=$(now_ms)
-            if kill_app "$AG_NS" "$P1" app Orders.Api.dll && until_ok 60 restarted "$AG_NS" "$P1" app $((n0 + 1)) &&
+            if ag_kill_app "$AG_NS" "$P1" Orders.Api.dll && until_ok 60 restarted "$AG_NS" "$P1" app $((n0 + 1)) &&
                 until_ok 60 all_ready "$AG_NS" "$P1" && ag_wait_fast 60 ag_attached "$AG_NS" "$P1" "$t0" &&
                 wait_events "$AG_NS" "$P1" ProfilerAttached 2; then
                 ok "${PFX:-}agent-restart-attached-again ($P1: restart count $(restarts "$AG_NS" "$P1" app), a new report, ProfilerAttached $(event_count "$AG_NS" "$P1" ProfilerAttached) times)"
