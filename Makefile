@@ -73,7 +73,7 @@ help:
 	@echo "make test-containers  the image, deploy/ and the seccomp profile under Docker (runc, crun)"
 	@echo "make test-apiserver  Events against a real kube-apiserver (built once, ~12 min)"
 	@echo "make krew         the kubectl plugin's krew archive and manifest in build/krew"
-	@echo "make test-cluster deploy/ in a real single-node Kubernetes 1.20 (kubelet, dockershim)"
+	@echo "make test-cluster deploy/ in a real single-node Kubernetes 1.20 (kubelet on dockershim, then on containerd)"
 	@echo "make arm64        cross-build clrattach, the profilers and the unit tests for arm64"
 	@echo "make static ARCH=arm64  the static clrattach for arm64 (build/static-arm64)"
 	@echo "make test-arm64   arm64 builds under qemu-user against an arm64 .NET runtime"
@@ -294,7 +294,8 @@ test-apiserver: all target static
 
 # deploy/ as shipped in a real single-node Kubernetes 1.20 (kubelet with its dockershim, a
 # private dockerd, controller-manager, scheduler; built once from Debian's source with the
-# apiserver's Go cache into build/cluster): tests/cluster/run.sh.
+# apiserver's Go cache into build/cluster), then on a second node whose kubelet talks CRI to a
+# private containerd: tests/cluster/run.sh.
 .PHONY: test-cluster
 test-cluster: all target otel-agent otel-apps
 	BUILD=$(BUILD) tests/cluster/run.sh

@@ -1,6 +1,7 @@
 # Benchmarks (included by the top-level Makefile): `make bench` measures attach latency, peak
-# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS, watch mode and what a
-# startup load costs the app; see docs/benchmarks.md. `make test` runs bench/run.sh on 2
+# RSS, binary size, `clrattach ps` scaling, Event reporting over TLS, watch mode (detection under
+# a hostile flood too: bench/flood.sh) and what a startup load costs the app; see
+# docs/benchmarks.md. `make test` runs bench/run.sh on 2
 # iterations to check it still runs; the published numbers use these defaults.
 BENCH_ITERATIONS ?= 15
 BENCH_PS_COUNTS  ?= 100 1000 5000
@@ -22,3 +23,13 @@ BENCH_OTEL_REQUESTS ?= 2000
 .PHONY: bench-otel
 bench-otel: all otel-agent otel-apps
 	BUILD=$(BUILD) bench/otel.sh --runs $(BENCH_OTEL_RUNS) --requests $(BENCH_OTEL_REQUESTS)
+
+# `clrattach agent`: annotation to attach p50/p95, idle CPU and RSS with 100 pods' processes,
+# against the real kube-apiserver of tests/apiserver (bench/agent.sh; docs/benchmarks.md).
+BENCH_AGENT_PODS ?= 20
+BENCH_AGENT_IDLE_PODS ?= 100
+BENCH_AGENT_IDLE_SECONDS ?= 60
+.PHONY: bench-agent
+bench-agent: all target static
+	BUILD=$(BUILD) bench/agent.sh --pods $(BENCH_AGENT_PODS) --idle-pods $(BENCH_AGENT_IDLE_PODS) \
+	    --idle-seconds $(BENCH_AGENT_IDLE_SECONDS)

@@ -2,10 +2,14 @@
 # clrattach benchmarks: attach latency and peak RSS against a real .NET target (clrattach, the
 # floor client, the managed DiagnosticsClient), binary size, `clrattach ps` scaling with the
 # process count, and the delay a startup load adds to an app's start (`watch --startup` and
-# `watch --listen`). A reproducible measurement, not a test: it fails only when a step cannot run.
+# `watch --listen`), and event-driven discovery under a hostile flood (bench/flood.sh). A
+# reproducible measurement, not a test: it fails only when a step cannot run.
 #
 # Usage: bench/run.sh [--iterations N] [--ps-counts "100 1000 5000"] [--event-reports N]
 #                     [--watch-seconds S] [--watch-counts "10 1000"] [--startup-runs N]
+#                     [--only "attach ps events watch flood startup idle"] [--bin PATH]
+# --bin measures another clrattach in ps, watch, flood, startup and idle (a build of an earlier
+# commit, to set beside this one in the same run of the machine).
 # Needs root (mount and pid namespaces), dotnet, strace, and `make all target` plus the k8s test
 # driver built (make bench does that). Prints a Markdown report on stdout and keeps it in
 # $BUILD/bench/results.md.
@@ -16,6 +20,8 @@ EVENT_REPORTS=10
 WATCH_SECONDS=60
 WATCH_COUNTS="10 1000"
 STARTUP_RUNS=""
+ONLY=""
+BENCH_BIN=""
 while [ $# -gt 0 ]; do
     case $1 in
     --iterations) ITER=$2; shift ;;
@@ -24,7 +30,9 @@ while [ $# -gt 0 ]; do
     --watch-seconds) WATCH_SECONDS=$2; shift ;;
     --watch-counts) WATCH_COUNTS=$2; shift ;;
     --startup-runs) STARTUP_RUNS=$2; shift ;;
-    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+    --only) ONLY=$2; shift ;;
+    --bin) BENCH_BIN=$2; shift ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -34,11 +42,15 @@ for v in "$ITER" "$EVENT_REPORTS" "$WATCH_SECONDS" "$STARTUP_RUNS"; do
     case $v in '' | *[!0-9]* | 0) echo "bench: counts and seconds take a positive number, not '$v'" >&2; exit 2 ;; esac
 done
 [ "$EVENT_REPORTS" -ge 2 ] || { echo "bench: --event-reports needs 2 or more (one cold, the rest warm)" >&2; exit 2; }
+# want PART: is that part of the bench to run (--only; all by default)?
+want() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 # The e2e helpers start each target as the tests do: its own mount namespace, a private tmpfs
 # on /tmp, the checkout bind-mounted at /srv. They also kill every target on exit.
 # shellcheck source=../tests/e2e/lib.sh
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+# shellcheck source=flood.sh
+. "$(dirname "$0")/flood.sh"
 require_env
 for tool in strace python3 gcc; do
     command -v $tool >/dev/null || { echo "bench: $tool missing (make deps)" >&2; exit 1; }
@@ -53,7 +65,9 @@ $CC -O2 -Wall -Wextra -Werror -o "$B/measure" "$ROOT/bench/measure.c" || exit 1
 # The managed client needs Microsoft.Diagnostics.NETCore.Client from NuGet; without it the
 # comparison is reported as not run rather than replaced by something else.
 MANAGED="$B/managed/ManagedAttach.dll"
-if ! dotnet build "$ROOT/bench/managed/ManagedAttach.csproj" -c Release -o "$B/managed" \
+if ! want attach; then
+    MANAGED=""
+elif ! dotnet build "$ROOT/bench/managed/ManagedAttach.csproj" -c Release -o "$B/managed" \
     --nologo -v q >"$B/managed-build.log" 2>&1; then
     echo "bench: managed client did not build (NuGet?); see $B/managed-build.log" >&2
     MANAGED=""
@@ -116,16 +130,18 @@ METHODS="clrattach floor"
 # ps and watch are measured with what ships: the static binary where it was built.
 SHIP_BIN=$CLRATTACH
 [ -x "$STATIC_BIN" ] && SHIP_BIN=$STATIC_BIN
+[ -n "$BENCH_BIN" ] && SHIP_BIN=$(realpath "$BENCH_BIN")
 [ -n "$MANAGED" ] && METHODS="$METHODS managed"
 for how in $METHODS; do
     rm -f "$B/$how.dat" "$B/$how.out" "$B/$how.err"
 done
+failed=0
+want attach || METHODS=""
 # One untimed round first: the first dotnet start pays for cold page cache.
 for how in $METHODS; do
     one_attach "$how" warmup >/dev/null 2>&1
     rm -f "$B/$how.dat"
 done
-failed=0
 for n in $(seq 1 "$ITER"); do
     # Interleaved, so slow drift of the machine spreads over every method alike.
     for how in $METHODS; do
@@ -137,6 +153,17 @@ done
 # run sees the same process count.
 SLEEPERS='for i in $(seq 1 "$n"); do sleep 3600 & done
 while [ "$(ls -d /proc/[0-9]* | wc -l)" -lt "$n" ]; do sleep 0.1; done'
+
+# A process tree's CPU time (the watcher and its children: its filesystem helper), in cpu_unit
+# per second: the time on a CPU from /proc/PID/schedstat in ns where the kernel has it (a 30 s
+# idle run is a handful of 10 ms ticks of utime + stime), else utime + stime.
+CPU_SNIPPET='if [ -r /proc/self/schedstat ]; then
+    cpu_unit=1000000000; cpu_of() { cut -d" " -f1 "/proc/$1/schedstat"; }
+else
+    cpu_unit=$(getconf CLK_TCK); cpu_of() { awk "{print \$14 + \$15}" "/proc/$1/stat"; }
+fi
+tree_cpu() { local s=0 p; for p in "$1" $(cat "/proc/$1/task/$1/children"); do s=$((s + $(cpu_of "$p"))); done; echo $s; }'
+eval "$CPU_SNIPPET"
 
 # ps scaling: N plain processes in a fresh pid namespace with its own /proc, and clrattach ps
 # run in there under strace -c (syscall count) and on its own (wall time, median of 3).
@@ -152,6 +179,7 @@ ps_one() {
         kill $(jobs -p) 2>/dev/null
     ' _ "$count" "$B/ps-$count" "$SHIP_BIN" "$B/measure"
 }
+want ps || PS_COUNTS=""
 for c in $PS_COUNTS; do
     rm -f "$B/ps-$c".*
     ps_one "$c"
@@ -202,7 +230,9 @@ PY
 }
 K8S_DRIVER=${K8S_DRIVER:-$ROOT/$BUILD/tests/k8s_driver}
 rm -f "$B/events"/*.dat 2>/dev/null
-if [ -x "$K8S_DRIVER" ]; then
+if ! want events; then
+    rm -rf "$B/static-events"
+elif [ -x "$K8S_DRIVER" ]; then
     event_bench || { echo "bench: event reporting bench failed; see $B/events" >&2; failed=$((failed + 1)); }
 else
     echo "bench: $K8S_DRIVER not built (make bench builds it)" >&2
@@ -271,22 +301,18 @@ static_event_bench() {
     wait "$srv" 2>/dev/null
     return 0
 }
-if [ -x "$STATIC_BIN" ]; then
+if [ -x "$STATIC_BIN" ] && want events; then
     static_event_bench ||
         { echo "bench: static Event bench failed; see $B/static-events" >&2; failed=$((failed + 1)); }
 fi
 
-# Watch mode: a watcher (default 250 ms scan interval, its event-driven discovery, seccomp on,
-# Events off) and ITER targets started one by one while it runs. Detection latency: from the target's diagnostic socket
-# coming into being (its ctime) to the watcher's result line for it. Idle cost: with every
-# target attached, the watcher's CPU time (utime + stime) over WATCH_SECONDS, scaled to an hour.
-watch_bench() {
-    local wd="$B/watch" i
-    rm -rf "$wd"
-    mkdir -p "$wd"
-    # Lines stamped with their arrival time (ns) as they leave the watcher.
+# A watcher for the targets started with --seconds $1 (default 250 ms scan interval, its
+# event-driven discovery, seccomp on, Events off), its result lines stamped with their arrival
+# time (ns) as they leave it, into $2/stamped. Sets WATCHER (its pid) once it is ready.
+start_stamped_watcher() {
+    local secs=$1 wd=$2 i
     "$SHIP_BIN" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" --settle 0 \
-        --match-cmdline "ClrTarget.dll --seconds 997" --ready-file "$wd/ready" \
+        --match-cmdline "ClrTarget.dll --seconds $secs" --ready-file "$wd/ready" \
         --client-data out=/tmp/probe-bench.json --events off -o json 2>"$wd/watch.err" |
         python3 -u -c '
 import sys, time
@@ -295,38 +321,59 @@ for line in iter(sys.stdin.buffer.readline, b""):
     sys.stdout.flush()
 ' >"$wd/stamped" &
     for i in $(seq 50); do [ -e "$wd/ready" ] && break; sleep 0.1; done
-    local w
     # The oldest: its filesystem helper (clrattach-fs, a fork) has the same command line.
-    w=$(pgrep -f -o "match-cmdline ClrTarget.dll --seconds 997") || return 1
-    TARGET_PIDS+=("$w")
-    for i in $(seq 1 "$ITER"); do
-        start_target "bench-watch-$i" --pidns --seconds 997 || return 1
-        local pid=$TARGET_PID sock line=""
-        sock=$(ls /proc/$pid/root/tmp/dotnet-diagnostic-*-socket 2>/dev/null | head -1)
-        local ctime
-        ctime=$(stat -c %.9Z "$sock") || return 1
-        for _ in $(seq 100); do
-            line=$(grep "\"pid\":$pid," "$wd/stamped" | head -1)
-            [ -n "$line" ] && break
-            sleep 0.1
-        done
-        case $line in *'"outcome":"attached"'*) ;; *) echo "bench: watch did not attach $pid" >&2; return 1 ;; esac
-        python3 -c 'import sys; print((int(sys.argv[1]) - round(float(sys.argv[2]) * 1e9)) / 1e6)' \
-            "${line%% *}" "$ctime" >>"$wd/latency.dat"
+    WATCHER=$(pgrep -f -o "match-cmdline ClrTarget.dll --seconds $secs") || return 1
+    TARGET_PIDS+=("$WATCHER")
+}
+
+# detect_one NAME SECS WD OUT: a target started (its own PID namespace) for the watcher of
+# start_stamped_watcher; appends its detection latency (ms) to OUT: from its diagnostic socket
+# coming into being (its ctime) to the watcher's result line for it, which must say attached.
+detect_one() {
+    local wd=$3 out=$4 sock line="" ctime pid
+    start_target "$1" --pidns --seconds "$2" || return 1
+    pid=$TARGET_PID
+    sock=$(ls /proc/$pid/root/tmp/dotnet-diagnostic-*-socket 2>/dev/null | head -1)
+    ctime=$(stat -c %.9Z "$sock") || return 1
+    for _ in $(seq 100); do
+        line=$(grep "\"pid\":$pid," "$wd/stamped" | head -1)
+        [ -n "$line" ] && break
+        sleep 0.1
     done
-    local t0 t1 tick
-    tick=$(getconf CLK_TCK)
+    case $line in *'"outcome":"attached"'*) ;; *) echo "bench: watch did not attach $pid" >&2; return 1 ;; esac
+    python3 -c 'import sys; print((int(sys.argv[1]) - round(float(sys.argv[2]) * 1e9)) / 1e6)' \
+        "${line%% *}" "$ctime" >>"$out"
+}
+
+# Watch mode: a watcher and ITER targets started one by one while it runs. Detection latency as
+# detect_one measures it. Idle cost: with every target attached, the watcher's CPU time
+# (tree_cpu) over WATCH_SECONDS, scaled to an hour.
+watch_bench() {
+    local wd="$B/watch" i
+    rm -rf "$wd"
+    mkdir -p "$wd"
+    start_stamped_watcher 997 "$wd" || return 1
+    local w=$WATCHER
+    for i in $(seq 1 "$ITER"); do
+        detect_one "bench-watch-$i" 997 "$wd" "$wd/latency.dat" || return 1
+    done
+    local t0 t1
     # The watcher and its filesystem helper (lib/target/fsworker.c, its only child when idle).
-    tree_ticks() { local s=0 p; for p in "$1" $(cat "/proc/$1/task/$1/children"); do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $s; }
-    t0=$(tree_ticks "$w")
+    t0=$(tree_cpu "$w")
     sleep "$WATCH_SECONDS"
-    t1=$(tree_ticks "$w")
-    echo "$WATCH_SECONDS $((t1 - t0)) $tick $ITER" >"$wd/idle.dat"
+    t1=$(tree_cpu "$w")
+    echo "$WATCH_SECONDS $((t1 - t0)) $cpu_unit $ITER" >"$wd/idle.dat"
     kill -TERM "$w"
     wait 2>/dev/null
     return 0
 }
-watch_bench || { echo "bench: watch bench failed; see $B/watch" >&2; failed=$((failed + 1)); }
+rm -rf "$B/watch" "$B/flood"
+if want watch; then
+    watch_bench || { echo "bench: watch bench failed; see $B/watch" >&2; failed=$((failed + 1)); }
+fi
+if want flood; then
+    flood_bench || { echo "bench: flood bench failed; see $B/flood" >&2; failed=$((failed + 1)); }
+fi
 
 # Startup load: what it costs the app. STARTUP_RUNS apps each way, one after another, the probe
 # loaded at startup, CLRPROBE_OUT in each app's own environment (the probe reads the C library's
@@ -427,14 +474,18 @@ startup_bench() {
     wait "${ws[@]}" 2>/dev/null
     return 0
 }
-startup_bench || { echo "bench: startup load bench failed; see $B/startup" >&2; failed=$((failed + 1)); }
+rm -rf "$B/startup"
+if want startup; then
+    startup_bench || { echo "bench: startup load bench failed; see $B/startup" >&2; failed=$((failed + 1)); }
+fi
 
 # Watch idle at node scale: N idle `sleep`s in a fresh PID namespace with its own /proc (as for
 # ps) and its own /tmp, the watcher in there with them (a selector nothing matches, seccomp on),
-# its CPU time (utime + stime) over WATCH_SECONDS once the sleeps are past their young phase.
+# its CPU time (tree_cpu) over WATCH_SECONDS once the sleeps are past their young phase.
 watch_idle_one() {
     local count=$1
-    SLEEPERS=$SLEEPERS unshare --pid --fork --mount-proc --mount --propagation private bash -c '
+    SLEEPERS=$SLEEPERS CPU_SNIPPET=$CPU_SNIPPET unshare --pid --fork --mount-proc --mount \
+        --propagation private bash -c '
         n=$1; out=$2; clr=$3; secs=$4
         # The checkout, wherever it is (/tmp included), through its bind mount at /srv, made
         # before /tmp is covered (tests/e2e/lib.sh: NS_PROLOGUE, ns_path).
@@ -453,17 +504,18 @@ watch_idle_one() {
         sleep 11
         visible=$(ls -d /proc/[0-9]* | wc -l)
         # The watcher and its filesystem helper (lib/target/fsworker.c, its only child here).
-        ticks() { local s=0 p; for p in $w $(cat /proc/$w/task/$w/children); do s=$((s + $(awk "{print \$14 + \$15}" /proc/$p/stat))); done; echo $s; }
-        t0=$(ticks)
+        eval "$CPU_SNIPPET"
+        t0=$(tree_cpu $w)
         sleep "$secs"
-        t1=$(ticks)
-        echo "$secs $((t1 - t0)) $(getconf CLK_TCK) $visible" >"$out.dat"
+        t1=$(tree_cpu $w)
+        echo "$secs $((t1 - t0)) $cpu_unit $visible" >"$out.dat"
         kill $(jobs -p) 2>/dev/null
     ' _ "$count" "$(ns_path "$B/watch-idle-$count")" "$(ns_path "$SHIP_BIN")" "$WATCH_SECONDS" \
         "${NS_PROLOGUE% && }"
 }
 for c in $WATCH_COUNTS; do
     rm -f "$B/watch-idle-$c".*
+    want idle || continue
     watch_idle_one "$c" || { echo "bench: watch idle bench ($c) failed; see $B/watch-idle-$c.err" >&2; failed=$((failed + 1)); }
 done
 
@@ -635,10 +687,30 @@ if lat:
         secs, ticks, hz, n = idle[0]
         cpu_s = ticks / hz
         print(f"| idle CPU with {n:.0f} attached targets, measured over {secs:.0f} s "
-              f"| {cpu_s:.2f} s → {cpu_s * 3600 / secs:.1f} CPU-s per hour "
+              f"| {cpu_s:.3f} s → {cpu_s * 3600 / secs:.1f} CPU-s per hour "
               f"({cpu_s * 100 / secs:.3f}% of one CPU) |")
-else:
+elif os.path.isdir(f"{b}/watch"):
     print("\nWatch mode: not measured (see the messages above).")
+quiet = [x[0] for x in floats(f"{b}/flood/latency-quiet.dat")]
+flood = [x[0] for x in floats(f"{b}/flood/latency-flood.dat")]
+made = [x[0] for x in floats(f"{b}/flood/creations.dat")]
+if quiet and flood:
+    def p95_of(v):
+        return statistics.quantiles(v, n=20, method="inclusive")[18] if len(v) > 1 else v[0]
+    print("\n| `watch` detection, socket created → result line (ms) | good targets attached "
+          "| median | p95 | min–max |")
+    print("|---|---|---|---|---|")
+    for label, v in (("no flood", quiet), ("a hostile process flooding its /tmp with sockets", flood)):
+        print(f"| {label} | {len(v)} | {statistics.median(v):.0f} | {p95_of(v):.0f} "
+              f"| {min(v):.0f}–{max(v):.0f} |")
+    ratio = statistics.median(flood) / statistics.median(quiet)
+    print(f"\nUnder the flood ({sum(made):.0f} sockets created, {min(made):.0f}–{max(made):.0f} "
+          f"while each good target started), every good target attached; detection median "
+          f"{ratio:.2f}× and p95 {p95_of(flood) / p95_of(quiet):.2f}× the same run without it.")
+    goal("`watch` detection under a flood of 1,000+ socket creations, p95",
+         f"{p95_of(flood):.0f} ms ({ratio:.2f}× median)", "≤ 25 ms", p95_of(flood) <= 25)
+elif os.path.isdir(f"{b}/flood"):
+    print("\nDetection under a flood: not measured (see the messages above).")
 def pct95(v):
     return statistics.quantiles(v, n=20, method="inclusive")[18] if len(v) > 1 else v[0]
 
@@ -688,7 +760,7 @@ if any(r for _, r in idle_rows):
             continue
         secs, ticks, hz, vis = r[0]
         cpu_s = ticks / hz
-        print(f"| {c} | {vis:.0f} | {cpu_s:.2f} over {secs:.0f} s | {cpu_s * 3600 / secs:.1f} "
+        print(f"| {c} | {vis:.0f} | {cpu_s:.3f} over {secs:.0f} s | {cpu_s * 3600 / secs:.1f} "
               f"| {cpu_s * 100 / secs:.3f}% |")
         limit = 0.2 if int(c) >= 1000 else 0.1
         goal(f"`watch` idle, {vis:.0f} processes visible", f"{cpu_s * 100 / secs:.3f}% of a CPU",

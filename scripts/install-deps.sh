@@ -18,8 +18,9 @@ pkgs=(
     # tests/apiserver: kube-apiserver built from Debian's `kubernetes` source package with its
     # Go (rsync is that package's build dependency), and etcd to store what it serves;
     # tests/cluster: the kubelet, controller-manager and scheduler from the same source, its
-    # dockershim driving docker.io's engine and runc (called by the suite's runc wrapper)
-    golang-1.19-go etcd-server rsync runc
+    # dockershim driving docker.io's engine and runc (called by the suite's runc wrapper); the
+    # second node shape's kubelet talks CRI to containerd (its CRI plugin, ctr, the runc v2 shim)
+    golang-1.19-go etcd-server rsync runc containerd
     # linux/arm64 (make static ARCH=arm64, make test-arm64): the cross gcc and binutils, the
     # arm64 libraries clrattach and its unit tests link, musl's aarch64 wrapper and libc, qemu
     # to run it all, and the OCI image tools (the multi-arch image index)

@@ -41,6 +41,8 @@ static const char usage_agent[] =
     "  --watch-timeout SECONDS  the watch request's timeoutSeconds (default 300); a watch\n"
     "                         silent past it and a tenth more (5 s to 30 s) is restarted\n"
     "  --ready-file PATH      created once the first scan is complete\n"
+    "  --settle MS            how long the app is watched after the runtime's answer before\n"
+    "                         the result and its Event (default 2000; 'attach --help')\n"
     "  the reporting options (--api-url, --token-file, --ca-file, --pod, --events...) and\n"
     "  -o/--seccomp/--proc: as for 'attach'.\n";
 
@@ -54,6 +56,7 @@ enum {
     OPT_TIMEOUT,
     OPT_WATCH_TIMEOUT,
     OPT_READY_FILE,
+    OPT_SETTLE,
 };
 
 struct agent_cli {
@@ -92,6 +95,10 @@ static int agent_option(int c, const char *arg, struct agent_cli *g)
     case OPT_INTERVAL: return number("--interval", arg, 60000, &g->a.interval_ms);
     case OPT_TIMEOUT: return number("--timeout", arg, 3600, &g->a.timeout_s);
     case OPT_WATCH_TIMEOUT: return number("--watch-timeout", arg, 3600, &g->watch_timeout_s);
+    case OPT_SETTLE:
+        if (parse_uint(arg, 60000, &g->a.settle_ms) < 0)
+            return usage_error("agent", "--settle takes 0..60000 ms, not '%s'", arg);
+        return CLI_GO_ON;
     }
     return attach_cli_report_option(c, arg, &g->a);
 }
@@ -108,6 +115,7 @@ static int parse(int argc, char **argv, struct agent_cli *g)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"watch-timeout", required_argument, NULL, OPT_WATCH_TIMEOUT},
         {"ready-file", required_argument, NULL, OPT_READY_FILE},
+        {"settle", required_argument, NULL, OPT_SETTLE},
         ATTACH_CLI_REPORT_OPTIONS,
         ATTACH_CLI_COMMON_OPTIONS,
         {0},

@@ -114,6 +114,16 @@
 #define DISCOVER_BURST_MS     200
 #define DISCOVER_SHARE        50
 
+/* A runtime whose socket is up before it can take a profiler answers AttachProfiler with "not
+ * yet available" for a few milliseconds (lib/flow/attach.c). While it is younger than
+ * ATTACH_NOT_YET_YOUNG_MS and its environment does not pause it, the same attempt asks again
+ * every ATTACH_NOT_YET_STEP_MS for up to ATTACH_NOT_YET_RETRY_MS (then the answer stands): a
+ * watcher then needs no second scan and attach for it, and `attach` on an app just started no
+ * second run. */
+#define ATTACH_NOT_YET_YOUNG_MS 10000
+#define ATTACH_NOT_YET_RETRY_MS 50
+#define ATTACH_NOT_YET_STEP_MS  3
+
 /* The sample profiler (profiler/clientdata.c): its own cap on client data (clrattach sends up to
  * IPC_MAX_CLIENT_DATA for other profilers); anything longer is rejected, not truncated. */
 #define CLRPROBE_CLIENT_DATA_MAX  4096

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/bounds.h"
 #include "base/util.h"
 #include "flow/attach_check.h"
 #include "flow/attach_explain.h"
@@ -17,6 +19,7 @@
 #include "profset/target_rid.h"
 #include "runtime/hresult.h"
 #include "target/creds.h"
+#include "target/procindex.h"
 #include "target/target.h"
 
 #define HR_NOT_YET_AVAILABLE ATTACH_HR_NOT_YET_AVAILABLE
@@ -143,6 +146,33 @@ static int encode_request(struct attempt *a)
     return 0;
 }
 
+/* AttachProfiler answered "not yet available" by a runtime that is only starting (young, its
+ * environment not pausing it, no --startup): asked again every ATTACH_NOT_YET_STEP_MS within
+ * ATTACH_NOT_YET_RETRY_MS of the first send (bounds.h), the pid checked to be the same process
+ * before each, a stop honoured. Returns 0 with a->hr, the last answer, or a failure. */
+static int retry_not_yet(struct attempt *a)
+{
+    const struct attach_opts *o = a->o;
+    struct cla_error *e = &a->res->error;
+    if (o->startup || attach_explain_suspend_configured(a->t) ||
+        procindex_age_ms(a->t->stat.starttime) >= ATTACH_NOT_YET_YOUNG_MS)
+        return 0;
+    int64_t until = a->sent_at + ATTACH_NOT_YET_RETRY_MS;
+    int r = 0;
+    while (r == 0 && a->hr == HR_NOT_YET_AVAILABLE &&
+           util_now_ms() + ATTACH_NOT_YET_STEP_MS <= until) {
+        struct timespec ts = {.tv_nsec = ATTACH_NOT_YET_STEP_MS * 1000000L};
+        (void)nanosleep(&ts, NULL);
+        if ((r = check_stop(a)) < 0)
+            return r;
+        if ((r = target_check_alive(a->t, e)) < 0)
+            return attach_fail(a->res, ATTACH_NOT_FOUND, r);
+        r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, a->req, a->req_len,
+                                    util_now_ms() + o->timeout_ms, &a->hr, e);
+    }
+    return r;
+}
+
 /* Sends AttachProfiler (StartupProfiler and ResumeRuntime for a runtime paused at startup).
  * Returns 0 with a->hr, the runtime's answer. */
 static int send_request(struct attempt *a)
@@ -181,6 +211,8 @@ static int send_request(struct attempt *a)
         if (r == 0 && a->hr == 0)
             r = ipc_conn_status_command(a->c.sockfd, &a->c.peer, a->req, a->req_len,
                                         a->sent_at + o->timeout_ms, &a->hr, e);
+        if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE)
+            r = retry_not_yet(a);
         /* Paused although its environment did not say so (a suspend set another way). */
         if (r == 0 && a->hr == HR_NOT_YET_AVAILABLE && o->startup) {
             attempt_owe_resume(a);

@@ -238,7 +238,7 @@ static void discover_scanned(struct discover *d, struct procindex *x, int64_t be
 }
 
 /* After a wakeup: the queue read when it was readable, the last pid when the tick is due;
- * `ended` an attach ended. */
+ * `ended` an attach ended, or the choose hook's answers may have changed (a scan is owed). */
 static void discover_look(struct discover *d, struct procindex *x, bool event, bool ended,
                           int64_t now)
 {
@@ -393,7 +393,7 @@ static int create_ready_file(const char *path, struct cla_error *e)
  * SIGTERM/SIGINT are unblocked: `orig`), then handles what happened to the children. */
 static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
                             struct watch_pool *pool, struct procindex *x, int64_t until_ms,
-                            const sigset_t *orig, int evfd, bool *ret_event)
+                            const sigset_t *orig, int evfd, bool *ret_event, bool *ret_look)
 {
     struct pollfd fds[2 * WATCH_POOL_MAX + 1 + WATCH_EXTRA_FDS_MAX];
     size_t nfds = 0, nextra = 0;
@@ -424,8 +424,10 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
     if (n <= 0)
         for (size_t i = 0; i < nextra; i++)
             fds[i].revents = 0;
-    if (o->after_poll)
-        o->after_poll(fds, nextra, o->userdata);
+    /* The hook's choices may have changed: the idle processes are looked at by the next scan. */
+    *ret_look = o->after_poll && o->after_poll(fds, nextra, o->userdata);
+    if (*ret_look)
+        watch_table_wake_idle(t, util_now_ms());
 
     watch_pool_reap_strays(pool);
     now = util_now_ms();
@@ -565,11 +567,11 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         if (!more && watch_pool_count(pool) == 0)
             break;
         int64_t until = more ? discover_until(&d, next_scan) : INT64_MAX;
-        bool event = false;
+        bool event = false, look = false;
         size_t running = watch_pool_count(pool);
-        wait_and_handle(o, t, pool, x, until, &orig, more ? discover_fd(&d) : -1, &event);
+        wait_and_handle(o, t, pool, x, until, &orig, more ? discover_fd(&d) : -1, &event, &look);
         if (more)
-            discover_look(&d, x, event, watch_pool_count(pool) < running, util_now_ms());
+            discover_look(&d, x, event, look || watch_pool_count(pool) < running, util_now_ms());
     }
     abandon_all(o, t, pool, x);
 out:

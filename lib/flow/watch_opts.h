@@ -45,10 +45,12 @@ struct watch_opts {
      * pinned process, the options its attach runs with (they must live until the loop ends),
      * or NULL when it is not to be attached (looked at again as an idle one). poll_fds: up to
      * `max` more fds for the loop's wait, and *until_ms lowered to when it must wake up at the
-     * latest; after_poll: those fds with their revents, after every wait. */
+     * latest; after_poll: those fds with their revents, after every wait, true when what
+     * choose answers may have changed (a pod's judgement, its containers): every process only
+     * looked at so far is then looked at again at once, not at its next idle look. */
     const struct watch_opts *(*choose)(const struct target *tg, void *userdata);
     size_t (*poll_fds)(struct pollfd *fds, size_t max, int64_t *until_ms, void *userdata);
-    void (*after_poll)(const struct pollfd *fds, size_t n, void *userdata);
+    bool (*after_poll)(const struct pollfd *fds, size_t n, void *userdata);
 };
 
 /* The most fds poll_fds may add. */

@@ -289,6 +289,15 @@ void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint
         in->next_ms = now_ms + WATCH_IDLE_LOOK_MS;
 }
 
+void watch_table_wake_idle(struct watch_table *t, int64_t now_ms)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        struct instance *in = &t->v[i];
+        if (!in->has_outcome && !in->final && !in->gone && in->next_ms > now_ms)
+            in->next_ms = now_ms;
+    }
+}
+
 void watch_table_requeue(struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms)
 {
     struct instance *in = find(t, pid, starttime);

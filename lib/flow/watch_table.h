@@ -80,6 +80,10 @@ void watch_table_idle(struct watch_table *t, pid_t pid, uint64_t starttime, uint
 
 /* An attempt that ended with nothing to record (a young runtime's "not yet available"): the
  * instance is due again at once, but behind those already waiting, as it had its turn. */
+/* Every instance only looked at so far (no outcome, not final) is due now: what selects it may
+ * have changed (the agent's choose hook, watch_opts.h). */
+void watch_table_wake_idle(struct watch_table *t, int64_t now_ms);
+
 void watch_table_requeue(struct watch_table *t, pid_t pid, uint64_t starttime, int64_t now_ms);
 
 /* Starts a scan generation; instances not seen (watch_table_seen) before the matching

@@ -48,6 +48,7 @@ static void on_pod(enum k8s_follow_kind kind, const struct k8s_pod_info *pod, vo
     switch (kind) {
     case K8S_FOLLOW_SYNC_BEGIN: agent_pods_sync_begin(&a->pods); return;
     case K8S_FOLLOW_SYNC_END: {
+        a->look_again = true;
         size_t gone = agent_pods_sync_end(&a->pods);
         if (gone)
             agent_log(a, "%zu annotated pods gone while the watch was down", gone);
@@ -62,6 +63,11 @@ static void on_pod(enum k8s_follow_kind kind, const struct k8s_pod_info *pod, vo
         }
         if (!agent_pods_upsert(&a->pods, pod) && pod->has_profile)
             agent_log(a, "pod %s/%s: not kept (the agent's table is full)", pod->ns, pod->name);
+        /* Its containers' IDs may be new (the kubelet reports one after the process started,
+         * which was then looked at and not chosen): looked at again now, not at its next idle
+         * look (WATCH_IDLE_LOOK_MS). */
+        if (pod->has_profile)
+            a->look_again = true;
         return;
     }
 }
@@ -142,11 +148,50 @@ static void judge_all(struct agent *a, int64_t now)
         enum agent_pod_state was = p->state;
         agent_pods_judge(p, &a->plan->profiles, known, labels, n);
         if (p->state != was)
-            a->status_dirty = true;
+            a->status_dirty = a->look_again = true;
         if (p->state == AGENT_POD_ALLOWED && was != AGENT_POD_ALLOWED)
             agent_log(a, "pod %s/%s: profile '%s' allowed", p->ns, p->name, p->profile);
         if (p->warn_due)
             warn(a, p);
+    }
+}
+
+/* The options of an otel entry for the pod's container k, kept (agent_pod_job); NULL when out
+ * of memory. Other modes use the entry's own. */
+static const struct watch_opts *pod_opts(struct agent *a, const struct agent_plan_entry *x,
+                                         const struct agent_pod *p, size_t k)
+{
+    const char *container = p->c[k].name;
+    for (struct agent_pod_job *j = a->pod_jobs; j; j = j->next)
+        if (j->entry == x && strcmp(j->uid, p->uid) == 0 && strcmp(j->po.container, container) == 0)
+            return &j->po.wo;
+    struct agent_pod_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return NULL;
+    j->entry = x;
+    memcpy(j->uid, p->uid, sizeof(j->uid));
+    agent_plan_pod_opts(x, p->ns, p->name, container, &j->po);
+    j->next = a->pod_jobs;
+    a->pod_jobs = j;
+    return &j->po.wo;
+}
+
+/* Options of pods gone long enough are freed (every one when `all`). */
+static void pod_opts_sweep(struct agent *a, int64_t now_ms, bool all)
+{
+    struct agent_pod_job **pp = &a->pod_jobs;
+    while (*pp) {
+        struct agent_pod_job *j = *pp;
+        if (!all && agent_pods_find(&a->pods, j->uid))
+            j->gone_ms = 0;
+        else if (!all && !j->gone_ms)
+            j->gone_ms = now_ms;
+        if (all || (j->gone_ms && now_ms - j->gone_ms > AGENT_POD_OPTS_KEEP_MS)) {
+            *pp = j->next;
+            free(j);
+            continue;
+        }
+        pp = &j->next;
     }
 }
 
@@ -165,15 +210,20 @@ static size_t poll_fds(struct pollfd *fds, size_t max, int64_t *until_ms, void *
     return k8s_follow_fds(a->f, fds, max, until_ms);
 }
 
-static void after_poll(const struct pollfd *fds, size_t n, void *userdata)
+static bool after_poll(const struct pollfd *fds, size_t n, void *userdata)
 {
     struct agent *a = userdata;
     k8s_follow_step(a->f, fds, n, util_now_ms());
     int64_t now = util_now_ms();
     agent_config_check(a, now);
     agent_stops_step(a, now);
+    if (a->pod_jobs)
+        pod_opts_sweep(a, now, false);
     judge_all(a, now);
     agent_status_write(a, now, false);
+    bool look = a->look_again;
+    a->look_again = false;
+    return look;
 }
 
 static const struct watch_opts *choose(const struct target *tg, void *userdata)
@@ -197,7 +247,7 @@ static const struct watch_opts *choose(const struct target *tg, void *userdata)
     memcpy(c->container, p->c[k].name, sizeof(c->container));
     c->entry = x;
     c->ok = false;
-    return &x->wo;
+    return x->wo.attach.otel ? pod_opts(a, x, p, k) : &x->wo;
 }
 
 static struct agent_chosen *chosen_of(struct agent *a, pid_t pid, uint64_t start)
@@ -283,6 +333,7 @@ int agent_run(const struct agent_opts *o, struct cla_error *e)
         agent_status_write(a, util_now_ms(), true);
     }
     k8s_follow_free(a->f);
+    pod_opts_sweep(a, 0, true);
     agent_pods_free(&a->pods);
     agent_plan_free(a->plan);
     free(a);

@@ -102,6 +102,6 @@ void agent_config_check(struct agent *a, int64_t now_ms)
     a->plan = plan;
     a->reloads++;
     agent_pods_rejudge(&a->pods);
-    a->status_dirty = true;
+    a->status_dirty = a->look_again = true;
     agent_log(a, "profiles reloaded from %s (%zu profiles)", a->o->profiles_path, plan->n);
 }

@@ -47,6 +47,18 @@ struct agent_stop {
     int64_t deadline_ms;
 };
 
+/* An otel attach's options for one pod's container (its names in the resource), kept while a
+ * job may use them: freed once its pod has been gone for AGENT_POD_OPTS_KEEP_MS, well past any
+ * attach's deadline and sweep, or when the agent ends. */
+#define AGENT_POD_OPTS_KEEP_MS (10 * 60 * 1000)
+struct agent_pod_job {
+    struct agent_pod_job *next;
+    const struct agent_plan_entry *entry;
+    char uid[K8S_UID_MAX + 1];
+    int64_t gone_ms; /* when its pod was first seen gone; 0 while it is there */
+    struct agent_pod_opts po;
+};
+
 struct agent {
     const struct agent_opts *o;
     struct watch_opts wo; /* the loop's: base with the agent's hooks */
@@ -59,10 +71,14 @@ struct agent {
     struct agent_chosen chosen[AGENT_CHOSEN_MAX];
     size_t chosen_next;
     bool status_dirty;
+    /* what choose answers may have changed (an annotated pod came or changed, a judgement, the
+     * profiles): the watcher looks at its idle processes again at once (after_poll) */
+    bool look_again;
     bool status_failed; /* the last write failed (and was said) */
     int64_t status_ms;
     struct agent_stop stops[AGENT_STOPS_MAX];
     size_t n_stops;
+    struct agent_pod_job *pod_jobs;
     uint64_t warnings, warnings_failed, reloads, reloads_refused;
 };
 

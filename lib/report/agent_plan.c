@@ -7,6 +7,7 @@
 #include "report/agent_plan.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,21 @@ int agent_plan_build(struct agent_profiles *profiles, const struct watch_opts *b
     *profiles = (struct agent_profiles){0};
     *ret = p;
     return 0;
+}
+
+void agent_plan_pod_opts(const struct agent_plan_entry *x, const char *ns, const char *name,
+                         const char *container, struct agent_pod_opts *out)
+{
+    out->wo = x->wo;
+    out->oo = x->oo;
+    snprintf(out->ns, sizeof(out->ns), "%s", ns);
+    snprintf(out->name, sizeof(out->name), "%s", name);
+    snprintf(out->container, sizeof(out->container), "%s", container);
+    out->oo.pod_namespace = out->ns;
+    out->oo.pod_name = out->name;
+    out->oo.container_name = out->container;
+    if (x->wo.attach.otel)
+        out->wo.attach.otel = &out->oo;
 }
 
 const struct agent_plan_entry *agent_plan_find(const struct agent_plan *p, const char *name)

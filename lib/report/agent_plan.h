@@ -42,6 +42,19 @@ int agent_plan_build(struct agent_profiles *profiles, const struct watch_opts *b
 /* The entry of profile `name` (its options, its profile), or NULL. */
 const struct agent_plan_entry *agent_plan_find(const struct agent_plan *p, const char *name);
 
+/* An otel entry's options for one pod's container: the entry's, with k8s.pod.name,
+ * k8s.namespace.name and k8s.container.name (the agent knows the pod; the annotation adds
+ * nothing else). The names are copied in; wo.attach.otel points at oo. */
+struct agent_pod_opts {
+    struct watch_opts wo;
+    struct otel_opts oo;
+    char ns[K8S_LABEL_MAX + 1];
+    char name[K8S_NAME_MAX + 1];
+    char container[K8S_LABEL_MAX + 1];
+};
+void agent_plan_pod_opts(const struct agent_plan_entry *x, const char *ns, const char *name,
+                         const char *container, struct agent_pod_opts *out);
+
 /* Frees the plan and every older one. */
 void agent_plan_free(struct agent_plan *p);
 

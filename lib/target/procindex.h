@@ -47,6 +47,10 @@
  * namespace below ours, takes a pid in ours too), or when this long has passed (to let go of
  * the processes that ended). A quiet node costs one read of /proc/loadavg per scan. */
 #define PROCINDEX_RELIST_MS 2000
+/* With events (procindex_events_read), a scan that no event asked for looks only at the groups
+ * whose directory is not held and watched; every group is looked at again at least this often
+ * (watch's default --interval), and at the first scan after an event. */
+#define PROCINDEX_GROUPS_FULL_MS 250
 /* A socket directory that could not be opened is tried again after this long; one that held
  * more than PROCINDEX_BUSY_ENTRIES names is listed again after this long at the earliest. */
 #define PROCINDEX_RETRY_MS     2000

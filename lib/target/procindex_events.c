@@ -48,5 +48,6 @@ bool procindex_events_read(struct procindex *x, struct direvents *ret)
         total += (size_t)n;
         owed |= direvents_parse(buf, (size_t)n, ret);
     }
+    x->ev_pending |= owed;
     return owed;
 }

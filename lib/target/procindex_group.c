@@ -144,6 +144,7 @@ static int group_apply(struct procindex_group *g, const struct fsworker *w, cons
     if (a.n > TARGET_DIR_ENTRIES_MAX || len != sizeof(a) + (size_t)a.n * sizeof(*g->entries))
         return -EPROTO;
     g->held = a.flags & PX_HELD;
+    g->watched = g->held && (a.flags & PX_WATCHED);
     g->held_gen = fsworker_generation(w);
     if (a.flags & PX_OPEN_FAILED) {
         g->dir_errno = a.dir_errno;
@@ -310,6 +311,16 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
     }
     size_t kept = 0, held = 0;
     int r = 0;
+    /* With events (watch), a directory held and watched that no event spoke of since the last
+     * pass over every group has no new name: a scan a new pid asked for leaves it as listed,
+     * without a request to the helper (one round trip per group was most of such a scan's
+     * cost on a busy node). Every PROCINDEX_GROUPS_FULL_MS, and after any event, every group is
+     * looked at as before (a tmpfs mounted over a TMPDIR sends no event). */
+    bool light = x->with_stat && x->ev_fd >= 0 && !x->ev_pending && now_ms < x->groups_full_ms;
+    if (!light) {
+        x->ev_pending = false;
+        x->groups_full_ms = now_ms + PROCINDEX_GROUPS_FULL_MS;
+    }
     for (size_t i = 0; i < x->ngroups; i++) {
         struct procindex_group *g = x->groups[i];
         if (!g->members) { /* nobody left there: its directory is let go */
@@ -325,6 +336,10 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
         if (r < 0 || procindex_stall_active(x, &g->stall, now_ms) ||
             (x->with_stat && x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX))
             continue;
+        if (light && g->watched && g->valid && held_now(g, x->w)) {
+            held++;
+            continue;
+        }
         /* Two fds per directory held: a target that makes thousands of TMPDIRs must not take
          * every fd the helper has. The groups past the bound are left to the full look, as
          * without the index. */

@@ -324,7 +324,7 @@ static void handle_group(struct procindex_hctx *c, const void *req, size_t len, 
         h = NULL;
     }
     if (h)
-        answer_head(a)->flags |= PX_HELD;
+        answer_head(a)->flags |= PX_HELD | (h->wd >= 0 ? PX_WATCHED : 0);
 }
 
 /* PX_SOCKET_FIND and PX_SOCKET_OPEN: the process pinned again (a pid and start time name one

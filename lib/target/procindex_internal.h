@@ -45,6 +45,7 @@ struct procindex_group {
     pid_t rep; /* a member of the last scan: the process whose user opens the directory */
     size_t members;
     bool held;         /* the helper of generation held_gen holds it open */
+    bool watched;      /* ... with an inotify watch on it */
     uint64_t held_gen; /* fsworker_generation() */
     int dir_errno;     /* why there is no listing (0 with one) */
     int64_t retry_ms;
@@ -102,6 +103,7 @@ struct px_group_req {
 #define PX_REP_GONE    0x04u /* ... because `rep` has ended: another member may open it at once */
 #define PX_LISTED      0x08u /* the entries follow and replace the last ones */
 #define PX_CLOSED      0x10u /* the last listing is void (the directory went, or failed) */
+#define PX_WATCHED     0x20u /* it holds it with an inotify watch on it (direvents.h) */
 
 struct px_group_reply {
     uint32_t flags;
@@ -185,6 +187,7 @@ struct procindex {
     char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pthread_mutex_t groups_lock; /* procindex_group_find() while a helper thread probes (relist) */
     pid_t last_pid;              /* from /proc/loadavg at the last listing; -1 = unknown */
+    int loadavg_fd;              /* /proc/loadavg held open (pread); -1: opened at each read */
     uint64_t pidns;              /* the PID namespace of /proc (its pid 1's); 0 = unknown */
     /* the pids allocated since the scan before: (alloc_after, alloc_upto], cyclic; unknown
      * when alloc_after < 0 */
@@ -193,6 +196,8 @@ struct procindex {
     /* The helper's inotify instance (a copy), of helper generation ev_gen; -1: none. */
     int ev_fd;
     uint64_t ev_gen;
+    bool ev_pending;        /* an event asked for a scan since the last pass over every group */
+    int64_t groups_full_ms; /* the next pass over every group, events or not */
     /* Everything below other processes' roots goes through the helper (procindex_helper.c). */
     struct fsworker *w;
     struct procindex_hctx hctx;

@@ -220,6 +220,12 @@ static bool probe_into(struct procindex *x, pid_t pid, struct procindex_rec *r, 
         return true;
     }
     rr = read_once(x->proc_dirfd, pid, "environ", envbuf, PROC_ENVIRON_MAX + 1, &elen);
+    /* ESRCH here, its directory still there: a process with no address space, a kernel thread
+     * (or one exiting). It runs no runtime, and it is kept as such: dropped, it would be new
+     * again at the next listing of /proc, probed again, dropped again, at every listing (in the
+     * machine's PID namespace, every kernel thread at every scan a new pid asks for). */
+    if (rr == -ESRCH)
+        return true;
     if (procindex_gone(rr))
         return false;
     if (rr < 0) {

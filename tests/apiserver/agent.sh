@@ -15,8 +15,12 @@
 # with a pod deleted and one created meanwhile: the agent relists (or resumes) and misses
 # neither; a bad change of the profiles keeps the last good ones, a good one is taken; a watch
 # stalled (the apiserver stopped, its connection open) is restarted; a label taken off a
-# namespace is followed; a perfmap profile's annotation removed disables the perf map; SIGTERM
-# ends it within 2 s.
+# namespace is followed; a perfmap profile's annotation removed disables the perf map; an otel
+# profile's annotation starts the OpenTelemetry agent with the pod's names on the resource, its
+# removal stops it (agent_otel.sh); SIGTERM ends it within 2 s.
+
+# shellcheck source=tests/apiserver/agent_otel.sh
+. "$(dirname "${BASH_SOURCE[0]}")/agent_otel.sh"
 
 AG_NODE=agent-node-1
 
@@ -246,7 +250,7 @@ ag_profiles() {
   "probe-startup": {"mode": "startup", "profiler": "$PROBE", "clsid": "$PROBE_CLSID",
                     "env": ["CLRPROBE_OUT=/tmp/probe-agent-startup.json"],
                     "namespaces": "clrattach.io/profiling=allowed"},
-  "perfmap": {"mode": "perfmap", "namespaces": "clrattach.io/perfmap=on"}${2:-}
+  "perfmap": {"mode": "perfmap", "namespaces": "clrattach.io/perfmap=on"}${AGO_PROFILE}${2:-}
 }}
 EOF
     mv -f "$1.new" "$1"
@@ -301,14 +305,14 @@ ag_ns_label() {
 
 ag_cleanup() {
     local p
-    for p in $AG_ORDERS $AG_BLOCKED $AG_PAUSED $AG_PERF; do kill -KILL "$p" 2>/dev/null; done
+    for p in $AG_ORDERS $AG_BLOCKED $AG_PAUSED $AG_PERF $AGO_PID; do kill -KILL "$p" 2>/dev/null; done
     sleep 0.5
     find "$AG_CG/clrattach-test-pod.slice" -depth -type d -exec rmdir {} \; 2>/dev/null
     rmdir "$AG_CG" 2>/dev/null
 }
 
 agent_scenario() {
-    local d=$WORK/agent base id_orders id_blocked id_paused id_perf
+    local d=$WORK/agent base id_orders id_blocked id_paused id_perf id_otel
     mkdir -p "$d"
     base=$(findmnt -t cgroup2 -n -o TARGET | head -n1)
     [ -n "$base" ] && [ -w "$base" ] || { fail agent-prerequisites "no writable cgroup v2 hierarchy"; return; }
@@ -317,6 +321,7 @@ agent_scenario() {
     id_blocked=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     id_paused=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     id_perf=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    id_otel=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
     ag_setup "$d" || { fail agent-setup "deploy/agent's RBAC, namespaces, token"; return; }
     ag_pod agent-ok orders-0 "$AG_NODE" && ag_pod agent-ok bad-path "$AG_NODE" /tmp/evil.so &&
         ag_pod agent-ok unknown "$AG_NODE" nosuch && ag_pod agent-no blocked "$AG_NODE" probe &&
@@ -332,11 +337,15 @@ agent_scenario() {
         AG_PERF=$AG_PID &&
         AG_PAUSED_LOG=$AG_LOG || { fail agent-setup "the apps in their cgroups"; ag_cleanup; return; }
     ok "agent-setup (deploy/agent RBAC, 7 pods, 4 apps in containerd-named cgroups, one paused at startup)"
+    # The otel profile's pod and app, and its profile written with the receiver's endpoint.
+    ago_setup "$d" "$id_otel" && ag_profiles "$d/profiles.json" ||
+        fail agent-otel-setup "the receiver, its pod, its app"
     ag_start "$d"
     ag_refusals "$d"
     ag_startup "$d"
     ag_attach "$d"
     ag_perfmap "$d"
+    ag_otel "$d"
     ag_relist "$d"
     ag_reload "$d"
     ag_stall "$d"

@@ -1,9 +1,11 @@
 # shellcheck shell=bash
 # A real single-node Kubernetes 1.20 on loopback, for tests/cluster/run.sh: etcd (Debian's
 # etcd-server), kube-apiserver (tests/apiserver/build-apiserver.sh), kube-controller-manager,
-# kube-scheduler and the kubelet (tests/cluster/build-cluster.sh), the kubelet's built-in
-# dockershim driving a private Docker Engine (tests/containers/lib.sh's, with its own state
-# directory). PKI made per run with openssl. Pods run with hostNetwork (there is no CNI).
+# kube-scheduler and the kubelet (tests/cluster/build-cluster.sh). The node's runtime
+# (CLUSTER_RUNTIME): "docker", the kubelet's built-in dockershim driving a private Docker Engine
+# (tests/containers/lib.sh's, with its own state directory); "containerd", the kubelet talking CRI
+# to a containerd of its own (tests/cluster/containerd.sh). PKI made per run with openssl. Pods
+# run with hostNetwork (there is no CNI).
 #
 # Everything started is remembered by pid and stopped by cluster_stop (TERM, then KILL); what the
 # kubelet changes on the host (sysctls, its cgroups, /var/lib/kubelet/device-plugins, the pod log
@@ -13,7 +15,7 @@
 #
 # Needs (set by the caller): ROOT, BUILD, WORK (this run's directory), CLUSTER_RUN (this run's
 # short directory for sockets: short_run_dir, tests/suite.sh), and tests/containers/lib.sh
-# sourced (dk, start_dockerd, stop_dockerd, ENGINE_DIR).
+# sourced (dk, start_dockerd, stop_dockerd, ENGINE_DIR); for "containerd", containerd.sh sourced.
 
 KBIN=$ROOT/build/cluster/bin
 APISERVER_BIN=$ROOT/build/apiserver/kube-apiserver
@@ -36,6 +38,7 @@ KUBELET_ROOT=$CLUSTER_RUN/kubelet
 # run's root directory.
 SECCOMP_DIR=$KUBELET_ROOT/seccomp
 CLUSTER_PIDS=()
+CLUSTER_RUNTIME=${CLUSTER_RUNTIME:-docker}
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -105,6 +108,17 @@ bg() {
     "$@" >"$log" 2>&1 &
     BG_PID=$!
     CLUSTER_PIDS+=("$BG_PID")
+}
+
+# stop_pid PID SECONDS: TERM, up to SECONDS for PID to end, then KILL.
+stop_pid() {
+    local i
+    kill -TERM "$1" 2>/dev/null || return 0
+    for i in $(seq $(($2 * 10))); do
+        kill -0 "$1" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL "$1" 2>/dev/null
 }
 
 # wait_for SECONDS PID CMD...: until CMD succeeds; fails early when PID has died.
@@ -309,10 +323,12 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 featureGates: {EphemeralContainers: true, BoundServiceAccountTokenVolume: true}
 EOF
+    local runtime=(--experimental-dockershim-root-directory "$WORK/dockershim"
+        --container-runtime docker --docker-endpoint "$DOCKER_HOST")
+    [ "$CLUSTER_RUNTIME" = containerd ] &&
+        runtime=(--container-runtime remote --container-runtime-endpoint "unix://$CONTAINERD_SOCK")
     bg "$WORK/kubelet.log" "$KBIN/kubelet" --config "$WORK/kubelet.yaml" \
-        --kubeconfig "$p/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" \
-        --experimental-dockershim-root-directory "$WORK/dockershim" \
-        --container-runtime docker --docker-endpoint "$DOCKER_HOST" \
+        --kubeconfig "$p/kubelet.kubeconfig" --root-dir "$KUBELET_ROOT" "${runtime[@]}" \
         --pod-infra-container-image "$PAUSE_IMAGE" --seccomp-profile-root "$SECCOMP_DIR" \
         --hostname-override "$NODE" --v 2
     KUBELET_PID=$BG_PID
@@ -334,7 +350,11 @@ cluster_start() {
     host_dirs_snapshot
     save_sysctls
     cluster_pki || { echo "openssl: $(tail -3 "$WORK/pki/openssl.log")"; return 1; }
-    start_engine >"$WORK/engine.msg" 2>&1 || { echo "dockerd: $(cat "$WORK/engine.msg")"; return 1; }
+    if [ "$CLUSTER_RUNTIME" = containerd ]; then
+        containerd_start >"$WORK/engine.msg" 2>&1 || { cat "$WORK/engine.msg"; return 1; }
+    else
+        start_engine >"$WORK/engine.msg" 2>&1 || { echo "dockerd: $(cat "$WORK/engine.msg")"; return 1; }
+    fi
     start_etcd || { echo "etcd: $(tail -3 "$WORK/etcd.log")"; return 1; }
     start_apiserver || { echo "kube-apiserver: $(grep -E '^[EF][0-9]{4}' "$WORK/apiserver.log" | tail -3)"; return 1; }
     # kube-apiserver's own client to the kubelet (logs, exec, attach) under the kubelet's
@@ -350,7 +370,7 @@ cluster_start() {
 # bound to anything but loopback, one per line; empty when there is none.
 listeners_outside_loopback() {
     local pids p
-    pids=" $(for p in "${CLUSTER_PIDS[@]}" ${DOCKERD_PID:-}; do echo "$p"; pgrep -P "$p"; done | tr '\n' ' ') "
+    pids=" $(for p in "${CLUSTER_PIDS[@]}" ${DOCKERD_PID:-} ${CONTAINERD_PID:-}; do echo "$p"; pgrep -P "$p"; done | tr '\n' ' ') "
     ss -Hlntup 2>/dev/null | while read -r _ _ _ _ local _ users; do
         case $local in 127.* | "[::1]":* | "::1":*) continue ;; esac
         for p in $(printf '%s' "$users" | grep -o 'pid=[0-9]*' | cut -d= -f2); do
@@ -360,19 +380,18 @@ listeners_outside_loopback() {
 }
 
 # cluster_stop: the kubelet first (so it restarts nothing), then every container it made, the
-# engine, the controllers, kube-apiserver, etcd; TERM, 5 s, then KILL, by pid. Then the mounts
-# under the run's directory (the kubelet's volume tmpfs), the sysctls, the host directories and
-# the pod cgroups.
+# engine (or containerd: containerd_stop), the controllers, kube-apiserver, etcd; TERM, 5 s, then
+# KILL, by pid. Then the mounts under the run's directory (the kubelet's volume tmpfs), the
+# sysctls, the host directories and the pod cgroups.
 cluster_stop() {
     local p i alive ids
-    [ -n "${KUBELET_PID:-}" ] && kill -TERM "$KUBELET_PID" 2>/dev/null &&
-        for i in $(seq 50); do kill -0 "$KUBELET_PID" 2>/dev/null || break; sleep 0.1; done
-    [ -n "${KUBELET_PID:-}" ] && kill -KILL "$KUBELET_PID" 2>/dev/null
+    [ -n "${KUBELET_PID:-}" ] && stop_pid "$KUBELET_PID" 5
     if [ -n "${DOCKERD_PID:-}" ]; then
         ids=$(DK_TIMEOUT=30 dk ps -aq 2>/dev/null)
         [ -z "$ids" ] || DK_TIMEOUT=60 dk rm -f $ids >/dev/null 2>&1
         stop_dockerd
     fi
+    [ -n "${CONTAINERD_PID:-}" ] && containerd_stop
     for p in "${CLUSTER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
     for i in $(seq 50); do
         alive=

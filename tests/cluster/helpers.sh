@@ -1,6 +1,13 @@
 # shellcheck shell=bash
-# The helpers of the cluster scenarios (tests/cluster/scenarios.sh, scenario_otel.sh), sourced by
-# tests/cluster/run.sh once the cluster is up: K, dk, ok, fail, WORK, ROOT are its.
+# Helpers of the cluster scenarios (tests/cluster/scenarios.sh, common.sh, cri.sh,
+# scenario_otel.sh): kustomizations of deploy/ as shipped, pods waited for and read through K, the
+# sample profiler's report, Events, an on-call pod without the sidecar, the kubectl plugin as an
+# operator runs it. Sourced by tests/cluster/run.sh once the cluster is up (K, dk, ok, fail, WORK,
+# ROOT are its).
+
+PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profiler/clrprobe.h)
+REPORT=/clrattach-profilers/clrprobe-report.json
+SEL=app.kubernetes.io/name=orders-api
 
 # until_ok TRIES CMD...: CMD until it succeeds, once a second (every UNTIL_STEP seconds if set).
 until_ok() {
@@ -52,19 +59,23 @@ spec:
 EOF
 }
 
+# relpath PATH FROM: PATH relative to the directory FROM.
+relpath() { python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$1" "$2"; }
+
 # shipped NAME DIR [COMPONENT...]: a kustomization in $WORK/k/NAME whose only resource is DIR (a
-# directory of deploy/, as shipped), with the COMPONENTs (deploy/components/*) if any, plus the
-# suite's own patch: hostNetwork for every Deployment, since this node has no CNI plugin. The
-# patches come last: a scenario may append one.
+# directory of deploy/, as shipped), with deploy/'s COMPONENTs if any, plus the suite's own patch:
+# hostNetwork for every Deployment, since this node has no CNI plugin. Its patches come last (a
+# scenario may append some).
 shipped() {
-    local d=$WORK/k/$1 c
+    local d=$WORK/k/$1 dir=$2 c
+    shift 2
     mkdir -p "$d"
-    relpath() { python3 -c 'import os, sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$1" "$d"; }
     {
-        printf 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n' "$(relpath "$2")"
-        [ $# -gt 2 ] && echo "components:"
-        for c in "${@:3}"; do echo "- $(relpath "$c")"; done
-        cat <<'EOF'
+        printf '%s\n' "apiVersion: kustomize.config.k8s.io/v1beta1" "kind: Kustomization" \
+            "resources:" "- $(relpath "$dir" "$d")"
+        [ $# = 0 ] || echo "components:"
+        for c in "$@"; do echo "- $(relpath "$c" "$d")"; done
+        cat <<EOF
 patches:
 - target: {kind: Deployment}
   patch: '[{"op": "add", "path": "/spec/template/spec/hostNetwork", "value": true}]'
@@ -156,6 +167,49 @@ restarted() { [ "$(restarts "$1" "$2" "$3")" -ge "$4" ] 2>/dev/null; }
 gone() { [ -z "$(K get pods -n "$1" -l "$2" -o name 2>/dev/null)" ]; }
 some() { ! gone "$@"; }
 pod_absent() { ! K get pod -n "$1" "$2" >/dev/null 2>&1; }
+
+# oncall_pod NAME [notoken]: deploy/base's pod as shipped, without the sidecar and without the
+# shared PID namespace (the shape `kubectl debug --target` is for: a pod nobody prepared), as a
+# bare Pod. Without its containerPort too: with the node's network the port is the node's, and
+# the Deployment's pod holds it. "notoken": no service-account token either (the pod cannot
+# post its own Event).
+oncall_pod() {
+    kubectl kustomize "$(shipped base "$ROOT/deploy")" | python3 -c '
+import sys, yaml
+name = sys.argv[1]
+notoken = len(sys.argv) > 2 and sys.argv[2] == "notoken"
+dep = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deployment")
+t = dep["spec"]["template"]
+spec = t["spec"]
+spec["containers"] = [c for c in spec["containers"] if c["name"] != "clrattach"]
+spec.pop("shareProcessNamespace")
+if notoken:
+    spec["automountServiceAccountToken"] = False
+for c in spec["containers"]:
+    c.pop("ports", None)
+pod = {"apiVersion": "v1", "kind": "Pod", "spec": spec,
+       "metadata": {"name": name, "namespace": dep["metadata"]["namespace"],
+                    "labels": {"clrattach-test/oncall": name}}}
+yaml.safe_dump(pod, sys.stdout)' "$1" "${2:-}" | K apply -f - >/dev/null && wait_pod shop "clrattach-test/oncall=$1"
+}
+
+# eph_state NS POD NAME: "running", "terminated CODE", or the waiting reason; the terminated
+# container's message in $WORK/NAME.msg.
+eph_state() {
+    K get pod -n "$1" "$2" -o json | python3 -c '
+import json, sys
+pod = json.load(sys.stdin)
+st = next((s for s in pod["status"].get("ephemeralContainerStatuses") or [] if s["name"] == sys.argv[1]), None)
+state = (st or {}).get("state") or {}
+if "terminated" in state:
+    open(sys.argv[2], "w").write(state["terminated"].get("message", ""))
+    print("terminated %d" % state["terminated"]["exitCode"])
+elif "running" in state:
+    print("running")
+else:
+    print((state.get("waiting") or {}).get("reason", "pending"))' "$3" "$WORK/$3.msg"
+}
+eph_terminated() { case $(eph_state "$@") in terminated*) true ;; *) false ;; esac; }
 
 # plugin ARGS...: deploy/kubectl-clrattach as an operator runs it (kubectl on PATH, the admin's
 # kubeconfig); rc in RC, stdout/stderr in $WORK/plugin.{out,err}.

@@ -16,6 +16,8 @@
 #   Warning Event (ProfileRefused, never repeating the value) and nothing loaded;
 #   kube-apiserver restarted under the running agent, then another pod annotated: attached;
 #   `clrattach agent --status` in the agent's pod lists what it did.
+# Defines scenario_agent, which run.sh calls on the dockershim node and cri.sh on the containerd
+# node (its checks' names prefixed by $PFX there).
 
 AG_NS=agent-shop
 AG_NO=agent-other
@@ -309,4 +311,3 @@ EOF
     K delete namespace "$AG_NS" "$AG_NO" --wait=false >/dev/null 2>&1
     K delete -k "$k" --wait=false >/dev/null 2>&1
 }
-scenario_agent

@@ -1,109 +1,14 @@
 # shellcheck shell=bash
-# The scenarios of tests/cluster/run.sh, on the cluster it brought up (sourced by it: K, dk, ok,
-# fail, WORK, ROOT, APP_IMAGE, CLR_IMAGE, SECCOMP_DIR are its).
-
-PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profiler/clrprobe.h)
-REPORT=/clrattach-profilers/clrprobe-report.json
+# The scenarios of tests/cluster/run.sh on its first node shape, the kubelet on dockershim
+# (sourced by it: K, dk, ok, fail, WORK, ROOT, APP_IMAGE, CLR_IMAGE, SECCOMP_DIR are its). The
+# helpers are tests/cluster/helpers.sh's; the scenarios every shape runs, tests/cluster/common.sh's
+# (the containerd node runs them again in tests/cluster/cri.sh).
 
 # ---- 1. deploy/ on a fresh cluster --------------------------------------------------------------
-SEL=app.kubernetes.io/name=orders-api
-k=$(shipped base "$ROOT/deploy")
-if K apply -k "$k" >"$WORK/s1-apply.out" 2>&1 && grep -q '^namespace/shop created' "$WORK/s1-apply.out"; then
-    ok "base-apply-on-fresh-cluster (kubectl apply -k deploy/: $(grep -c created "$WORK/s1-apply.out") objects created, namespace shop first)"
-else
-    fail base-apply-on-fresh-cluster "$(tr '\n' ' ' <"$WORK/s1-apply.out")"
-fi
-if wait_pod shop "$SEL"; then
-    ok "base-pod-running ($POD: app and sidecar ready)"
-    BASE_POD=$POD
-    if wait_report shop "$POD" app "$REPORT"; then
-        ok "base-sidecar-attached (the sample profiler's report in the app's emptyDir)"
-    else
-        fail base-sidecar-attached "sidecar: $(logs_of shop "$POD" clrattach)"
-    fi
-    if wait_events shop "$POD" ProfilerAttached 1 app &&
-        K get events -n shop >"$WORK/s1-events.txt" 2>&1 &&
-        grep ProfilerAttached "$WORK/s1-events.txt" | grep -q "pod/$POD"; then
-        ok "base-event-in-kubectl-get-events ($(grep ProfilerAttached "$WORK/s1-events.txt" | head -1 | tr -s ' ' | cut -c1-160))"
-    else
-        fail base-event-in-kubectl-get-events "$(cat "$WORK/s1-events.txt" 2>/dev/null | tail -5 | tr '\n' ' ') sidecar: $(logs_of shop "$POD" clrattach)"
-    fi
-    # The Event came through the kubelet's projected, bound token (BoundServiceAccountTokenVolume).
-    vol=$(K get pod -n shop "$POD" -o 'jsonpath={.spec.volumes[?(@.projected.sources[0].serviceAccountToken)].name}')
-    case $vol in
-    kube-api-access-*) ok "base-bound-token-volume ($vol)" ;;
-    *) fail base-bound-token-volume "no kube-api-access-* volume: '$vol'" ;;
-    esac
-    # kubectl.kubernetes.io/default-container: the app's output, not the sidecar's.
-    if K logs -n shop "$POD" 2>&1 | grep -q '^ready '; then
-        ok base-default-container-is-app
-    else
-        fail base-default-container-is-app "$(K logs -n shop "$POD" 2>&1 | head -3 | tr '\n' ' ')"
-    fi
-else
-    fail base-pod-running "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ') $(K describe pods -n shop 2>&1 | grep -A8 '^Events:' | tail -6 | tr '\n' ' ')"
-    BASE_POD=
-fi
+scenario_base
 
 # ---- 3. the app container restarted: attached again, the Event's series count 2 ---------------
-if [ -n "$BASE_POD" ]; then
-    t0=$(now_ms)
-    if kill_app shop "$BASE_POD" app Orders.Api.dll && until_ok 60 restarted shop "$BASE_POD" app 1 &&
-        wait_report shop "$BASE_POD" app "$REPORT" "$t0"; then
-        ok "restart-attached-again (restart count $(restarts shop "$BASE_POD" app))"
-    else
-        fail restart-attached-again "restarts $(restarts shop "$BASE_POD" app); sidecar: $(logs_of shop "$BASE_POD" clrattach)"
-    fi
-    if wait_events shop "$BASE_POD" ProfilerAttached 2 app; then
-        ok "restart-event-series-count-2 (one Event, series.count $(event_count shop "$BASE_POD" ProfilerAttached app))"
-    else
-        fail restart-event-series-count-2 "count $(event_count shop "$BASE_POD" ProfilerAttached app); sidecar: $(logs_of shop "$BASE_POD" clrattach)"
-    fi
-fi
-
-# ---- an app pod without the sidecar, for the on-call paths -------------------------------------
-# oncall_pod NAME [notoken]: deploy/base's pod as shipped, without the sidecar and without the
-# shared PID namespace (the shape `kubectl debug --target` is for: a pod nobody prepared), as a
-# bare Pod. Without its containerPort too: with the node's network the port is the node's, and
-# the Deployment's pod holds it. "notoken": no service-account token either (the pod cannot
-# post its own Event).
-oncall_pod() {
-    kubectl kustomize "$(shipped base "$ROOT/deploy")" | python3 -c '
-import sys, yaml
-name = sys.argv[1]
-notoken = len(sys.argv) > 2 and sys.argv[2] == "notoken"
-dep = next(d for d in yaml.safe_load_all(sys.stdin) if d and d["kind"] == "Deployment")
-t = dep["spec"]["template"]
-spec = t["spec"]
-spec["containers"] = [c for c in spec["containers"] if c["name"] != "clrattach"]
-spec.pop("shareProcessNamespace")
-if notoken:
-    spec["automountServiceAccountToken"] = False
-for c in spec["containers"]:
-    c.pop("ports", None)
-pod = {"apiVersion": "v1", "kind": "Pod", "spec": spec,
-       "metadata": {"name": name, "namespace": dep["metadata"]["namespace"],
-                    "labels": {"clrattach-test/oncall": name}}}
-yaml.safe_dump(pod, sys.stdout)' "$1" "${2:-}" | K apply -f - >/dev/null && wait_pod shop "clrattach-test/oncall=$1"
-}
-
-# eph_state NS POD NAME: "running", "terminated CODE", or the waiting reason; the terminated
-# container's message in $WORK/NAME.msg.
-eph_state() {
-    K get pod -n "$1" "$2" -o json | python3 -c '
-import json, sys
-pod = json.load(sys.stdin)
-st = next((s for s in pod["status"].get("ephemeralContainerStatuses") or [] if s["name"] == sys.argv[1]), None)
-state = (st or {}).get("state") or {}
-if "terminated" in state:
-    open(sys.argv[2], "w").write(state["terminated"].get("message", ""))
-    print("terminated %d" % state["terminated"]["exitCode"])
-elif "running" in state:
-    print("running")
-else:
-    print((state.get("waiting") or {}).get("reason", "pending"))' "$3" "$WORK/$3.msg"
-}
-eph_terminated() { case $(eph_state "$@") in terminated*) true ;; *) false ;; esac; }
+scenario_restart
 
 # ---- 6. an ephemeral container through the 1.20 API ---------------------------------------------
 # Kubernetes 1.16 to 1.21 serve pods/NAME/ephemeralcontainers as an `EphemeralContainers` object
@@ -181,40 +86,7 @@ else
 fi
 
 # ---- 7. the plugin's streaming path: a profiler from this machine, stdinOnce -------------------
-if oncall_pod oncall-plugin; then
-    t=$SECONDS
-    plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" --profiler "$ABS_BUILD/libclrprobe.so" -o json \
-        --client-data out=/clrattach-profilers/plugin-report.json --name clrattach-stream --timeout 90
-    if [ "$RC" = 0 ] && grep -q '"outcome":"attached"' "$WORK/plugin.out" &&
-        report_ok shop oncall-plugin app /clrattach-profilers/plugin-report.json &&
-        [ "$(K get pod -n shop oncall-plugin -o 'jsonpath={.spec.ephemeralContainers[?(@.name=="clrattach-stream")].stdinOnce}')" = true ]; then
-        ok "plugin-streams-local-profiler ($((SECONDS - t)) s, stdinOnce)"
-    else
-        fail plugin-streams-local-profiler "rc $RC: $(tail -c 600 "$WORK/plugin.out") $(tail -c 600 "$WORK/plugin.err")"
-    fi
-    st=$(eph_state shop oncall-plugin clrattach-stream)
-    [ "$st" = "terminated 0" ] && ok "plugin-leaves-nothing-running ($st)" ||
-        fail plugin-leaves-nothing-running "$st"
-    # The stream's attach failing (a kubectl that refuses it once): the plugin ends the
-    # container's input itself, and the container ends.
-    mkdir -p "$WORK/flaky"
-    cat >"$WORK/flaky/kubectl" <<EOF
-#!/bin/sh
-if [ "\$1" = attach ] && [ ! -e "$WORK/flaky/failed" ]; then : >"$WORK/flaky/failed"; exit 1; fi
-exec $(command -v kubectl) "\$@"
-EOF
-    chmod 755 "$WORK/flaky/kubectl"
-    KUBECTL=$WORK/flaky/kubectl plugin oncall-plugin -n shop -c app --clsid "$PROBE_CLSID" \
-        --profiler "$ABS_BUILD/libclrprobe.so" --name clrattach-cut --timeout 60
-    st=$(eph_state shop oncall-plugin clrattach-cut)
-    case $st in
-    terminated*) ok "plugin-ends-an-unfed-container (attach failed: rc $RC, container $st)" ;;
-    *) fail plugin-ends-an-unfed-container "container $st; rc $RC $(tail -c 400 "$WORK/plugin.err")" ;;
-    esac
-    K delete pod -n shop oncall-plugin --wait=false >/dev/null 2>&1
-else
-    fail oncall-plugin-pod "$(K get pods -n shop -o wide 2>&1 | tail -3 | tr '\n' ' ')"
-fi
+scenario_plugin_stream
 
 # ---- 5. SIGTERM: the sidecar's termination message is the JSON result --------------------------
 # The pod is deleted: the kubelet stops the sidecar with SIGTERM. What the kubelet reads for the
@@ -570,25 +442,7 @@ fi
 K delete deployment -n shop orders-api --wait=true --timeout=60s >/dev/null 2>&1
 
 # ---- 12. the README's plugin line on the README's own deployment -------------------------------
-# `kubectl clrattach deployment/orders-api -n shop --clsid GUID` on deploy/base, word for word.
-# deploy/base shares one PID namespace (pid 1 is the pause process): the plugin finds the app's
-# process by its container's ID. The base's sidecar has attached the sample profiler already, so
-# the runtime's answer is already_active (exit 3): found and asked, not "not .NET".
-k=$(shipped base12 "$ROOT/deploy")
-if K apply -k "$k" >"$WORK/s12-apply.out" 2>&1 && wait_pod shop "$SEL" &&
-    wait_report shop "$POD" app "$REPORT"; then
-    P12=$POD
-    plugin deployment/orders-api -n shop --clsid "$PROBE_CLSID"
-    if [ "$RC" = 3 ] && grep -q 'already_active' "$WORK/plugin.out" &&
-        [ -n "$(K get pod -n shop "$P12" -o 'jsonpath={.spec.ephemeralContainers[?(@.name)].name}' | tr ' ' '\n' | grep -- '-pid$')" ]; then
-        ok "readme-plugin-line-on-base (shared PID namespace: the app's process found by its container ID; already_active)"
-    else
-        fail readme-plugin-line-on-base "rc $RC: $(tail -c 600 "$WORK/plugin.out") $(tail -c 400 "$WORK/plugin.err")"
-    fi
-else
-    fail readme-plugin-line-on-base "base not up: $(tr '\n' ' ' <"$WORK/s12-apply.out" | cut -c1-300)"
-fi
-K delete deployment -n shop orders-api --wait=false >/dev/null 2>&1
+scenario_plugin_on_base
 
 # ---- 13. the plugin with the rights docs/kubectl-debug.md lists, read as a reader would -------
 # "create events" granted on the core group only (apiGroups [""]): the plugin's events.k8s.io/v1

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The agent's profiles and the pod annotation naming one (lib/report/agent_profiles.c,
  * agent_selector.c): the admin's configuration checked strictly, and an annotation that can
- * name a profile and carry nothing else. */
+ * name a profile and carry nothing else; an otel profile's options for one pod (agent_plan.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fixture.h"
+#include "report/agent_plan.h"
 #include "report/agent_profiles.h"
 
 static struct agent_profiles cfg;
@@ -274,6 +275,51 @@ static void test_annotation_exhaustive(void **state)
     assert_int_equal(accepted, 1); /* "otel" */
 }
 
+/* An otel profile's attach for one pod carries the pod's names in the resource, on a copy: the
+ * profile's entry (shared by every pod) keeps none, and other settings are the entry's. */
+static void test_plan_pod_opts(void **state)
+{
+    (void)state;
+    size_t len;
+    char *b = slurp("tests/fixtures/agent/profiles.json", &len);
+    struct agent_profiles own = {0};
+    struct agent_plan *plan = NULL;
+    struct cla_error e = {0};
+    assert_int_equal(agent_profiles_parse(b, len, &own, &e), 0);
+    struct watch_opts base = {.attach = {.timeout_ms = 1234}};
+    struct perfmap_opts pb = {0};
+    struct otel_opts ob = {.timeout_ms = 1234, .service_name = "svc"};
+    assert_int_equal(agent_plan_build(&own, &base, &pb, &ob, &plan, &e), 0);
+    const struct agent_plan_entry *x = agent_plan_find(plan, "otel");
+    assert_non_null(x);
+    struct agent_pod_opts *po = calloc(1, sizeof(*po));
+    assert_non_null(po);
+    agent_plan_pod_opts(x, "shop", "orders-api-7d9f-x2", "app", po);
+    assert_ptr_equal(po->wo.attach.otel, &po->oo);
+    assert_string_equal(po->oo.pod_namespace, "shop");
+    assert_string_equal(po->oo.pod_name, "orders-api-7d9f-x2");
+    assert_string_equal(po->oo.container_name, "app");
+    assert_string_equal(po->oo.endpoint, "http://collector.observability:4318");
+    assert_string_equal(po->oo.agent, "/opt/clrattach/otel-agent");
+    assert_string_equal(po->oo.service_name, "svc");
+    assert_int_equal(po->wo.attach.timeout_ms, 1234);
+    assert_null(x->oo.pod_name);
+    assert_null(x->oo.pod_namespace);
+    assert_null(x->oo.container_name);
+    assert_ptr_equal(x->wo.attach.otel, &x->oo);
+    /* A name at its longest is kept whole. */
+    char longname[K8S_NAME_MAX + 1];
+    memset(longname, 'a', K8S_NAME_MAX);
+    longname[K8S_NAME_MAX] = '\0';
+    agent_plan_pod_opts(x, "shop", longname, "app", po);
+    assert_string_equal(po->oo.pod_name, longname);
+    /* Another mode's entry has no otel options to point at. */
+    agent_plan_pod_opts(agent_plan_find(plan, "perfmap"), "shop", "p", "app", po);
+    assert_null(po->wo.attach.otel);
+    free(po);
+    agent_plan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +328,7 @@ int main(void)
         cmocka_unit_test(test_selector),
         cmocka_unit_test(test_annotation_names_only),
         cmocka_unit_test(test_annotation_exhaustive),
+        cmocka_unit_test(test_plan_pod_opts),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -149,7 +149,7 @@ static size_t hook_fds(struct pollfd *fds, size_t max, int64_t *until_ms, void *
     return 1;
 }
 
-static void hook_after(const struct pollfd *fds, size_t n, void *userdata)
+static bool hook_after(const struct pollfd *fds, size_t n, void *userdata)
 {
     struct hooked *h = userdata;
     assert_int_equal(n, 1);
@@ -158,6 +158,7 @@ static void hook_after(const struct pollfd *fds, size_t n, void *userdata)
         h->readable++;
         h->f->stop = 1;
     }
+    return false;
 }
 
 static void test_agent_hooks(void **state)

@@ -103,6 +103,25 @@ static void test_idle_young_then_seldom(void **state)
     watch_table_free(t);
 }
 
+/* What selects a process changed (the agent's pods): every idle one is due at once; an attached
+ * one stays final, and one backing off keeps its back-off. */
+static void test_wake_idle(void **state)
+{
+    (void)state;
+    struct watch_table *t = watch_table_new();
+    int64_t now = 50000;
+    watch_table_idle(t, 41, 4, 0xAB, 3600000, now);
+    assert_false(watch_table_due(t, 41, 4, now + 1));
+    watch_table_record(t, 42, 4, ATTACH_OK, now);
+    watch_table_record(t, 43, 4, ATTACH_NOT_READY, now);
+    assert_false(watch_table_due(t, 43, 4, now + 1));
+    watch_table_wake_idle(t, now + 1);
+    assert_true(watch_table_due(t, 41, 4, now + 1));
+    assert_false(watch_table_due(t, 42, 4, now + 1));
+    assert_false(watch_table_due(t, 43, 4, now + 1));
+    watch_table_free(t);
+}
+
 static void test_exec_starts_over(void **state)
 {
     (void)state;
@@ -537,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_transient_backoff_then_give_up),
         cmocka_unit_test(test_sweep_drops_dead),
         cmocka_unit_test(test_idle_young_then_seldom),
+        cmocka_unit_test(test_wake_idle),
         cmocka_unit_test(test_exec_starts_over),
         cmocka_unit_test(test_exec_fp),
         cmocka_unit_test(test_many_unordered),
