@@ -320,7 +320,7 @@ int agent_annotation_parse(const struct agent_profiles *p, const char *value, si
                        "lowercase letters, digits and '-')");
     const struct agent_profile *prof = agent_profiles_find(p, v);
     if (!prof)
-        return err_set(e, -ENOENT, "no profile '%s' is configured for the clrattach agent", v);
+        return err_set(e, -ENOENT, "no profile of that name is configured for the clrattach agent");
     *ret_profile = prof;
     return 0;
 }

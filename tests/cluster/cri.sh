@@ -64,11 +64,15 @@ cri_shape() {
     [ -z "$out" ] && ok "cri-loopback-only" || fail cri-loopback-only "$out"
 
     PFX=cri-
-    scenario_base
-    [ -n "$BASE_POD" ] && cri_container_id
-    scenario_restart
-    scenario_plugin_stream
-    scenario_plugin_on_base
+    if [ "$SCENARIOS" != agent ]; then
+        scenario_base
+        [ -n "$BASE_POD" ] && cri_container_id
+        scenario_restart
+        scenario_plugin_stream
+        scenario_plugin_on_base
+    fi
+    # The node agent (scenario_agent.sh): containerd:// IDs, the cgroupfs driver's paths.
+    scenario_agent
     PFX=
     echo "cluster: the containerd node's part $((SECONDS - started)) s"
 }

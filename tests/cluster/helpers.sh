@@ -9,16 +9,54 @@ PROBE_CLSID=$(sed -n 's/^#define CLRPROBE_CLSID[[:space:]]*"\(.*\)"/\1/p' profil
 REPORT=/clrattach-profilers/clrprobe-report.json
 SEL=app.kubernetes.io/name=orders-api
 
-# until_ok SECONDS CMD...: CMD until it succeeds, once a second.
+# until_ok TRIES CMD...: CMD until it succeeds, once a second (every UNTIL_STEP seconds if set).
 until_ok() {
     local n=$1
     shift
     while [ "$n" -gt 0 ]; do
         "$@" >/dev/null 2>&1 && return 0
-        sleep 1
+        sleep "${UNTIL_STEP:-1}"
         n=$((n - 1))
     done
     return 1
+}
+
+# app_deployment NS NAME REPLICAS IMAGE [TEMPLATE-METADATA]: a Deployment of one .NET app, the
+# shape of deploy/base without the sidecar (the pod's runAsUser/runAsGroup the app's, its root
+# read-only, TMPDIR an emptyDir), on the node's network; TEMPLATE-METADATA goes into its pod
+# template's metadata (", annotations: {...}").
+app_deployment() {
+    cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $2, namespace: $1}
+spec:
+  replicas: $3
+  selector: {matchLabels: {app: $2}}
+  template:
+    metadata: {labels: {app: $2}${5:-}}
+    spec:
+      hostNetwork: true
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 1654
+        runAsGroup: 1654
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+      - name: app
+        image: $4
+        env:
+        - {name: TMPDIR, value: /app-tmp}
+        volumeMounts:
+        - {name: app-tmp, mountPath: /app-tmp}
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {drop: [ALL]}
+      volumes:
+      - name: app-tmp
+        emptyDir: {sizeLimit: 64Mi}
+EOF
 }
 
 # relpath PATH FROM: PATH relative to the directory FROM.

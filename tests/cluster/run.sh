@@ -12,8 +12,9 @@
 #
 # Two node shapes, one after the other (CLUSTER_SHAPES, "dockershim cri" by default): the kubelet
 # on its dockershim with a private Docker Engine (tests/cluster/scenarios.sh, then
-# tests/cluster/scenario_otel.sh), then a fresh cluster whose kubelet talks CRI to a containerd of
-# its own (tests/cluster/cri.sh, checks named cri-*). CLUSTER_SHAPES=cri runs the second shape's
+# tests/cluster/scenario_otel.sh, then the node agent's scenario_agent.sh), then a fresh cluster
+# whose kubelet talks CRI to a containerd of its own (tests/cluster/cri.sh, the agent's scenario
+# again; checks named cri-*). CLUSTER_SHAPES=cri runs the second shape's
 # scenarios alone (the dockershim node still comes up: its engine holds the images the containerd
 # node imports). CLUSTER_SCENARIOS=otel runs scenario_otel.sh alone, on the dockershim node, and
 # no second shape.
@@ -24,6 +25,8 @@
 # unknown CLUSTER_SHAPES or CLUSTER_SCENARIOS word) fails the suite, in CI and outside it;
 # CLRATTACH_SKIP_SUITES=cluster skips it (tests/suite.sh).
 # Env: KEEP_WORK=1 keeps build/cluster/run.*/ (every component's log, the rendered manifests).
+# CLUSTER_SCENARIOS=agent runs only the node agent's scenario (tests/cluster/scenario_agent.sh,
+# its checks agent-* and cri-agent-*) on each shape.
 # The sockets (the engine's, containerd's, the kubelet's) are in short directories of their own
 # under /run, whatever the checkout's path.
 set -u
@@ -72,7 +75,7 @@ prereq_fail() {
 for w in $SHAPES; do
     case $w in dockershim | cri) ;; *) prereq_fail "CLUSTER_SHAPES: '$w' is not a shape (dockershim, cri)" ;; esac
 done
-case $SCENARIOS in all | otel) ;; *) prereq_fail "CLUSTER_SCENARIOS: '$SCENARIOS' (all or otel)" ;; esac
+case $SCENARIOS in all | otel | agent) ;; *) prereq_fail "CLUSTER_SCENARIOS: '$SCENARIOS' (all, otel or agent)" ;; esac
 [ "$(id -u)" -eq 0 ] || prereq_fail "needs root (dockerd, the kubelet)"
 for tool in kubectl etcd openssl dotnet curl python3 ss; do
     command -v "$tool" >/dev/null || prereq_fail "$tool not on PATH (scripts/install-deps.sh)"
@@ -140,13 +143,18 @@ out=$(listeners_outside_loopback)
 . "$here/helpers.sh"
 # shellcheck source=tests/cluster/common.sh
 . "$here/common.sh"
+# shellcheck source=tests/cluster/scenario_agent.sh
+. "$here/scenario_agent.sh"
 if [[ $SHAPES == *" dockershim "* ]]; then
-    if [ "$SCENARIOS" != otel ]; then
+    if [ "$SCENARIOS" = all ]; then
         # shellcheck source=tests/cluster/scenarios.sh
         . "$here/scenarios.sh"
     fi
-    # shellcheck source=tests/cluster/scenario_otel.sh
-    . "$here/scenario_otel.sh"
+    if [ "$SCENARIOS" != agent ]; then
+        # shellcheck source=tests/cluster/scenario_otel.sh
+        . "$here/scenario_otel.sh"
+    fi
+    [ "$SCENARIOS" = otel ] || scenario_agent
 fi
 if [[ $SHAPES == *" cri "* ]]; then
     # shellcheck source=tests/cluster/cri.sh

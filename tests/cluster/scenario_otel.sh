@@ -43,41 +43,8 @@ EOF
 }
 
 otel_deployment() {
-    cat <<EOF
-apiVersion: v1
-kind: Namespace
-metadata: {name: $OTEL_NS}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $OTEL_SVC, namespace: $OTEL_NS}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: $OTEL_SVC}}
-  template:
-    metadata: {labels: {app: $OTEL_SVC}}
-    spec:
-      hostNetwork: true
-      securityContext:
-        runAsNonRoot: true
-        runAsUser: 1654
-        runAsGroup: 1654
-        seccompProfile: {type: RuntimeDefault}
-      containers:
-      - name: app
-        image: $OTEL_IMAGE
-        env:
-        - {name: TMPDIR, value: /app-tmp}
-        volumeMounts:
-        - {name: app-tmp, mountPath: /app-tmp}
-        securityContext:
-          allowPrivilegeEscalation: false
-          readOnlyRootFilesystem: true
-          capabilities: {drop: [ALL]}
-      volumes:
-      - name: app-tmp
-        emptyDir: {sizeLimit: 64Mi}
-EOF
+    printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n' "$OTEL_NS"
+    app_deployment "$OTEL_NS" "$OTEL_SVC" 2 "$OTEL_IMAGE"
 }
 
 # otel_pods: the Deployment's two pods, each running with its app ready ("ready" in its log);

@@ -98,6 +98,8 @@ static void test_refusals_never_echo(void **state)
         assert_int_equal(p->state, AGENT_POD_REFUSED);
         assert_true(p->warn_due);
         assert_null(strstr(p->why, "evil"));
+        if (bad[i][0])
+            assert_null(strstr(p->why, bad[i])); /* not even a well-formed unknown name */
         size_t k;
         assert_null(agent_pods_match(&t, "0::/kubepods.slice/cri-containerd-" ID_A ".scope\n",
                                      strlen("0::/kubepods.slice/cri-containerd-" ID_A ".scope\n"),
