@@ -112,11 +112,18 @@ if [ -n "$BASE_POD" ]; then
     sleep 1
     t_del=$(date +%s%N)
     K delete pod -n shop "$BASE_POD" --wait=false >/dev/null 2>&1
+    # The file as it last was while the sidecar ran, and once more as it ended: the kubelet may
+    # remove the deleted pod's directory (the file with it) right after the container ended,
+    # before a copy made only then.
+    s5_copy() { cp "$tlog" "$WORK/s5-tlog.new" 2>/dev/null && [ -s "$WORK/s5-tlog.new" ] &&
+        mv "$WORK/s5-tlog.new" "$WORK/s5-tlog.json"; }
+    rm -f "$WORK/s5-tlog.json"
     for _ in $(seq 300); do
+        s5_copy
         [ "$(dk inspect -f '{{.State.Running}}' "$cid" 2>/dev/null)" = false ] && break
         sleep 0.1
     done
-    cp "$tlog" "$WORK/s5-tlog.json" 2>/dev/null
+    s5_copy
     fin=$(dk inspect -f '{{.State.FinishedAt}} {{.State.ExitCode}}' "$cid" 2>/dev/null)
     [ -n "$fin" ] || fin="unknown unknown"
     until_ok 60 pod_absent shop "$BASE_POD"
