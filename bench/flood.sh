@@ -43,10 +43,12 @@ while True:
         os.unlink(name)
 '
 
-# Starts the hostile process; sets FLOOD_PID (its pid here) once it waits for the signal.
+# Starts the hostile process; sets FLOOD_PID (its pid here) once it waits for the signal. From /
+# and by its absolute path: a checkout under /tmp (the working directory) is hidden by the tmpfs,
+# and a python found on PATH may be a shim that needs it.
 start_flooder() {
     unshare --mount --propagation private --pid --fork --mount-proc sh -c \
-        "mount -t tmpfs -o mode=1777 tmpfs /tmp && exec python3 -c '$FLOOD_PY'" \
+        "mount -t tmpfs -o mode=1777 tmpfs /tmp && cd / && exec /usr/bin/python3 -c '$FLOOD_PY'" \
         >"$1/flooder.log" 2>&1 &
     local upid=$! i
     disown "$upid"
