@@ -150,7 +150,7 @@ static int list_proc(const struct procindex *x, pid_t **ret, size_t *ret_n, stru
 
 /* The last pid allocated in our namespace, from /proc/loadavg; false when unknown. The file is
  * held open from procindex_new and read with one pread at offset 0 (the kernel formats it
- * afresh at every read from the start): the pid tick of watch pays one system call, not three.
+ * afresh at every read from the start): the pid tick of watch pays one syscall, not three.
  * Where it could not be held open, it is opened for each read. */
 static bool read_last_pid(const struct procindex *x, pid_t *ret)
 {
