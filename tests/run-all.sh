@@ -70,5 +70,11 @@ passed=$(grep -c '^ok ' "$log")
 failed=$(grep -c '^FAIL' "$log")
 # Every suite that did not run, by name, whoever skipped it.
 skipped=$(sed -n 's/^SKIP \([^:]*\):.*/\1/p' "$log" | sort -u | paste -sd, - | sed 's/,/, /g')
+# The failed checks again, by name, just above the closing line: a log cut to its last lines
+# still says which checks failed.
+if [ "$failed" -gt 0 ]; then
+    echo "failed checks:"
+    grep '^FAIL' "$log" | head -20 | cut -c1-200 | sed 's/^/  /'
+fi
 echo "tests: $passed passed, $failed failed${skipped:+; suites skipped: $skipped}"
 [ $rc -eq 0 ] && [ "$failed" -eq 0 ]
