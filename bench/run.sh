@@ -2,7 +2,8 @@
 # clrattach benchmarks: attach latency and peak RSS against a real .NET target (clrattach, the
 # floor client, the managed DiagnosticsClient), binary size, `clrattach ps` scaling with the
 # process count, and the delay a startup load adds to an app's start (`watch --startup` and
-# `watch --listen`), and event-driven discovery under a hostile flood (bench/flood.sh). A
+# `watch --listen`), event-driven discovery under a hostile flood (bench/flood.sh) and the
+# machine's wake-up floor (bench/tick.c: what polling costs here at the least). A
 # reproducible measurement, not a test: it fails only when a step cannot run.
 #
 # Usage: bench/run.sh [--iterations N] [--ps-counts "100 1000 5000"] [--event-reports N]
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
     --startup-runs) STARTUP_RUNS=$2; shift ;;
     --only) ONLY=$2; shift ;;
     --bin) BENCH_BIN=$2; shift ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "bench: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -519,6 +520,19 @@ for c in $WATCH_COUNTS; do
     watch_idle_one "$c" || { echo "bench: watch idle bench ($c) failed; see $B/watch-idle-$c.err" >&2; failed=$((failed + 1)); }
 done
 
+# The wake-up floor of this machine (bench/tick.c): a bare tick every 20, 50 and 200 ms, no
+# filter and no work, up to 20 s each; what any watcher that polls at that interval costs here
+# at the least, set beside the idle rows above.
+rm -f "$B/tick.dat"
+if want idle; then
+    tick_secs=$((WATCH_SECONDS < 20 ? WATCH_SECONDS : 20))
+    if $CC -O2 -Wall -Wextra -Werror -o "$B/tick" "$ROOT/bench/tick.c"; then
+        for ms in 20 50 200; do "$B/tick" "$ms" "$tick_secs" >>"$B/tick.dat" || break; done
+    fi
+    [ "$(wc -l <"$B/tick.dat" 2>/dev/null)" = 3 ] ||
+        { echo "bench: the wake-up floor (bench/tick.c) did not run" >&2; failed=$((failed + 1)); }
+fi
+
 # Binary sizes: stripped copies, so debug info does not count.
 size_of() { [ -e "$1" ] && strip -o "$B/stripped" "$1" 2>/dev/null && stat -c %s "$B/stripped"; }
 SIZE_DYN=$(size_of "$CLRATTACH")
@@ -765,6 +779,18 @@ if any(r for _, r in idle_rows):
         limit = 0.2 if int(c) >= 1000 else 0.1
         goal(f"`watch` idle, {vis:.0f} processes visible", f"{cpu_s * 100 / secs:.3f}% of a CPU",
              f"≤ {limit}%", cpu_s * 100 / secs <= limit)
+
+ticks = floats(f"{b}/tick.dat")
+if ticks:
+    print("\n| a bare tick (bench/tick.c: `ppoll`, one `pread`, no filter, no work) every | wakeups "
+          "| µs on a CPU per wakeup | % of one CPU |")
+    print("|---|---|---|---|")
+    for ms, n, ns in ticks:
+        print(f"| {ms:.0f} ms | {n:.0f} | {ns / n / 1000:.1f} | {ns / (n * ms * 1e6) * 100:.3f}% |")
+    ms, n, ns = ticks[0]
+    print(f"\nThe wake-up floor: on this machine a process that only wakes every {ms:.0f} ms "
+          f"costs {ns / (n * ms * 1e6) * 100:.3f}% of a CPU; a watcher that learned of new "
+          "processes by polling that often could not cost less.")
 
 print("\n| binary (stripped) | bytes |")
 print("|---|---|")
