@@ -59,6 +59,22 @@ if not ts:
     sys.exit(1)
 print(int(min(ts) * 1000))' "$2" "$3"
 }
+# ag_status_missing "POD...": `clrattach agent --status` in the agent's pod into
+# $WORK/agent-status.txt; sets missing to the pods it does not show attached (by name) and the
+# refusals it does not show.
+ag_status_missing() {
+    local p
+    K exec -n clrattach-system "$AG_POD" -c agent -- /clrattach agent --status >"$WORK/agent-status.txt" 2>&1
+    missing=""
+    for p in $1; do
+        grep -q "^pod $AG_NS/$p: allowed profile=$AG_PROFILE attached=[1-9]" "$WORK/agent-status.txt" ||
+            missing="$missing $p"
+    done
+    for p in "$AG_NO/" "$AG_NS/unknown-" "$AG_NS/with-path-"; do
+        grep -q "^pod $p.*: refused" "$WORK/agent-status.txt" || missing="$missing $p(refused)"
+    done
+}
+
 # ag_wait_fast SECONDS CMD...: CMD until it succeeds, every 0.2 s.
 ag_wait_fast() {
     local n=$(($1 * 5))
@@ -294,12 +310,12 @@ EOF
         fi
 
         # ---- `clrattach agent --status` in the agent's pod -------------------------------------------
-        K exec -n clrattach-system "$AG_POD" -c agent -- /clrattach agent --status >"$WORK/agent-status.txt" 2>&1
-        want="${P1:-none} ${P5:-none}"
-        missing=""
-        for p in $want; do grep -q "^pod $AG_NS/$p: allowed profile=$AG_PROFILE attached=[1-9]" "$WORK/agent-status.txt" || missing="$missing $p"; done
-        for p in "$AG_NO/" "$AG_NS/unknown-" "$AG_NS/with-path-"; do
-            grep -q "^pod $p.*: refused" "$WORK/agent-status.txt" || missing="$missing $p(refused)"
+        # The status file is rewritten at most once a second (docs/agent.md): the last attach
+        # (just above) may be a second away from it, so it is read until it lists every pod, 10 s.
+        for _ in $(seq 10); do
+            ag_status_missing "${P1:-none} ${P5:-none}"
+            [ -z "$missing" ] && break
+            sleep 1
         done
         if [ -z "$missing" ] && grep -q '^api: synced' "$WORK/agent-status.txt"; then
             ok "${PFX:-}agent-status-lists-pods ($(grep -c '^pod ' "$WORK/agent-status.txt") pods; $(grep '^api:' "$WORK/agent-status.txt" | cut -c1-160))"
