@@ -307,8 +307,11 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
         return;
     }
     _cleanup_(target_closep) struct target *pinned = &tg;
-    bool match =
-        tg.stat.starttime == st->starttime && selector_matches(&tg, &c->o->sel, c->own_mntns);
+    /* Our own children (the index's filesystem helper, the attach jobs) share our command line
+     * and TMPDIR: a stale socket name that a former process with one of their pids left there
+     * must not make one of them a target. */
+    bool match = tg.stat.starttime == st->starttime && tg.stat.ppid != getpid() &&
+                 selector_matches(&tg, &c->o->sel, c->own_mntns);
     const struct watch_opts *jo = NULL;
     if (match && c->o->choose)
         match = (jo = c->o->choose(&tg, c->o->userdata)) != NULL;

@@ -82,6 +82,29 @@ else
 fi
 kill -TERM "$WM"
 
+# The watcher's own children (the index's filesystem helper, the attach jobs) have its command
+# line, which --match-cmdline matches here, and its TMPDIR: a stale socket named for the helper's
+# pid there (as a former process with that pid leaves one) must not make the helper a target.
+watch_start self --match-cmdline "ClrTarget.dll --seconds 139"
+WS=$W
+HELPER=$(tr -d ' ' <"/proc/$WS/task/$WS/children" 2>/dev/null | head -1)
+STALE="${TMPDIR:-/tmp}/dotnet-diagnostic-$HELPER-1-socket"
+if [ -n "$HELPER" ] && python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$STALE"; then
+    start_target self-good --pidns --seconds 139 && GOOD=$TARGET_PID
+    wait_attached self "$GOOD"
+    sleep 1 # several scans
+    if [ "$(attached self "$GOOD")" = 1 ] && ! grep -q "\"pid\":$HELPER," "$WORK/self.out" &&
+        ! grep -q "pid $HELPER " "$WORK/self.err"; then
+        ok "watch-own-children-never-targets (the helper, pid $HELPER, beside a stale socket named for it)"
+    else
+        fail "watch-own-children-never-targets" "$(cat "$WORK/self.out" "$WORK/self.err")"
+    fi
+else
+    fail "watch-own-children-never-targets" "no helper child of the watcher, or no stale socket made"
+fi
+rm -f "$STALE"
+kill -TERM "$WS"
+
 # A usage error names the option.
 "$CLRATTACH" watch --profiler "$PROBE" --clsid "$PROBE_CLSID" --match-cgroup "" >/dev/null 2>"$WORK/u.err"
 [ $? -eq 2 ] && grep -q -- "--match-cgroup" "$WORK/u.err" && ok "watch-match-cgroup-empty-refused" ||
