@@ -10,11 +10,14 @@
 # kept serving) while the hostile process made N creations.
 
 # The hostile process: waits for SIGUSR1, then creates bursts of 1,000 sockets until SIGUSR2,
-# and writes how many it made to /tmp/flood.count (read by the bench through /proc/PID/root).
+# and writes how many it made in that round to /tmp/flood.count (read by the bench through
+# /proc/PID/root).
 FLOOD_PY='
 import os, signal, socket, time
 state = {"on": False, "made": 0, "burst": 0}
-def go(*_): state["on"] = True
+def go(*_):
+    state["made"] = 0
+    state["on"] = True
 def stop(*_):
     state["on"] = False
     with open("/tmp/flood.count.new", "w") as f:
@@ -73,6 +76,18 @@ flood_bench() {
     # The watcher finds it (pid tick, scan) and holds and watches its /tmp before the first flood.
     sleep 1
     for i in $(seq 1 "$ITER"); do
+        # Two result lines a round, all "attached" with one profiler: one series of the results'
+        # rate limit (docs/events.md: 25 lines, then one per 5 minutes). A new watcher every 12
+        # rounds, so that every good target's line is printed; it holds and watches the
+        # hostile directory (a second) before the next round.
+        if [ "$i" -gt 1 ] && [ $(((i - 1) % 12)) -eq 0 ]; then
+            kill -TERM "$w"
+            timeout 10 tail --pid="$w" -f /dev/null
+            rm -f "$fd/ready"
+            start_stamped_watcher 993 "$fd" || return 1
+            w=$WATCHER
+            sleep 1
+        fi
         detect_one "bench-quiet-$i" 993 "$fd" "$fd/latency-quiet.dat" || return 1
         rm -f "/proc/$FLOOD_PID/root/tmp/flood.count"
         kill -USR1 "$FLOOD_PID" || return 1
