@@ -263,6 +263,7 @@ struct scan_ctx {
     struct watch_pool *pool;
     struct procindex *x;
     const struct stat *own_mntns;
+    pid_t self; /* our pid: a process whose parent we are is never a target */
 };
 
 /* A process of our uid that we cannot read for its gid alone is said once on stderr, with the
@@ -310,7 +311,7 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
     /* Our own children (the index's filesystem helper, the attach jobs) share our command line
      * and TMPDIR: a stale socket name that a former process with one of their pids left there
      * must not make one of them a target. */
-    bool match = tg.stat.starttime == st->starttime && tg.stat.ppid != getpid() &&
+    bool match = tg.stat.starttime == st->starttime && tg.stat.ppid != c->self &&
                  selector_matches(&tg, &c->o->sel, c->own_mntns);
     const struct watch_opts *jo = NULL;
     if (match && c->o->choose)
@@ -337,7 +338,7 @@ static void offer_slot(const struct watch_waiting *w, void *userdata)
  * points at (a socket name for its namespace pid, or nothing known) is considered: a process
  * with no socket costs nothing here. One that is due but gets no slot keeps its place. */
 static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_pool *pool,
-                struct procindex *x, const struct stat *own_mntns, struct cla_error *e)
+                struct procindex *x, const struct stat *own_mntns, pid_t self, struct cla_error *e)
 {
     int r = procindex_scan(x, util_now_ms(), e);
     if (r < 0)
@@ -373,6 +374,7 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
         .pool = pool,
         .x = x,
         .own_mntns = own_mntns,
+        .self = self,
     };
     watch_pool_offer(pool, waiting, n, offer_slot, &c);
     watch_table_sweep(t, util_now_ms());
@@ -548,7 +550,7 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         bool full = more && util_now_ms() >= next_scan;
         if (full || (more && discover_due(&d, util_now_ms()))) {
             int64_t began = cpu_us();
-            r = scan(o, t, pool, x, &own_mntns, e);
+            r = scan(o, t, pool, x, &own_mntns, self, e);
             if (r == -EINTR && *o->stop) { /* a stop while the index waited for its helper */
                 r = 0;
                 break;
