@@ -41,6 +41,7 @@ enum {
     OPT_UID,
     OPT_READY_FILE,
     OPT_INTERVAL,
+    OPT_PID_POLL,
     OPT_MATCH_CGROUP,
     OPT_OTHER_CONTAINERS,
     OPT_PERFMAP,
@@ -88,6 +89,7 @@ static const struct option attach_options[] = {
     {"uid", required_argument, NULL, OPT_UID},
     {"ready-file", required_argument, NULL, OPT_READY_FILE},
     {"interval", required_argument, NULL, OPT_INTERVAL},
+    {"pid-poll", required_argument, NULL, OPT_PID_POLL},
     {"match-cgroup", required_argument, NULL, OPT_MATCH_CGROUP},
     {"other-containers", no_argument, NULL, OPT_OTHER_CONTAINERS},
     {"perfmap", no_argument, NULL, OPT_PERFMAP},
@@ -160,6 +162,18 @@ static int watch_option(int c, const char *arg, struct attach_cli *a)
         if (parse_uint(arg, 60000, &a->interval_ms) < 0 || a->interval_ms < 10)
             return usage_error(a->cmd, "--interval takes 10..60000 ms, not '%s'", arg);
         break;
+    case OPT_PID_POLL: {
+        /* The tick's longest step (watch_discover.h); "off" leaves new processes to the hints
+         * of runtime files and to the scans. */
+        uint64_t v;
+        if (strcmp(arg, "off") == 0)
+            a->pid_poll_ms = -1;
+        else if (parse_uint(arg, 60000, &v) < 0 || v < 20)
+            return usage_error(a->cmd, "--pid-poll takes 20..60000 ms or 'off', not '%s'", arg);
+        else
+            a->pid_poll_ms = (int64_t)v;
+        break;
+    }
     default: return attach_cli_report_option(c, arg, a);
     }
     return CLI_GO_ON;

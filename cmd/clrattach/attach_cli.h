@@ -77,6 +77,7 @@ struct attach_cli {
     const char *otel_endpoint, *otel_protocol, *otel_service_name, *otel_resource_attributes,
         *otel_agent;
     uint64_t interval_ms;
+    int64_t pid_poll_ms; /* watch --pid-poll: 0 default, -1 off */
     /* derived */
     struct ipc_guid clsid;
     uint8_t *data;

@@ -56,6 +56,10 @@ static const char usage_watch[] =
     "                         (docs/sidecar.md, 'Listen mode')\n"
     "  --interval MS          longest time between scans (default 250); a new runtime\n"
     "                         is found sooner, by events (its socket created, a new pid)\n"
+    "  --pid-poll MS|off      longest time between looks for a new process (default 200;\n"
+    "                         20..60000); off: new processes are found when they open a\n"
+    "                         .NET host or libcoreclr.so a runtime found before came from,\n"
+    "                         and by the scans (docs/sidecar.md)\n"
     "  --profiler (not -), --entry, --clsid, --client-data, --target-dir, --timeout,\n"
     "  --attach-timeout, --rid, --skip-dependency-check, --settle, --keep, the reporting\n"
     "  options and -o/--seccomp/--proc: as for 'attach'. Transient failures are\n"
@@ -164,6 +168,7 @@ static int run_watch(struct attach_cli *a, const struct watch_selector *sel)
          * (on_stage) as it goes: the watcher stays in the first stage for the next ones. */
         .attach = attach_cli_opts(a),
         .interval_ms = (int64_t)a->interval_ms,
+        .pid_poll_ms = a->pid_poll_ms,
         .ready_file = a->ready_file,
         .on_result = on_watch_result,
         .on_warning = on_watch_warning,

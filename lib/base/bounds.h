@@ -98,9 +98,11 @@
  * socket directories held open are watched with inotify, at most DIREVENTS_WATCHES_MAX at once
  * (past it a directory is seen by the scan alone). The watcher reads at most
  * DIREVENTS_READ_MAX bytes of events per wakeup, and while a scan is owed it leaves the queue
- * unread (the kernel merges, or overflows: a scan). New processes are noticed by
- * /proc/loadavg's last pid, read every DISCOVER_TICK_MS while pids move, the tick doubling up to
- * DISCOVER_TICK_MAX_MS while they do not (a quiet node wakes the watcher 5 times a second). The
+ * unread (the kernel merges, or overflows: a scan). New processes are noticed when they open a
+ * file a runtime found before was started from (its .NET host, its libcoreclr.so: IN_OPEN, at
+ * most PROCINDEX_HINTS_MAX files) and a pid was allocated, and by /proc/loadavg's last pid, read
+ * every DISCOVER_TICK_MS while pids move, the tick doubling up to DISCOVER_TICK_MAX_MS while
+ * they do not (a quiet node wakes the watcher 5 times a second; watch --pid-poll). The
  * scans events ask for have a budget of time: a bucket of DISCOVER_BURST_MS of scanning, refilled
  * at 1/DISCOVER_SHARE of the clock (every scan's cost taken from it), and at least
  * DISCOVER_GAP_MIN_MS between two. A quiet node has the whole burst for the next runtime's start; a
@@ -110,7 +112,7 @@
 #define DIREVENTS_READ_MAX    (64 * 1024)
 #define DISCOVER_TICK_MS      20
 #define DISCOVER_TICK_MAX_MS  200
-#define DISCOVER_GAP_MIN_MS   5
+#define DISCOVER_GAP_MIN_MS   1
 #define DISCOVER_BURST_MS     200
 #define DISCOVER_SHARE        50
 

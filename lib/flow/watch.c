@@ -17,6 +17,7 @@
 
 #include "base/opfile.h"
 #include "base/util.h"
+#include "flow/watch_discover.h"
 #include "target/creds.h"
 #include "target/diag_socket.h"
 #include "target/proc_parse.h"
@@ -154,106 +155,6 @@ static void start_pending(const struct watch_opts *o, struct watch_table *t,
     for (size_t i = 0; i < WATCH_POOL_MAX; i++)
         if (pool->v[i].used && pool->v[i].pinned && pool->v[i].child <= 0)
             start_attach(o, t, pool, x, i);
-}
-
-/* Event-driven discovery: between the interval's scans, a scan comes soon after a socket name
- * appears in a directory held (inotify, through the index's helper), a watched directory goes,
- * the queue overflows, a pid is allocated (a new process: /proc/loadavg read every
- * DISCOVER_TICK_MS) or an attach ends (its slot to hand on, or a young runtime to try again).
- * Such a scan is the same full look as any: an event is only a reason to look now. Scans are
- * paid from a budget (bounds.h: DISCOVER_BURST_MS, refilled at 1/DISCOVER_SHARE of the clock,
- * at least DISCOVER_GAP_MIN_MS apart), and while one is owed the queue is not read (the kernel
- * merges what comes, or overflows into one more scan): a target that floods its directory with
- * names costs the loop a bounded share of its time, and children are served at every wakeup. */
-struct discover {
-    int evfd;          /* the index's inotify copy; -1: none (scans alone) */
-    bool owed;         /* an event asked for a scan */
-    int64_t after_ms;  /* not before then */
-    int64_t tick_ms;   /* the next read of /proc/loadavg */
-    int64_t step_ms;   /* and the one after, DISCOVER_TICK_MS doubling while nothing moves */
-    int64_t budget_us; /* scanning time left in the bucket (below 0: owed to it) */
-    int64_t filled_us; /* when it was last refilled (now_us) */
-};
-
-static bool discover_due(const struct discover *d, int64_t now)
-{
-    return d->owed && now >= d->after_ms;
-}
-
-static int discover_fd(const struct discover *d)
-{
-    return d->owed ? -1 : d->evfd;
-}
-
-/* When the loop must wake up at the latest for discovery, `next_scan` being the interval's. */
-static int64_t discover_until(const struct discover *d, int64_t next_scan)
-{
-    int64_t at = d->owed ? d->after_ms : d->tick_ms;
-    return at < next_scan ? at : next_scan;
-}
-
-/* Microseconds of `clock`: a scan's cost is often below a millisecond. */
-static int64_t clock_us(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* What a scan costs is the CPU time the watcher spends on it (the wall clock would count the
- * waits of a loaded node as work), and the bucket fills with the monotonic clock. */
-static int64_t now_us(void)
-{
-    return clock_us(CLOCK_MONOTONIC);
-}
-
-static int64_t cpu_us(void)
-{
-    return clock_us(CLOCK_PROCESS_CPUTIME_ID);
-}
-
-static void discover_init(struct discover *d, struct procindex *x)
-{
-    *d = (struct discover){.evfd = procindex_events_fd(x),
-                           .step_ms = DISCOVER_TICK_MS,
-                           .budget_us = DISCOVER_BURST_MS * 1000,
-                           .filled_us = now_us()};
-}
-
-/* A scan began at `began_cpu_us` (cpu_us) has ended: its cost taken from the budget, the next
- * one an event asks for not before the budget is above 0 again. */
-static void discover_scanned(struct discover *d, struct procindex *x, int64_t began_cpu_us)
-{
-    int64_t end = now_us();
-    d->budget_us += (end - d->filled_us) / DISCOVER_SHARE - (cpu_us() - began_cpu_us);
-    if (d->budget_us > DISCOVER_BURST_MS * 1000)
-        d->budget_us = DISCOVER_BURST_MS * 1000;
-    d->filled_us = end;
-    int64_t wait = d->budget_us < 0 ? (-d->budget_us * DISCOVER_SHARE + 999) / 1000 : 0;
-    int64_t now = util_now_ms();
-    d->owed = false;
-    d->after_ms = now + (wait > DISCOVER_GAP_MIN_MS ? wait : DISCOVER_GAP_MIN_MS);
-    d->tick_ms = now + d->step_ms;
-    d->evfd = procindex_events_fd(x); /* a helper given up in the scan: the new one's */
-}
-
-/* After a wakeup: the queue read when it was readable, the last pid when the tick is due;
- * `ended` an attach ended, or the choose hook's answers may have changed (a scan is owed). */
-static void discover_look(struct discover *d, struct procindex *x, bool event, bool ended,
-                          int64_t now)
-{
-    struct direvents ev = {0};
-    if ((event && procindex_events_read(x, &ev)) || ended)
-        d->owed = true;
-    /* A quiet node is looked at less and less often (DISCOVER_TICK_MAX_MS at most); a pid that
-     * moves brings the short tick back, for the rest of a start (its threads, its children). */
-    if (!d->owed && now >= d->tick_ms) {
-        d->owed = procindex_pids_moved(x);
-        d->step_ms = d->owed ? DISCOVER_TICK_MS : d->step_ms * 2;
-        if (d->step_ms > DISCOVER_TICK_MAX_MS)
-            d->step_ms = DISCOVER_TICK_MAX_MS;
-        d->tick_ms = now + d->step_ms;
-    }
 }
 
 /* What a scan offers a slot with (watch_pool_offer). */
@@ -543,13 +444,15 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         }
     }
     struct discover d;
-    discover_init(&d, x);
+    discover_init(&d, x,
+                  o->pid_poll_ms == 0 ? DISCOVER_TICK_MAX_MS
+                                      : (o->pid_poll_ms < 0 ? 0 : o->pid_poll_ms));
     int64_t scans = 0, next_scan = util_now_ms();
     while (!*o->stop) {
         bool more = o->max_scans == 0 || scans < o->max_scans;
         bool full = more && util_now_ms() >= next_scan;
         if (full || (more && discover_due(&d, util_now_ms()))) {
-            int64_t began = cpu_us();
+            int64_t began = discover_cpu_us();
             r = scan(o, t, pool, x, &own_mntns, self, e);
             if (r == -EINTR && *o->stop) { /* a stop while the index waited for its helper */
                 r = 0;

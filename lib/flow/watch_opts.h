@@ -29,8 +29,11 @@ struct watch_opts {
     struct watch_selector sel;
     struct attach_opts attach; /* for each attach; on_stage runs in the attach's child */
     int64_t interval_ms;       /* time between scans */
-    const char *ready_file;    /* created after the first complete scan, NULL = none */
-    int64_t max_scans;         /* 0 = until *stop (tests and benchmarks use a bound) */
+    /* The longest wait between two looks for a new process (the last pid, watch_discover.h):
+     * 0 for DISCOVER_TICK_MAX_MS, -1 for none (runtime-file hints and the scans only). */
+    int64_t pid_poll_ms;
+    const char *ready_file; /* created after the first complete scan, NULL = none */
+    int64_t max_scans;      /* 0 = until *stop (tests and benchmarks use a bound) */
     /* Called in the watcher once per new outcome of an instance (print, report an Event), and
      * once with ATTACH_INTERRUPTED for each attach abandoned at a stop. */
     void (*on_result)(const struct attach_result *r, bool retry_scheduled, void *userdata);

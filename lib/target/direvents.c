@@ -32,6 +32,8 @@ bool direvents_parse(const void *buf, size_t len, struct direvents *ret)
             ret->overflow = true;
         if (ev.mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT))
             ret->gone = true;
+        if ((ev.mask & IN_OPEN) && ev.len == 0)
+            ret->opens++;
         if (!(ev.mask & (IN_CREATE | IN_MOVED_TO)) || ev.len == 0)
             continue;
         pid_t pid;

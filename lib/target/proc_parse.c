@@ -172,6 +172,11 @@ int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_statu
                     have_uid = true;
                 else
                     have_gid = true;
+            } else if (klen == 4 && memcmp(p, "Tgid", 4) == 0) {
+                if (parse_ids(colon + 1, le, ids, 1, INT_MAX) != 1 || ids[0] == 0)
+                    return err_set(e, -EPROTO, "proc: status Tgid line malformed");
+                st.tgid = (pid_t)ids[0];
+                st.have_tgid = true;
             } else if (klen == 5 && memcmp(p, "NSpid", 5) == 0) {
                 /* Linux nests at most 32 pid namespaces. */
                 int n = parse_ids(colon + 1, le, ids, 32, INT_MAX);

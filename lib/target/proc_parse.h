@@ -39,6 +39,8 @@ struct proc_status {
     uid_t uid[4];     /* real, effective, saved, filesystem */
     gid_t gid[4];
     bool have_nspid; /* kernels before 4.1 have no NSpid line */
+    pid_t tgid;      /* its thread group (the process a thread's pid belongs to) */
+    bool have_tgid;
     /* CapEff: effective capabilities, meaningful in the process's own user namespace. 0 when
      * the line is missing: acting for it then keeps no capability of ours. */
     uint64_t cap_eff;
@@ -50,7 +52,7 @@ struct proc_status {
     bool groups_truncated;
 };
 
-/* Parses /proc/<pid>/status for Uid, Gid, NSpid, CapEff and Groups. Uid and Gid are required.
+/* Parses /proc/<pid>/status for Uid, Gid, Tgid, NSpid, CapEff and Groups. Uid and Gid are required.
  * Returns 0 or -EPROTO. */
 int proc_parse_status(const char *buf, size_t len, struct proc_status *ret_status,
                       struct cla_error *e);

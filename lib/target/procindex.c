@@ -7,7 +7,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -62,6 +64,14 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     if (procindex_ns_ino(proc_dirfd, 1, "ns/pid", &x->pidns) < 0)
         x->pidns = 0;
     x->self = getpid();
+    /* /proc/loadavg's last pid is of our own PID namespace: the pids it names are looked up in
+     * /proc only when /proc is of that namespace too (its "self" is our pid). */
+    char link[32];
+    ssize_t ll = readlinkat(proc_dirfd, "self", link, sizeof(link) - 1);
+    uint64_t own;
+    x->peek_ok =
+        ll > 0 && util_parse_u64(link, (size_t)ll, INT_MAX, &own) == 0 && own == (uint64_t)x->self;
+    x->peek_pid = -1;
     return x;
 }
 
@@ -186,8 +196,44 @@ static bool pids_allocated(struct procindex *x)
     bool changed = last != x->last_pid || x->last_pid < 0;
     x->alloc_after = x->last_pid;
     x->alloc_upto = last;
-    x->last_pid = last;
+    x->last_pid = x->peek_pid = last;
     return changed;
+}
+
+/* Is `pid` (of our namespace) a process, not a thread of one? 1 yes or unknown, 0 a thread or
+ * gone (a process that has already ended leaves nothing to serve). */
+static int is_process(const struct procindex *x, pid_t pid)
+{
+    char path[32], buf[PROC_STATUS_MAX];
+    snprintf(path, sizeof(path), "%d/status", (int)pid);
+    _cleanup_close_ int fd = openat(x->proc_dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT || errno == ESRCH ? 0 : 1;
+    ssize_t n;
+    do
+        n = read(fd, buf, sizeof(buf));
+    while (n < 0 && errno == EINTR);
+    struct proc_status st;
+    if (n <= 0 || (size_t)n == sizeof(buf) || proc_parse_status(buf, (size_t)n, &st, NULL) < 0 ||
+        !st.have_tgid)
+        return n < 0 && errno == ESRCH ? 0 : 1;
+    return st.tgid == pid;
+}
+
+bool procindex_new_process(struct procindex *x)
+{
+    pid_t last;
+    if (!read_last_pid(x, &last) || x->last_pid < 0 || !x->peek_ok || x->peek_pid < 0)
+        return true;
+    /* Wrapped around pid_max, or more pids than are worth looking at one by one: a scan. */
+    if (last < x->peek_pid || last - x->peek_pid > PROCINDEX_PEEK_MAX)
+        return true;
+    for (pid_t pid = x->peek_pid + 1; pid <= last; pid++) {
+        if (is_process(x, pid))
+            return true;
+        x->peek_pid = pid;
+    }
+    return false;
 }
 
 /* Was `pid` allocated since the scan before (so a process known by it before has ended and

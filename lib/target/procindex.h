@@ -148,6 +148,14 @@ size_t procindex_groups(const struct procindex *x);
  * same range. One small read, for a caller that scans at once when it says yes (watch). */
 bool procindex_pids_moved(const struct procindex *x);
 
+/* Like procindex_pids_moved, but a pid that names a thread of a process known (or one gone
+ * already) is not a new process: the pids allocated since the last scan are looked up one by
+ * one (their status's Tgid), PROCINDEX_PEEK_MAX at most (more: true), each once. True when
+ * unknown, or when /proc is not of our PID namespace. A node of .NET apps makes and ends
+ * threads all the time (the thread pool, the tiering worker): their pids ask for no scan. */
+#define PROCINDEX_PEEK_MAX 16
+bool procindex_new_process(struct procindex *x);
+
 /* Event-driven discovery (watch): the socket directories the helper holds are watched with
  * inotify (IN_CREATE, IN_MOVED_TO, the directory leaving), each as the user that opened it and
  * on the directory opened (direvents.h; at most DIREVENTS_WATCHES_MAX). procindex_events_fd

@@ -18,6 +18,7 @@
 #include "base/util.h"
 #include "target/creds.h"
 #include "target/proc_parse.h"
+#include "target/procindex_hints.h"
 #include "target/rootfs.h"
 #include "target/target.h"
 
@@ -38,8 +39,9 @@ struct procindex_helper {
     size_t n, alloc;
     struct diag_socket_cache *cache; /* the listings of one scan (PX_SOCKET_FIND) */
     uint64_t cache_scan;
-    int ifd;      /* inotify on the directories held (watch only; -1: none yet) */
-    unsigned wds; /* watches placed, at most DIREVENTS_WATCHES_MAX */
+    int ifd;                      /* inotify on the directories held (watch only; -1: none yet) */
+    unsigned wds;                 /* watches placed, at most DIREVENTS_WATCHES_MAX */
+    struct procindex_hints hints; /* runtime files watched in ifd (procindex_hints.h) */
 };
 
 /* What a directory's watch asks of the kernel: a name that comes (created, or renamed into it),
@@ -364,6 +366,11 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
     if ((r = creds_check(&ct, &e)) >= 0 && (r = creds_become(&ct, &cs, &e)) >= 0) {
         if (q.op == PX_SOCKET_FIND) {
             r = diag_socket_find(&t, st ? st->cache : NULL, &s, &e);
+            /* A runtime found, with events on (watch): the next start from its files is
+             * noticed when it opens them. */
+            if (r >= 0 && st && st->ifd >= 0 &&
+                (s.state == SOCKET_FOUND || s.state == SOCKET_FOUND_UNKEYED))
+                (void)procindex_hints_place(&st->hints, st->ifd, &t);
         } else {
             memcpy(s.name, q.name, sizeof(s.name));
             r = diag_socket_open(&t, &s, &e);

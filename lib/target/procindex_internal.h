@@ -51,6 +51,10 @@ struct procindex_group {
     int64_t retry_ms;
     int64_t next_list_ms; /* a crowded directory is listed at most every PROCINDEX_RETRY_MS */
     bool valid;           /* the entries are the directory's (listed, not closed since) */
+    /* a member was probed afresh (new, or after an execve) since the group was last looked at:
+     * looked at by the next scan, a light one too (a container's start mounts its /tmp between
+     * the fork the last pid shows and the exec of its app) */
+    bool look;
     struct procindex_entry *entries;
     size_t n, alloc;
     struct procindex_stall stall;
@@ -187,8 +191,12 @@ struct procindex {
     char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pthread_mutex_t groups_lock; /* procindex_group_find() while a helper thread probes (relist) */
     pid_t last_pid;              /* from /proc/loadavg at the last listing; -1 = unknown */
-    int loadavg_fd;              /* /proc/loadavg held open (pread); -1: opened at each read */
-    uint64_t pidns;              /* the PID namespace of /proc (its pid 1's); 0 = unknown */
+    /* procindex_new_process: the pids up to here (since last_pid) were threads or are gone;
+     * -1 when /proc is not of our PID namespace (its pids are not loadavg's) */
+    pid_t peek_pid;
+    bool peek_ok;
+    int loadavg_fd; /* /proc/loadavg held open (pread); -1: opened at each read */
+    uint64_t pidns; /* the PID namespace of /proc (its pid 1's); 0 = unknown */
     /* the pids allocated since the scan before: (alloc_after, alloc_upto], cyclic; unknown
      * when alloc_after < 0 */
     pid_t alloc_after, alloc_upto;

@@ -239,6 +239,8 @@ static bool probe_into(struct procindex *x, pid_t pid, struct procindex_rec *r, 
     if (!(p.flags & PROCINDEX_REFUSED)) {
         pthread_mutex_lock(&x->groups_lock);
         r->g = procindex_group_find(x, mnt, &root, &owner, &p, pid);
+        if (r->g)
+            r->g->look = true;
         pthread_mutex_unlock(&x->groups_lock);
         if (!r->g)
             r->base |= PROCINDEX_UNKNOWN; /* out of memory: the full look decides */

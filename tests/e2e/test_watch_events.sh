@@ -6,7 +6,11 @@
 #   (b) a paused app (watch --startup): loaded at startup, and runs on;
 #   (c) the event queue overflowing (the kernel's queue made small for the watcher's instance,
 #       and a process flooding its /tmp with socket names): the overflow asks for a scan, and
-#       a runtime started meanwhile is still served within a few seconds.
+#       a runtime started meanwhile is still served within a few seconds;
+#   (d) with no look for new pids at all (--pid-poll off), a runtime started from the same
+#       install as one served before is still found between two scans: its exec of the .NET
+#       host and its load of libcoreclr.so are watched (the hints); and a process that opens
+#       the host in a loop neither stops the watcher nor keeps the next runtime from it.
 # The bound below (20 s from the app's start, the settle's 2 s included) is far from the figures
 # (bench/: milliseconds) and short of the interval's 30 s: it tells an event from the interval's
 # scan on a loaded machine, it times nothing.
@@ -116,9 +120,55 @@ while True:
         fail "watch-events-overflow-falls-back-to-scan" "$(cat "$WOUT") $(tail -5 "$WERR")"
     fi
     stop_watch
+    kill "$F" 2>/dev/null # its socket names would ask (d)'s watcher for scans
 else
     # A part the check needs: its absence fails it, in CI and outside it (tests/suite.sh).
     fail "watch-events-overflow-falls-back-to-scan" "$Q is not writable: the check sets the inotify queue to 4 events (run as root)"
 fi
+
+# --pid-poll takes 20..60000 ms or off: anything else is a usage error (exit 2) naming it.
+for bad in 5 60001 soon; do
+    timeout 10 "$CLRATTACH" watch --pid-poll "$bad" --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+        --events off >/dev/null 2>"$WORK/pid-poll.err"
+    rc=$?
+    if [ "$rc" = 2 ] && grep -q -- "--pid-poll takes 20..60000 ms or 'off', not '$bad'" "$WORK/pid-poll.err"; then
+        ok "watch-pid-poll-refuses-$bad"
+    else
+        fail "watch-pid-poll-refuses-$bad" "exit $rc: $(cat "$WORK/pid-poll.err")"
+    fi
+done
+
+# (d) the hints: H1 is served by the first scan, which watches the files it was started from;
+# H2 and H3 (new mount and PID namespaces, uid 1000) can be found between the scans only by
+# their opens of those files.
+start_target ev-hint-1 --pidns --uid 1000 --seconds 116 && H1=$TARGET_PID
+start_watch events-hint --pid-poll off --profiler "$PROBE" --clsid "$PROBE_CLSID" \
+    --match-cmdline "ClrTarget.dll --seconds 116" --client-data out=/tmp/probe-events.json
+attached_within "$WOUT" "$H1" attached || fail "events-hint-first" "$(cat "$WOUT") $(tail -5 "$WERR")"
+sleep 1 # past the first scan: the next one is 29 s away, and nothing polls for pids
+start_target ev-hint-2 --pidns --uid 1000 --seconds 116 && H2=$TARGET_PID
+if attached_within "$WOUT" "$H2" attached; then
+    ok "watch-events-runtime-found-by-its-files"
+else
+    fail "watch-events-runtime-found-by-its-files" "$(cat "$WOUT") $(tail -5 "$WERR")"
+fi
+HOST=$(readlink -f "$(command -v dotnet)")
+OPENER="import os, sys
+while True:
+    os.close(os.open(sys.argv[1], os.O_RDONLY))"
+unshare --mount --propagation private setpriv --reuid=1000 --regid=1000 --clear-groups \
+    timeout 100 python3 -c "$OPENER" "$HOST" >"$WORK/opener.log" 2>&1 &
+OP=$!
+disown "$OP"
+TARGET_PIDS+=("$OP")
+sleep 1
+start_target ev-hint-3 --pidns --uid 1000 --seconds 116 && H3=$TARGET_PID
+if attached_within "$WOUT" "$H3" attached && kill -0 "$W" 2>/dev/null && kill -0 "$OP" 2>/dev/null; then
+    ok "watch-events-open-flood-does-not-starve"
+else
+    fail "watch-events-open-flood-does-not-starve" "$(cat "$WOUT") $(tail -5 "$WERR") $(cat "$WORK/opener.log")"
+fi
+kill "$OP" 2>/dev/null
+stop_watch
 
 finish e2e-watch-events

@@ -77,6 +77,27 @@ static void test_gone_and_overflow(void **state)
     assert_int_equal(o.sockets, 0);
 }
 
+/* A runtime file opened (a hint): counted, and owes no scan by itself; an open with a name
+ * (a directory's child, not a file watched for itself) is not one. */
+static void test_opens_counted_owe_nothing(void **state)
+{
+    (void)state;
+    _Alignas(8) unsigned char buf[256];
+    size_t off = 0;
+    put(buf, &off, IN_OPEN, NULL, 0);
+    put(buf, &off, IN_OPEN, NULL, 0);
+    put(buf, &off, IN_OPEN, "libcoreclr.so", 16);
+    struct direvents d = {0};
+    assert_false(direvents_parse(buf, off, &d));
+    assert_int_equal(d.opens, 2);
+    assert_int_equal(d.records, 3);
+    put(buf, &off, IN_CREATE, "dotnet-diagnostic-7-8-socket", 32);
+    struct direvents b = {0};
+    assert_true(direvents_parse(buf, off, &b)); /* with a socket name: owed, opens still told */
+    assert_int_equal(b.opens, 2);
+    assert_int_equal(b.sockets, 1);
+}
+
 /* A name without a NUL within its length is no name; a length past the buffer, or a header
  * cut short, ends the walk as an overflow (a scan tells what the bytes cannot). */
 static void test_malformed(void **state)
@@ -109,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_socket_names_counted),
         cmocka_unit_test(test_other_names_owe_nothing),
         cmocka_unit_test(test_gone_and_overflow),
+        cmocka_unit_test(test_opens_counted_owe_nothing),
         cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,6 +89,8 @@ static void test_status_fixtures(void **state)
     assert_int_equal(st.nspid_levels, 2);
     assert_int_equal(st.uid[1], 1000);
     assert_int_equal(st.gid[3], 1000);
+    assert_true(st.have_tgid);
+    assert_true(st.tgid > 0);
     b = slurp("tests/fixtures/proc/status.host", &len);
     assert_int_equal(proc_parse_status(b, len, &st, NULL), 0);
 }
@@ -107,12 +109,21 @@ static void test_status_malformed(void **state)
         "Uid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\nNSpid:\t\n",
         "Uid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\nNSpid:\t5\t0\n",
         "Uid:\t1\t2\t3\t4294967295\nGid:\t1\t2\t3\t4\n",
+        "Tgid:\t0\nUid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\n",   /* no pid is 0 */
+        "Tgid:\t7 8\nUid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\n", /* two */
+        "Tgid:\t\nUid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\n",    /* none */
+        "Tgid:\t-7\nUid:\t1\t2\t3\t4\nGid:\t1\t2\t3\t4\n",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(proc_parse_status(bad[i], strlen(bad[i]), &st, &e), -EPROTO);
     const char *nons = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0";
     assert_int_equal(proc_parse_status(nons, strlen(nons), &st, &e), 0);
     assert_false(st.have_nspid);
+    assert_false(st.have_tgid);
+    const char *thread = "Tgid:\t4242\nPid:\t4250\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n";
+    assert_int_equal(proc_parse_status(thread, strlen(thread), &st, &e), 0);
+    assert_true(st.have_tgid);
+    assert_int_equal(st.tgid, 4242);
 }
 
 static void test_status_caps_groups(void **state)

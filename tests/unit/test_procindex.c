@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -250,6 +251,44 @@ static void test_scan_real_proc(void **state)
     rmdir(dir);
 }
 
+static void *thread_main(void *arg)
+{
+    return arg;
+}
+
+/* A pid taken by a thread is no new process; one taken by a child is. Other processes on the
+ * machine may take pids meanwhile (a true answer then is right too): a thread's pid must give
+ * false at least once in a few tries, a child's must always give true. */
+static void test_new_process_not_threads(void **state)
+{
+    (void)state;
+    int proc;
+    struct procindex *x = index_scanned(&proc, true, 1000);
+    int quiet = 0;
+    for (int i = 0; i < 20 && !quiet; i++) {
+        assert_int_equal(procindex_scan(x, 1000 + i, NULL), 0);
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, thread_main, NULL), 0);
+        pthread_join(th, NULL);
+        quiet += !procindex_new_process(x);
+    }
+    assert_true(quiet > 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(procindex_scan(x, 2000 + i, NULL), 0);
+        pid_t c = fork();
+        assert_true(c >= 0);
+        if (c == 0) {
+            pause();
+            _exit(0);
+        }
+        assert_true(procindex_new_process(x));
+        kill(c, SIGKILL);
+        waitpid(c, NULL, 0);
+    }
+    procindex_free(x);
+    close(proc);
+}
+
 /* Enough new processes for the probe to run on two threads: every one is found once, in pid
  * order, in the group of its own TMPDIR, with its own socket and nobody else's. */
 static void test_scan_many_processes(void **state)
@@ -335,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_loadavg),
         cmocka_unit_test(test_stall_backoff),
         cmocka_unit_test(test_scan_real_proc),
+        cmocka_unit_test(test_new_process_not_threads),
         cmocka_unit_test(test_released_fds_not_closed_twice),
         cmocka_unit_test(test_scan_many_processes),
     };
