@@ -94,15 +94,15 @@
 #define PROCINDEX_STALL_BACKOFF_MAX_MS (10 * 60 * 1000)
 #define PROCINDEX_SCAN_STALLS_MAX      2
 
-/* Event-driven discovery (lib/target/direvents.c, procindex_events.c, lib/flow/watch.c): the
- * socket directories held open are watched with inotify, at most DIREVENTS_WATCHES_MAX at once
- * (past it a directory is seen by the scan alone). The watcher reads at most
+/* Event-driven discovery (lib/target/direvents.c, procindex_events.c, lib/flow/watch_discover.c):
+ * the socket directories held open are watched with inotify, at most DIREVENTS_WATCHES_MAX at
+ * once (past it a directory is seen by the scan alone). The watcher reads at most
  * DIREVENTS_READ_MAX bytes of events per wakeup, and while a scan is owed it leaves the queue
  * unread (the kernel merges, or overflows: a scan). New processes are noticed when they open a
  * file a runtime found before was started from (its .NET host, its libcoreclr.so: IN_OPEN, at
- * most PROCINDEX_HINTS_MAX files) and a pid was allocated, and by /proc/loadavg's last pid, read
- * every DISCOVER_TICK_MS while pids move, the tick doubling up to DISCOVER_TICK_MAX_MS while
- * they do not (a quiet node wakes the watcher 5 times a second; watch --pid-poll). The
+ * most PROCINDEX_HINTS_MAX files), and by /proc/loadavg's last pid (a thread's pid not counted),
+ * read every DISCOVER_TICK_MS while processes come, the tick doubling up to DISCOVER_TICK_MAX_MS
+ * while they do not (a quiet node wakes the watcher 5 times a second; watch --pid-poll). The
  * scans events ask for have a budget of time: a bucket of DISCOVER_BURST_MS of scanning, refilled
  * at 1/DISCOVER_SHARE of the clock (every scan's cost taken from it), and at least
  * DISCOVER_GAP_MIN_MS between two. A quiet node has the whole burst for the next runtime's start; a
@@ -115,6 +115,13 @@
 #define DISCOVER_GAP_MIN_MS   1
 #define DISCOVER_BURST_MS     200
 #define DISCOVER_SHARE        50
+/* The hints of a runtime's start (procindex_hints.h) have a bucket of their own: a burst of
+ * DISCOVER_HINT_BURST_MS, refilled at 1/DISCOVER_HINT_SHARE of the clock. Each open starts a
+ * series of DISCOVER_FOLLOW_SCANS scans after the first, DISCOVER_FOLLOW_MS apart, doubling. */
+#define DISCOVER_HINT_BURST_MS 100
+#define DISCOVER_HINT_SHARE    100
+#define DISCOVER_FOLLOW_SCANS  5
+#define DISCOVER_FOLLOW_MS     2
 
 /* A runtime whose socket is up before it can take a profiler answers AttachProfiler with "not
  * yet available" for a few milliseconds (lib/flow/attach.c). While it is younger than

@@ -294,20 +294,25 @@ static int create_ready_file(const char *path, struct cla_error *e)
     return 0;
 }
 
-/* Waits until a child sends or ends, a deadline passes, `until_ms` comes, the event fd `evfd`
- * (-1: not waited on) is readable (*ret_event) or a stop signal arrives (the only place
+/* Waits until a child sends or ends, a deadline passes, `until_ms` comes, an event fd `evfd[k]`
+ * (the directories', the hints'; -1: not waited on) is readable (ret_event[k]) or a stop
+ * signal arrives (the only place
  * SIGTERM/SIGINT are unblocked: `orig`), then handles what happened to the children. */
 static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
                             struct watch_pool *pool, struct procindex *x, int64_t until_ms,
-                            const sigset_t *orig, int evfd, bool *ret_event, bool *ret_look)
+                            const sigset_t *orig, const int evfd[2], bool ret_event[2],
+                            bool *ret_look)
 {
-    struct pollfd fds[2 * WATCH_POOL_MAX + 1 + WATCH_EXTRA_FDS_MAX];
+    struct pollfd fds[2 * WATCH_POOL_MAX + 2 + WATCH_EXTRA_FDS_MAX];
     size_t nfds = 0, nextra = 0;
     if (o->poll_fds)
         nfds = nextra = o->poll_fds(fds, WATCH_EXTRA_FDS_MAX, &until_ms, o->userdata);
-    size_t evi = nfds;
-    if (evfd >= 0)
-        fds[nfds++] = (struct pollfd){.fd = evfd, .events = POLLIN};
+    size_t evi[2] = {nfds, nfds};
+    for (int k = 0; k < 2; k++) {
+        evi[k] = nfds;
+        if (evfd[k] >= 0)
+            fds[nfds++] = (struct pollfd){.fd = evfd[k], .events = POLLIN};
+    }
     for (size_t i = 0; i < WATCH_POOL_MAX; i++) {
         struct job *j = &pool->v[i];
         if (!j->used)
@@ -326,7 +331,8 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
         wait = 60000;
     struct timespec ts = {.tv_sec = wait / 1000, .tv_nsec = (wait % 1000) * 1000000};
     int n = ppoll(fds, nfds, &ts, orig);
-    *ret_event = n > 0 && evfd >= 0 && (fds[evi].revents & POLLIN);
+    for (int k = 0; k < 2; k++)
+        ret_event[k] = n > 0 && evfd[k] >= 0 && (fds[evi[k]].revents & POLLIN);
     if (n <= 0)
         for (size_t i = 0; i < nextra; i++)
             fds[i].revents = 0;
@@ -475,11 +481,14 @@ int watch_run(const struct watch_opts *o, struct cla_error *e)
         if (!more && watch_pool_count(pool) == 0)
             break;
         int64_t until = more ? discover_until(&d, next_scan) : INT64_MAX;
-        bool event = false, look = false;
+        bool event[2] = {false, false}, look = false;
         size_t running = watch_pool_count(pool);
-        wait_and_handle(o, t, pool, x, until, &orig, more ? discover_fd(&d) : -1, &event, &look);
+        int evfd[2] = {more ? discover_fd(&d) : -1,
+                       more ? discover_hint_fd(&d, util_now_ms()) : -1};
+        wait_and_handle(o, t, pool, x, until, &orig, evfd, event, &look);
         if (more)
-            discover_look(&d, x, event, look || watch_pool_count(pool) < running, util_now_ms());
+            discover_look(&d, x, event[0], event[1], look || watch_pool_count(pool) < running,
+                          util_now_ms());
     }
     abandon_all(o, t, pool, x);
 out:

@@ -59,6 +59,7 @@ struct procindex *procindex_new(int proc_dirfd, bool stat)
     x->with_stat = stat;
     x->last_pid = -1;
     x->ev_fd = -1;
+    x->hint_fd = -1;
     x->loadavg_fd = openat(proc_dirfd, "loadavg", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     x->alloc_after = -1;
     if (procindex_ns_ino(proc_dirfd, 1, "ns/pid", &x->pidns) < 0)
@@ -82,6 +83,7 @@ void procindex_free(struct procindex *x)
     /* The helper lets go of every directory it holds as it leaves. */
     fsworker_free(x->w);
     util_closep(&x->ev_fd);
+    util_closep(&x->hint_fd);
     util_closep(&x->loadavg_fd);
     for (size_t i = 0; i < x->ngroups; i++)
         procindex_group_free(x->groups[i]);

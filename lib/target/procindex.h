@@ -51,6 +51,9 @@
  * whose directory is not held and watched; every group is looked at again at least this often
  * (watch's default --interval), and at the first scan after an event. */
 #define PROCINDEX_GROUPS_FULL_MS 250
+/* A group with a member probed afresh that is younger than PROCINDEX_YOUNG_MS is looked at by
+ * every scan for this long after (its directory listed when it changed). */
+#define PROCINDEX_GROUP_LOOK_MS 500
 /* A socket directory that could not be opened is tried again after this long; one that held
  * more than PROCINDEX_BUSY_ENTRIES names is listed again after this long at the earliest. */
 #define PROCINDEX_RETRY_MS     2000
@@ -165,6 +168,13 @@ bool procindex_new_process(struct procindex *x);
  * queue overflowed. The scan is then the same as any other: an event is a hint, never used. */
 int procindex_events_fd(struct procindex *x);
 bool procindex_events_read(struct procindex *x, struct direvents *ret);
+
+/* The runtime files' hints (procindex_hints.h) in an instance of their own, fetched as above
+ * (-1: none), so that a caller can read them while it leaves the directories' queue unread.
+ * procindex_hints_read reads what is queued (at most DIREVENTS_READ_MAX bytes) and returns the
+ * opens seen (an overflow counts as one). */
+int procindex_hints_fd(struct procindex *x);
+unsigned procindex_hints_read(struct procindex *x);
 
 /* For a caller that lets its stop signals in only while it waits (watch): the waits for the
  * helper use `mask`, and a signal that sets *stop ends the scan with -EINTR (fsworker.h). */

@@ -316,7 +316,7 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
      * without a request to the helper (one round trip per group was most of such a scan's
      * cost on a busy node). Every PROCINDEX_GROUPS_FULL_MS, and after any event, every group is
      * looked at as before (a tmpfs mounted over a TMPDIR sends no event), and so is a group
-     * with a member probed afresh since it was last looked at (procindex_group.look). */
+     * with a member probed afresh (procindex_group.look_until_ms). */
     bool light = x->with_stat && x->ev_fd >= 0 && !x->ev_pending && now_ms < x->groups_full_ms;
     if (!light) {
         x->ev_pending = false;
@@ -337,11 +337,10 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
         if (r < 0 || procindex_stall_active(x, &g->stall, now_ms) ||
             (x->with_stat && x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX))
             continue;
-        if (light && g->watched && g->valid && !g->look && held_now(g, x->w)) {
+        if (light && g->watched && g->valid && now_ms > g->look_until_ms && held_now(g, x->w)) {
             held++;
             continue;
         }
-        g->look = false;
         /* Two fds per directory held: a target that makes thousands of TMPDIRs must not take
          * every fd the helper has. The groups past the bound are left to the full look, as
          * without the index. */

@@ -39,9 +39,12 @@ struct procindex_helper {
     size_t n, alloc;
     struct diag_socket_cache *cache; /* the listings of one scan (PX_SOCKET_FIND) */
     uint64_t cache_scan;
-    int ifd;                      /* inotify on the directories held (watch only; -1: none yet) */
-    unsigned wds;                 /* watches placed, at most DIREVENTS_WATCHES_MAX */
-    struct procindex_hints hints; /* runtime files watched in ifd (procindex_hints.h) */
+    int ifd;      /* inotify on the directories held (watch only; -1: none yet) */
+    unsigned wds; /* watches placed, at most DIREVENTS_WATCHES_MAX */
+    /* runtime files watched (procindex_hints.h), in an instance of their own: the watcher
+     * reads it even while a flood of names keeps the directories' queue unread */
+    struct procindex_hints hints;
+    int hint_ifd; /* -1: none yet */
 };
 
 /* What a directory's watch asks of the kernel: a name that comes (created, or renamed into it),
@@ -255,8 +258,10 @@ static bool held_list(struct held *h, struct answer *a)
 
 static struct procindex_helper *state_of(struct procindex_hctx *c)
 {
-    if (!c->state && (c->state = calloc(1, sizeof(*c->state))))
+    if (!c->state && (c->state = calloc(1, sizeof(*c->state)))) {
         c->state->ifd = -1;
+        c->state->hint_ifd = -1;
+    }
     return c->state;
 }
 
@@ -369,8 +374,11 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
             /* A runtime found, with events on (watch): the next start from its files is
              * noticed when it opens them. */
             if (r >= 0 && st && st->ifd >= 0 &&
-                (s.state == SOCKET_FOUND || s.state == SOCKET_FOUND_UNKEYED))
-                (void)procindex_hints_place(&st->hints, st->ifd, &t);
+                (s.state == SOCKET_FOUND || s.state == SOCKET_FOUND_UNKEYED)) {
+                if (st->hint_ifd < 0)
+                    st->hint_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+                (void)procindex_hints_place(&st->hints, st->hint_ifd, &t);
+            }
         } else {
             memcpy(s.name, q.name, sizeof(s.name));
             r = diag_socket_open(&t, &s, &e);
@@ -397,9 +405,11 @@ copy_error:
     memcpy(rep->hint, e.hint, strnlen(e.hint, sizeof(e.hint) - 1));
 }
 
-/* PX_EVENTS: the inotify instance of the directories held (made now, when there is none yet),
- * a copy of it to the caller, which reads it (direvents.h). */
-static void handle_events(struct procindex_hctx *c, void **ret_reply, size_t *ret_len, int *ret_fd)
+/* PX_EVENTS: the inotify instance of the directories held; PX_HINT_EVENTS: that of the runtime
+ * files (each made now, when there is none yet); a copy of it to the caller, which reads it
+ * (direvents.h). */
+static void handle_events(struct procindex_hctx *c, uint32_t op, void **ret_reply, size_t *ret_len,
+                          int *ret_fd)
 {
     struct procindex_helper *st = state_of(c);
     int32_t *r = calloc(1, sizeof(*r));
@@ -407,9 +417,10 @@ static void handle_events(struct procindex_hctx *c, void **ret_reply, size_t *re
         free(r);
         return;
     }
-    if (st->ifd < 0)
-        st->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    *ret_fd = st->ifd >= 0 ? fcntl(st->ifd, F_DUPFD_CLOEXEC, 0) : -1;
+    int *ifd = op == PX_HINT_EVENTS ? &st->hint_ifd : &st->ifd;
+    if (*ifd < 0)
+        *ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    *ret_fd = *ifd >= 0 ? fcntl(*ifd, F_DUPFD_CLOEXEC, 0) : -1;
     *r = *ret_fd >= 0 ? 0 : -errno;
     *ret_reply = r;
     *ret_len = sizeof(*r);
@@ -436,8 +447,8 @@ void procindex_helper_handle(void *ctx, const void *req, size_t len, int fd, voi
         handle_group(c, req, len, &a);
         *ret_reply = a.buf;
         *ret_len = a.len;
-    } else if (op == PX_EVENTS) {
-        handle_events(c, ret_reply, ret_len, ret_fd);
+    } else if (op == PX_EVENTS || op == PX_HINT_EVENTS) {
+        handle_events(c, op, ret_reply, ret_len, ret_fd);
     } else if (op == PX_SOCKET_FIND || op == PX_SOCKET_OPEN) {
         struct px_socket_reply *rep = calloc(1, sizeof(*rep));
         if (!rep)
@@ -458,6 +469,7 @@ void procindex_helper_done(void *ctx)
     for (size_t i = 0; i < st->n; i++)
         held_close(&st->v[i]);
     util_closep(&st->ifd);
+    util_closep(&st->hint_ifd);
     free(st->v);
     diag_socket_cache_free(st->cache);
     free(st);

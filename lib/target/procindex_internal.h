@@ -51,10 +51,11 @@ struct procindex_group {
     int64_t retry_ms;
     int64_t next_list_ms; /* a crowded directory is listed at most every PROCINDEX_RETRY_MS */
     bool valid;           /* the entries are the directory's (listed, not closed since) */
-    /* a member was probed afresh (new, or after an execve) since the group was last looked at:
-     * looked at by the next scan, a light one too (a container's start mounts its /tmp between
-     * the fork the last pid shows and the exec of its app) */
-    bool look;
+    /* every scan looks at it until then, a light one too: a member was probed afresh (new, or
+     * after an execve), PROCINDEX_GROUP_LOOK_MS more when that member is young (a container's
+     * start mounts its /tmp between the fork the last pid shows and the exec of its app, and a
+     * runtime's socket comes a few ms after its exec, maybe while the queue is left unread) */
+    int64_t look_until_ms;
     struct procindex_entry *entries;
     size_t n, alloc;
     struct procindex_stall stall;
@@ -85,6 +86,7 @@ enum procindex_op {
     PX_SOCKET_FIND, /* struct px_socket_req: struct px_socket_reply */
     PX_SOCKET_OPEN, /* struct px_socket_req: struct px_socket_reply, and the socket's fd */
     PX_EVENTS,      /* the op alone: an int32_t (0 or -errno), and the inotify fd (direvents.h) */
+    PX_HINT_EVENTS, /* the same for the runtime files' inotify (procindex_hints.h) */
 };
 
 /* PX_GROUP: what the helper may do for the group this time. */
@@ -204,6 +206,8 @@ struct procindex {
     /* The helper's inotify instance (a copy), of helper generation ev_gen; -1: none. */
     int ev_fd;
     uint64_t ev_gen;
+    int hint_fd; /* the same for the runtime files' instance (procindex_hints.h) */
+    uint64_t hint_gen;
     bool ev_pending;        /* an event asked for a scan since the last pass over every group */
     int64_t groups_full_ms; /* the next pass over every group, events or not */
     /* Everything below other processes' roots goes through the helper (procindex_helper.c). */

@@ -239,8 +239,11 @@ static bool probe_into(struct procindex *x, pid_t pid, struct procindex_rec *r, 
     if (!(p.flags & PROCINDEX_REFUSED)) {
         pthread_mutex_lock(&x->groups_lock);
         r->g = procindex_group_find(x, mnt, &root, &owner, &p, pid);
-        if (r->g)
-            r->g->look = true;
+        int64_t until = now;
+        if (x->with_stat && procindex_age_ms(r->pub.stat.starttime) < PROCINDEX_YOUNG_MS)
+            until += PROCINDEX_GROUP_LOOK_MS;
+        if (r->g && r->g->look_until_ms < until)
+            r->g->look_until_ms = until;
         pthread_mutex_unlock(&x->groups_lock);
         if (!r->g)
             r->base |= PROCINDEX_UNKNOWN; /* out of memory: the full look decides */

@@ -113,11 +113,14 @@ while True:
     TARGET_PIDS+=("$F")
     sleep 1
     start_target ev-overflow --pidns --uid 1000 --seconds 119 && O=$TARGET_PID
-    if attached_within "$WOUT" "$O" attached && kill -0 "$W" 2>/dev/null &&
-        [ "$(ls "/proc/$F/root/tmp" 2>/dev/null | wc -l)" -gt 4 ]; then
+    why=""
+    attached_within "$WOUT" "$O" attached || why="pid $O not attached within 20 s;"
+    kill -0 "$W" 2>/dev/null || why="$why the watcher has ended;"
+    kill -0 "$F" 2>/dev/null || why="$why the flooding process has ended ($(cat "$WORK/flood.log"));"
+    if [ -z "$why" ]; then
         ok "watch-events-overflow-falls-back-to-scan"
     else
-        fail "watch-events-overflow-falls-back-to-scan" "$(cat "$WOUT") $(tail -5 "$WERR")"
+        fail "watch-events-overflow-falls-back-to-scan" "$why $(cat "$WOUT") $(tail -5 "$WERR")"
     fi
     stop_watch
     kill "$F" 2>/dev/null # its socket names would ask (d)'s watcher for scans
