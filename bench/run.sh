@@ -322,14 +322,17 @@ for line in iter(sys.stdin.buffer.readline, b""):
     sys.stdout.flush()
 ' >"$wd/stamped" &
     for i in $(seq 50); do [ -e "$wd/ready" ] && break; sleep 0.1; done
-    # The oldest: its filesystem helper (clrattach-fs, a fork) has the same command line.
-    WATCHER=$(pgrep -f -o "match-cmdline ClrTarget.dll --seconds $secs") || return 1
+    # Our own child (the pipeline's first process): its filesystem helper (a fork of it) has the
+    # same command line, and so would a watcher some earlier run left behind.
+    WATCHER=$(pgrep -P $$ -f "match-cmdline ClrTarget.dll --seconds $secs" | head -1)
+    [ -n "$WATCHER" ] || return 1
     TARGET_PIDS+=("$WATCHER")
 }
 
 # detect_one NAME SECS WD OUT: a target started (its own PID namespace) for the watcher of
 # start_stamped_watcher; appends its detection latency (ms) to OUT: from its diagnostic socket
-# coming into being (its ctime) to the watcher's result line for it, which must say attached.
+# coming into being (its ctime) to the watcher's result line for it, which must say attached,
+# and the attach's duration_ms beside it.
 detect_one() {
     local wd=$3 out=$4 sock line="" ctime pid
     start_target "$1" --pidns --seconds "$2" || return 1
@@ -342,8 +345,12 @@ detect_one() {
         sleep 0.1
     done
     case $line in *'"outcome":"attached"'*) ;; *) echo "bench: watch did not attach $pid" >&2; return 1 ;; esac
-    python3 -c 'import sys; print((int(sys.argv[1]) - round(float(sys.argv[2]) * 1e9)) / 1e6)' \
-        "${line%% *}" "$ctime" >>"$out"
+    # Then the attach's own duration (its job: pin, deliver, the runtime's answer), so that the
+    # report can tell the wait before the attach from the runtime's time to answer.
+    python3 -c 'import json, sys
+lat = (int(sys.argv[1]) - round(float(sys.argv[2]) * 1e9)) / 1e6
+print(lat, json.loads(sys.argv[3]).get("duration_ms", 0))' \
+        "${line%% *}" "$ctime" "${line#* }" >>"$out"
 }
 
 # Watch mode: a watcher and ITER targets started one by one while it runs. Detection latency as
@@ -695,6 +702,11 @@ if lat:
     print(f"| detection latency, socket created → result line (ms), {len(lat)} targets "
           f"| median {statistics.median(lat):.0f}, p95 {p95:.0f}, "
           f"min–max {min(lat):.0f}–{max(lat):.0f} |")
+    wait = [x[0] - x[1] for x in floats(f"{b}/watch/latency.dat") if len(x) > 1]
+    if wait:
+        print(f"| of which before the attach started (socket created → its job; the rest is the "
+              f"attach, mostly the runtime's answer) | median {statistics.median(wait):.0f}, p95 "
+              f"{statistics.quantiles(wait, n=20, method='inclusive')[18] if len(wait) > 1 else wait[0]:.0f} |")
     goal("`watch` detection, socket created → attached, p95", f"{p95:.0f} ms", "≤ 25 ms",
          p95 <= 25)
     if idle:
@@ -717,6 +729,12 @@ if quiet and flood:
     for label, v in (("no flood", quiet), ("a hostile process flooding its /tmp with sockets", flood)):
         print(f"| {label} | {len(v)} | {statistics.median(v):.0f} | {p95_of(v):.0f} "
               f"| {min(v):.0f}–{max(v):.0f} |")
+    for label, name in (("no flood", "quiet"), ("flood", "flood")):
+        w = [x[0] - x[1] for x in floats(f"{b}/flood/latency-{name}.dat") if len(x) > 1]
+        if w:
+            print(f"| {label}: before the attach started (the rest is the attach, mostly the "
+                  f"runtime's answer) | {len(w)} | {statistics.median(w):.0f} | {p95_of(w):.0f} "
+                  f"| {min(w):.0f}–{max(w):.0f} |")
     ratio = statistics.median(flood) / statistics.median(quiet)
     print(f"\nUnder the flood ({sum(made):.0f} sockets created, {min(made):.0f}–{max(made):.0f} "
           f"while each good target started), every good target attached; detection median "
