@@ -296,8 +296,8 @@ static int create_ready_file(const char *path, struct cla_error *e)
 
 /* Waits until a child sends or ends, a deadline passes, `until_ms` comes, an event fd `evfd[k]`
  * (the directories', the hints'; -1: not waited on) is readable (ret_event[k]) or a stop
- * signal arrives (the only place
- * SIGTERM/SIGINT are unblocked: `orig`), then handles what happened to the children. */
+ * signal arrives (the only place SIGTERM/SIGINT are unblocked: `orig`), then handles what
+ * happened to the children. */
 static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
                             struct watch_pool *pool, struct procindex *x, int64_t until_ms,
                             const sigset_t *orig, const int evfd[2], bool ret_event[2],
@@ -307,7 +307,7 @@ static void wait_and_handle(const struct watch_opts *o, struct watch_table *t,
     size_t nfds = 0, nextra = 0;
     if (o->poll_fds)
         nfds = nextra = o->poll_fds(fds, WATCH_EXTRA_FDS_MAX, &until_ms, o->userdata);
-    size_t evi[2] = {nfds, nfds};
+    size_t evi[2];
     for (int k = 0; k < 2; k++) {
         evi[k] = nfds;
         if (evfd[k] >= 0)

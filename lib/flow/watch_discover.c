@@ -145,7 +145,10 @@ void discover_look(struct discover *d, struct procindex *x, bool event, bool hin
                    int64_t now)
 {
     /* A hint waits while the hints' bucket is in debt (its queue unread meanwhile: the kernel
-     * merges the opens), and is acted on once it is not. */
+     * merges the opens), and is acted on once it is not; past that time the queue is polled
+     * again (and the loop no longer wakes for it). */
+    if (d->hints_ready_ms && now >= d->hints_ready_ms)
+        d->hints_ready_ms = 0;
     if (hint && procindex_hints_read(x))
         d->hint_pending = true;
     if (d->hint_pending) {

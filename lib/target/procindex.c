@@ -181,12 +181,6 @@ static bool read_last_pid(const struct procindex *x, pid_t *ret)
     return n > 0 && len < sizeof(buf) && procindex_parse_loadavg(buf, len, ret) == 0;
 }
 
-bool procindex_pids_moved(const struct procindex *x)
-{
-    pid_t last;
-    return !read_last_pid(x, &last) || last != x->last_pid || x->last_pid < 0;
-}
-
 /* Has a pid been allocated in our namespace since the last listing? True when unknown. */
 static bool pids_allocated(struct procindex *x)
 {

@@ -146,16 +146,13 @@ int64_t procindex_age_ms(uint64_t starttime);
 /* Socket directories open (groups with members), for tests and the benchmark. */
 size_t procindex_groups(const struct procindex *x);
 
-/* Has a pid been allocated in our PID namespace since the last scan (a new process or thread:
- * /proc/loadavg's last pid moved)? True when unknown. Changes nothing: the scan still sees the
- * same range. One small read, for a caller that scans at once when it says yes (watch). */
-bool procindex_pids_moved(const struct procindex *x);
-
-/* Like procindex_pids_moved, but a pid that names a thread of a process known (or one gone
- * already) is not a new process: the pids allocated since the last scan are looked up one by
- * one (their status's Tgid), PROCINDEX_PEEK_MAX at most (more: true), each once. True when
- * unknown, or when /proc is not of our PID namespace. A node of .NET apps makes and ends
- * threads all the time (the thread pool, the tiering worker): their pids ask for no scan. */
+/* Has a process been made in our PID namespace since the last scan (/proc/loadavg's last pid
+ * moved, and a pid it allocated names a process, not a thread of one, nor one gone already)?
+ * The pids allocated since are looked up one by one (their status's Tgid), PROCINDEX_PEEK_MAX
+ * at most (more: true), each once. True when unknown, or when /proc is not of our PID namespace.
+ * Changes nothing the scan sees. For a caller that scans at once when it says yes (watch's
+ * tick): a node of .NET apps makes and ends threads all the time (the thread pool, the tiering
+ * worker), and their pids ask for no scan. */
 #define PROCINDEX_PEEK_MAX 16
 bool procindex_new_process(struct procindex *x);
 

@@ -193,8 +193,9 @@ struct procindex {
     char *envbuf;                /* PROC_ENVIRON_MAX + 1 bytes, reused by every probe */
     pthread_mutex_t groups_lock; /* procindex_group_find() while a helper thread probes (relist) */
     pid_t last_pid;              /* from /proc/loadavg at the last listing; -1 = unknown */
-    /* procindex_new_process: the pids up to here (since last_pid) were threads or are gone;
-     * -1 when /proc is not of our PID namespace (its pids are not loadavg's) */
+    /* procindex_new_process: the pids after last_pid up to here were threads or are gone
+     * (-1: not looked at since the index began); peek_ok: /proc is of our PID namespace (its
+     * pids are loadavg's) */
     pid_t peek_pid;
     bool peek_ok;
     int loadavg_fd; /* /proc/loadavg held open (pread); -1: opened at each read */
