@@ -100,11 +100,14 @@ static void job_finish(const struct watch_opts *o, struct watch_table *t, struct
     if (watch_job_needs_sweep(j) && watch_job_sweep_start(job_opts(o, j), t, pool, x, slot) == 0)
         watch_pool_sweep_wait(pool, util_now_ms() + WATCH_SWEEP_WAIT_MS);
     _cleanup_free_ struct attach_result *res = malloc(sizeof(*res));
-    watch_job_release(j);
-    if (res) {
+    if (res)
         watch_job_result(job_opts(o, j), j, res);
+    /* A runtime answered: the files it was started from are watched for the next start. */
+    if (res && res->have_runtime && j->pinned)
+        (void)procindex_hint_runtime(x, j->pinned, NULL);
+    watch_job_release(j);
+    if (res)
         handle_result(o, t, res, util_now_ms() - j->started_ms);
-    }
     watch_pool_remove(pool, slot);
 }
 
@@ -245,15 +248,18 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
     if (r < 0)
         return r;
     size_t count = procindex_count(x);
-    /* Out of memory: no attach starts this scan (the table is still kept up to date). */
-    _cleanup_free_ struct watch_waiting *waiting = calloc(count, sizeof(*waiting));
+    /* Made for the first process the index points at (on an idle node, none: this loop over
+     * every process is most of a scan's own time). Out of memory: no attach starts this scan
+     * (the table is still kept up to date). */
+    _cleanup_free_ struct watch_waiting *waiting = NULL;
+    bool nomem = false;
     size_t n = 0;
+    int64_t now = util_now_ms();
     watch_table_begin(t);
     for (size_t i = 0; i < count; i++) {
         const struct procindex_proc *p = procindex_at(x, i);
         const struct proc_stat *st = &p->stat;
         pid_t pid = p->pid;
-        int64_t now = util_now_ms();
         uint64_t fp = watch_exec_fp(st);
         watch_table_seen(t, pid, st->starttime, fp, now);
         if (!(p->flags & (PROCINDEX_SOCKET | PROCINDEX_UNKNOWN)))
@@ -262,6 +268,8 @@ static int scan(const struct watch_opts *o, struct watch_table *t, struct watch_
             continue;
         if (o->sel.comm && strcmp(st->comm, o->sel.comm) != 0)
             continue;
+        if (!waiting && !nomem)
+            nomem = !(waiting = calloc(count - i, sizeof(*waiting)));
         struct watch_waiting *w = waiting ? &waiting[n] : NULL;
         if (w &&
             watch_table_queue(t, pid, st->starttime, fp, procindex_age_ms(st->starttime), now, w)) {

@@ -389,15 +389,15 @@ size_t watch_table_entries(const struct watch_table *t)
 
 uint64_t watch_exec_fp(const struct proc_stat *st)
 {
-    /* FNV-1a over the image addresses; all 0 (hidden, or an old kernel) means unknown. */
+    /* The image addresses mixed a word at a time (an FNV-1a step, then the high half folded
+     * down: the addresses differ in their middle bits); all 0 (hidden, or an old kernel) means
+     * unknown. Computed for every process at every scan: kept cheap. */
     uint64_t h = 1469598103934665603ULL;
     bool any = false;
     for (size_t i = 0; i < ARRAY_SIZE(st->exec_marks); i++) {
         any |= st->exec_marks[i] != 0;
-        for (int b = 0; b < 64; b += 8) {
-            h ^= (st->exec_marks[i] >> b) & 0xFF;
-            h *= 1099511628211ULL;
-        }
+        h = (h ^ st->exec_marks[i]) * 1099511628211ULL;
+        h ^= h >> 29;
     }
     return any ? (h ? h : 1) : 0;
 }

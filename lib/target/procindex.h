@@ -44,13 +44,18 @@
 #define PROCINDEX_RECHECK_MS 30000
 /* With stat on (watch), /proc is listed again only when a pid was allocated in our PID
  * namespace since the last listing (the last field of /proc/loadavg: a new process, also in a
- * namespace below ours, takes a pid in ours too), or when this long has passed (to let go of
- * the processes that ended). A quiet node costs one read of /proc/loadavg per scan. */
-#define PROCINDEX_RELIST_MS 2000
+ * namespace below ours, takes a pid in ours too), or when this long has passed. With no pid
+ * allocated the listing can only have shrunk: a process that ended is let go by its recheck
+ * (PROCINDEX_RECHECK_MS) or by this listing, whichever comes first, and until then it is one
+ * that target_open finds gone. A quiet node costs one read of /proc/loadavg per scan; a listing
+ * of /proc costs about a microsecond a process (kernel time), the largest part of an idle
+ * watcher's when it came every 2 s. */
+#define PROCINDEX_RELIST_MS 10000
 /* With events (procindex_events_read), a scan that no event asked for looks only at the groups
  * whose directory is not held and watched; every group is looked at again at least this often
- * (watch's default --interval), and at the first scan after an event. */
-#define PROCINDEX_GROUPS_FULL_MS 250
+ * (what no event shows: a tmpfs mounted over a TMPDIR a process older than PROCINDEX_YOUNG_MS
+ * already had), and at the first scan after an event. */
+#define PROCINDEX_GROUPS_FULL_MS 1000
 /* A group with a member probed afresh that is younger than PROCINDEX_YOUNG_MS is looked at by
  * every scan for this long after (its directory listed when it changed). */
 #define PROCINDEX_GROUP_LOOK_MS 500
@@ -190,5 +195,13 @@ int procindex_socket_find(struct procindex *x, const struct target *t, struct di
                           struct cla_error *e);
 int procindex_socket_open(struct procindex *x, const struct target *t, const struct diag_socket *s,
                           struct cla_error *e);
+
+/* The pinned `t` has answered as a runtime (ProcessInfo): with events on (watch), the files it
+ * was started from are watched for the next start (procindex_hints.h), by the helper, as t's
+ * user, on the same process. A socket name proves nothing: only a runtime's answer earns a
+ * hint, so a process that makes a name for itself gets none of the PROCINDEX_HINTS_MAX places.
+ * Returns how many files were newly watched, or a negative errno (an answer that did not come
+ * marks the process as procindex_socket_find's does). */
+int procindex_hint_runtime(struct procindex *x, const struct target *t, struct cla_error *e);
 
 #endif

@@ -334,8 +334,8 @@ static void handle_group(struct procindex_hctx *c, const void *req, size_t len, 
         answer_head(a)->flags |= PX_HELD | (h->wd >= 0 ? PX_WATCHED : 0);
 }
 
-/* PX_SOCKET_FIND and PX_SOCKET_OPEN: the process pinned again (a pid and start time name one
- * process), the look made as its user. */
+/* PX_SOCKET_FIND, PX_SOCKET_OPEN and PX_HINT_PLACE: the process pinned again (a pid and start time
+ * name one process), the look made as its user. */
 static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
                           struct px_socket_reply *rep, int *ret_fd)
 {
@@ -371,13 +371,14 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
     if ((r = creds_check(&ct, &e)) >= 0 && (r = creds_become(&ct, &cs, &e)) >= 0) {
         if (q.op == PX_SOCKET_FIND) {
             r = diag_socket_find(&t, st ? st->cache : NULL, &s, &e);
-            /* A runtime found, with events on (watch): the next start from its files is
-             * noticed when it opens them. */
-            if (r >= 0 && st && st->ifd >= 0 &&
-                (s.state == SOCKET_FOUND || s.state == SOCKET_FOUND_UNKEYED)) {
+        } else if (q.op == PX_HINT_PLACE) {
+            /* A runtime that answered, with events on (watch): the next start from its files
+             * is noticed when it opens them. */
+            r = 0;
+            if (st && st->ifd >= 0) {
                 if (st->hint_ifd < 0)
                     st->hint_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-                (void)procindex_hints_place(&st->hints, st->hint_ifd, &t);
+                r = (int)procindex_hints_place(&st->hints, st->hint_ifd, &t);
             }
         } else {
             memcpy(s.name, q.name, sizeof(s.name));
@@ -388,7 +389,7 @@ static void handle_socket(struct procindex_hctx *c, const void *req, size_t len,
     }
     creds_restore(&cs);
     target_close(&t);
-    rep->r = r < 0 ? r : 0;
+    rep->r = r < 0 || q.op == PX_HINT_PLACE ? r : 0;
     rep->state = s.state;
     /* Up to the NUL only (rep is zeroed): the bytes after it were never written, and all
      * that crosses the socket is defined. */
@@ -449,7 +450,7 @@ void procindex_helper_handle(void *ctx, const void *req, size_t len, int fd, voi
         *ret_len = a.len;
     } else if (op == PX_EVENTS || op == PX_HINT_EVENTS) {
         handle_events(c, op, ret_reply, ret_len, ret_fd);
-    } else if (op == PX_SOCKET_FIND || op == PX_SOCKET_OPEN) {
+    } else if (op == PX_SOCKET_FIND || op == PX_SOCKET_OPEN || op == PX_HINT_PLACE) {
         struct px_socket_reply *rep = calloc(1, sizeof(*rep));
         if (!rep)
             return;

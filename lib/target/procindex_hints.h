@@ -8,10 +8,11 @@
  * and its runtime's load. watch then looks for a new process at once instead of at its next
  * tick. A hint is never used as a fact: it only says "look now".
  *
- * Placed only for a process whose diagnostic socket was just found, as its user, through the
- * pinned process: the executable by its /proc exe link (the very inode it runs), the library by
- * its maps path resolved inside its root (rootfs.h). At most PROCINDEX_HINTS_MAX files are
- * watched; past that the one hinted longest ago is let go.
+ * Placed only for a process that has answered as a runtime (watch asks, procindex_hint_runtime,
+ * once an attach's ProcessInfo was answered: a socket name alone, which any process can make,
+ * earns none), as its user, through the pinned process: the executable by its /proc exe link (the
+ * very inode it runs), the library by its maps path resolved inside its root (rootfs.h). At most
+ * PROCINDEX_HINTS_MAX files are watched; past that the one hinted longest ago is let go.
  */
 #ifndef CLRATTACH_PROCINDEX_HINTS_H
 #define CLRATTACH_PROCINDEX_HINTS_H

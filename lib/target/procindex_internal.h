@@ -87,6 +87,7 @@ enum procindex_op {
     PX_SOCKET_OPEN, /* struct px_socket_req: struct px_socket_reply, and the socket's fd */
     PX_EVENTS,      /* the op alone: an int32_t (0 or -errno), and the inotify fd (direvents.h) */
     PX_HINT_EVENTS, /* the same for the runtime files' inotify (procindex_hints.h) */
+    PX_HINT_PLACE,  /* struct px_socket_req: the runtime's files hinted; struct px_socket_reply */
 };
 
 /* PX_GROUP: what the helper may do for the group this time. */

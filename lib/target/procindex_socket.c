@@ -107,6 +107,17 @@ int procindex_socket_find(struct procindex *x, const struct target *t, struct di
     return 0;
 }
 
+int procindex_hint_runtime(struct procindex *x, const struct target *t, struct cla_error *e)
+{
+    if (x->ev_fd < 0)
+        return 0; /* ps, or watch without events: nothing reads the hints */
+    _cleanup_free_ struct px_socket_reply *a = NULL;
+    int fd;
+    int r = socket_call(x, PX_HINT_PLACE, t, NULL, &a, &fd, e);
+    util_closep(&fd);
+    return r < 0 ? r : (int)a->r;
+}
+
 int procindex_socket_open(struct procindex *x, const struct target *t, const struct diag_socket *s,
                           struct cla_error *e)
 {

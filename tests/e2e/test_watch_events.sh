@@ -10,15 +10,16 @@
 #   (d) with no look for new pids at all (--pid-poll off), a runtime started from the same
 #       install as one served before is still found between two scans: its exec of the .NET
 #       host and its load of libcoreclr.so are watched (the hints); and a process that opens
-#       the host in a loop neither stops the watcher nor keeps the next runtime from it.
+#       the host in a loop neither stops the watcher nor keeps the next runtime from it; a
+#       process whose socket name does not answer as a runtime gets no hint.
 # The bound below (20 s from the app's start, the settle's 2 s included) is far from the figures
 # (bench/: milliseconds) and short of the interval's 30 s: it tells an event from the interval's
 # scan on a loaded machine, it times nothing.
 . "$(dirname "$0")/lib.sh"
 require_env
 
-# attached_within OUT PID OUTCOME: a result line of that outcome for the pid within 20 s (by the
-# clock: each look starts a python).
+# attached_within OUT PID OUTCOME: a result line of that outcome (any: of any) for the pid within
+# 20 s (by the clock: each look starts a python).
 attached_within() {
     local end=$((SECONDS + 20))
     while [ "$SECONDS" -lt "$end" ]; do
@@ -27,7 +28,7 @@ import json, sys
 for l in open(sys.argv[1]):
     if l.strip():
         d = json.loads(l)
-        if d.get("pid") == int(sys.argv[2]) and d["outcome"] == sys.argv[3]:
+        if d.get("pid") == int(sys.argv[2]) and sys.argv[3] in (d["outcome"], "any"):
             sys.exit(0)
 sys.exit(1)
 PY
@@ -143,11 +144,38 @@ done
 
 # (d) the hints: H1 is served by the first scan, which watches the files it was started from;
 # H2 and H3 (new mount and PID namespaces, uid 1000) can be found between the scans only by
-# their opens of those files.
+# their opens of those files. A process with a socket name that does not answer as a runtime
+# (the fake, found by the same scan) earns no hint: its program is not watched.
 start_target ev-hint-1 --pidns --uid 1000 --seconds 116 && H1=$TARGET_PID
+start_fake ev-hint-fake garbage --uid 1000 --arg ClrTarget.dll --arg --seconds --arg 116 &&
+    FK=$TARGET_PID
 start_watch events-hint --pid-poll off --profiler "$PROBE" --clsid "$PROBE_CLSID" \
     --match-cmdline "ClrTarget.dll --seconds 116" --client-data out=/tmp/probe-events.json
 attached_within "$WOUT" "$H1" attached || fail "events-hint-first" "$(cat "$WOUT") $(tail -5 "$WERR")"
+attached_within "$WOUT" "$FK" any || fail "events-hint-fake-result" "$(cat "$WOUT") $(tail -5 "$WERR")"
+# watched FILE: does the watcher hold an inotify watch on FILE's inode (its fdinfo: the hints'
+# instance is copied to it)? sdev there is the kernel's (major << 20 | minor).
+watched() {
+    local maj min sdev ino
+    read -r maj min ino < <(stat -L -c '%Hd %Ld %i' "$1") || return 2
+    sdev=$(printf '%x' $(((maj << 20) | min)))
+    ino=$(printf '%x' "$ino")
+    local wp
+    wp=$(tr -d ' ' <"/proc/$W/task/$W/children" 2>/dev/null | head -1)
+    [ -n "$wp" ] || return 2
+    grep -h '^inotify' "/proc/$wp/fdinfo/"* 2>/dev/null | grep -q " ino:$ino sdev:$sdev "
+}
+HOST_EXE=$(readlink -f "$(command -v dotnet)")
+FAKE_EXE=$(readlink -f "/proc/$FK/exe")
+watched "$HOST_EXE"
+host_w=$?
+watched "/proc/$FK/exe"
+fake_w=$?
+if [ "$host_w" = 0 ] && [ "$fake_w" = 1 ]; then
+    ok "watch-events-hints-only-for-runtimes ($HOST_EXE watched, $FAKE_EXE not)"
+else
+    fail "watch-events-hints-only-for-runtimes" "the host $HOST_EXE: $host_w, the fake's $FAKE_EXE: $fake_w (0 watched, 1 not, 2 not known); $(cat "$WOUT")"
+fi
 sleep 1 # past the first scan: the next one is 29 s away, and nothing polls for pids
 start_target ev-hint-2 --pidns --uid 1000 --seconds 116 && H2=$TARGET_PID
 if attached_within "$WOUT" "$H2" attached; then
