@@ -154,6 +154,10 @@ static int group_apply(struct procindex_group *g, const struct fsworker *w, cons
     if (a.flags & PX_CLOSED) {
         group_void(g);
         g->dir_errno = a.dir_errno;
+        /* The throttle of a busy directory was that directory's: the one its TMPDIR leads to
+         * now (a container's tmpfs mounted over the node's /tmp, seen by its first process
+         * before the mount) is listed at every look until it is busy itself. */
+        g->next_list_ms = 0;
     }
     if (a.flags & PX_LISTED) {
         if (a.n > g->alloc) {

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -365,6 +367,77 @@ static void test_released_fds_not_closed_twice(void **state)
     rmdir(dir);
 }
 
+/* The scenario of test_busy_throttle_not_carried, in a child of its own (a private mount
+ * namespace): 0, or the number of the step that went wrong. */
+static int busy_then_mounted_over(void)
+{
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return 10;
+    char dir[] = "/tmp/procindex-busy-XXXXXX", path[512];
+    if (!mkdtemp(dir))
+        return 11;
+    /* More names than PROCINDEX_BUSY_ENTRIES: that directory is listed 2 s apart at most. */
+    for (int i = 0; i <= PROCINDEX_BUSY_ENTRIES; i++) {
+        snprintf(path, sizeof(path), "%s/f%d", dir, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return 12;
+        close(fd);
+    }
+    int rc = 0, sock = -1, proc;
+    pid_t a = spawn_sleeper(dir, "X=1");
+    if (a <= 0)
+        return 13;
+    wait_exec(a);
+    struct procindex *x = index_scanned(&proc, true, 1000);
+    /* A container's tmpfs mounted over it: the index lets go of the busy directory and opens
+     * the new one (listed at once: empty), then a socket comes there. */
+    if (mount("tmpfs", dir, "tmpfs", 0, "mode=1777") < 0)
+        rc = 14;
+    else if (procindex_scan(x, 1250, NULL) < 0 || !find_pid(x, a) ||
+             (find_pid(x, a)->flags & PROCINDEX_SOCKET))
+        rc = 15;
+    else if ((sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        rc = 16;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dotnet-diagnostic-%d-7-socket", dir, (int)a);
+    if (!rc && bind(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        rc = 17;
+    /* Within the busy one's 2 s: the new directory is listed all the same. */
+    if (!rc && (procindex_scan(x, 1500, NULL) < 0 || !find_pid(x, a) ||
+                !(find_pid(x, a)->flags & PROCINDEX_SOCKET)))
+        rc = 18;
+    procindex_free(x);
+    close(proc);
+    if (sock >= 0)
+        close(sock);
+    kill(a, SIGKILL);
+    waitpid(a, NULL, 0);
+    umount2(dir, MNT_DETACH);
+    for (int i = 0; i <= PROCINDEX_BUSY_ENTRIES; i++) {
+        snprintf(path, sizeof(path), "%s/f%d", dir, i);
+        unlink(path);
+    }
+    rmdir(dir);
+    return rc;
+}
+
+/* A process first seen with a TMPDIR that holds many names (a container's first process sees
+ * the node's /tmp until its own tmpfs is mounted there) gets no 2 s throttle on the directory
+ * its TMPDIR leads to afterwards: its runtime's socket is found at the next look. */
+static void test_busy_throttle_not_carried(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        _exit(busy_then_mounted_over());
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_new_process_not_threads),
         cmocka_unit_test(test_released_fds_not_closed_twice),
         cmocka_unit_test(test_scan_many_processes),
+        cmocka_unit_test(test_busy_throttle_not_carried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
