@@ -332,7 +332,7 @@ for line in iter(sys.stdin.buffer.readline, b""):
 # detect_one NAME SECS WD OUT: a target started (its own PID namespace) for the watcher of
 # start_stamped_watcher; appends its detection latency (ms) to OUT: from its diagnostic socket
 # coming into being (its ctime) to the watcher's result line for it, which must say attached,
-# and the attach's duration_ms beside it.
+# and the attach's duration_ms and answer_ms beside it.
 detect_one() {
     local wd=$3 out=$4 sock line="" ctime pid
     start_target "$1" --pidns --seconds "$2" || return 1
@@ -345,11 +345,13 @@ detect_one() {
         sleep 0.1
     done
     case $line in *'"outcome":"attached"'*) ;; *) echo "bench: watch did not attach $pid" >&2; return 1 ;; esac
-    # Then the attach's own duration (its job: pin, deliver, the runtime's answer), so that the
-    # report can tell the wait before the attach from the runtime's time to answer.
+    # Then the attach's own duration (its job: pin, deliver, the runtime's answer) and the
+    # runtime's part of it (AttachProfiler sent → answered, its "not yet available" while it
+    # starts included), so that the report can tell clrattach's share from the runtime's.
     python3 -c 'import json, sys
 lat = (int(sys.argv[1]) - round(float(sys.argv[2]) * 1e9)) / 1e6
-print(lat, json.loads(sys.argv[3]).get("duration_ms", 0))' \
+d = json.loads(sys.argv[3])
+print(lat, d.get("duration_ms", 0), d.get("answer_ms", 0))' \
         "${line%% *}" "$ctime" "${line#* }" >>"$out"
 }
 
@@ -707,6 +709,12 @@ if lat:
         print(f"| of which before the attach started (socket created → its job; the rest is the "
               f"attach, mostly the runtime's answer) | median {statistics.median(wait):.0f}, p95 "
               f"{statistics.quantiles(wait, n=20, method='inclusive')[18] if len(wait) > 1 else wait[0]:.0f} |")
+    own = [x[0] - x[2] for x in floats(f"{b}/watch/latency.dat") if len(x) > 2]
+    if own:
+        print(f"| of which clrattach's (socket created → AttachProfiler sent and its answer "
+              f"read; the rest is the runtime's, its \"not yet available\" while it starts "
+              f"included) | median {statistics.median(own):.0f}, p95 "
+              f"{statistics.quantiles(own, n=20, method='inclusive')[18] if len(own) > 1 else own[0]:.0f} |")
     goal("`watch` detection, socket created → attached, p95", f"{p95:.0f} ms", "≤ 25 ms",
          p95 <= 25)
     if idle:
@@ -735,6 +743,11 @@ if quiet and flood:
             print(f"| {label}: before the attach started (the rest is the attach, mostly the "
                   f"runtime's answer) | {len(w)} | {statistics.median(w):.0f} | {p95_of(w):.0f} "
                   f"| {min(w):.0f}–{max(w):.0f} |")
+        o = [x[0] - x[2] for x in floats(f"{b}/flood/latency-{name}.dat") if len(x) > 2]
+        if o:
+            print(f"| {label}: clrattach's share (all but AttachProfiler sent → answered, the "
+                  f"runtime's) | {len(o)} | {statistics.median(o):.0f} | {p95_of(o):.0f} "
+                  f"| {min(o):.0f}–{max(o):.0f} |")
     ratio = statistics.median(flood) / statistics.median(quiet)
     print(f"\nUnder the flood ({sum(made):.0f} sockets created, {min(made):.0f}–{max(made):.0f} "
           f"while each good target started), every good target attached; detection median "

@@ -21,6 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(d.records <= size / sizeof(struct inotify_event));
     FUZZ_CHECK(d.sockets <= d.records);
     FUZZ_CHECK(owed == (d.sockets || d.gone || d.overflow));
+    /* The watches named: within the bound, each once, none without a socket name. */
+    FUZZ_CHECK(d.nwds <= DIREVENTS_WDS_MAX && d.nwds <= d.sockets);
+    FUZZ_CHECK(!d.wds_lost || d.nwds == DIREVENTS_WDS_MAX);
+    for (unsigned i = 0; i < d.nwds; i++)
+        for (unsigned k = i + 1; k < d.nwds; k++)
+            FUZZ_CHECK(d.wds[i] != d.wds[k]);
     free(buf);
     return 0;
 }

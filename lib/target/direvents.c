@@ -9,6 +9,18 @@
 
 #include "target/proc_parse.h"
 
+/* The watch a socket name came in, kept once; past the bound, "any". */
+static void note_wd(struct direvents *ret, int wd)
+{
+    for (unsigned i = 0; i < ret->nwds && i < DIREVENTS_WDS_MAX; i++)
+        if (ret->wds[i] == wd)
+            return;
+    if (ret->nwds < DIREVENTS_WDS_MAX)
+        ret->wds[ret->nwds++] = wd;
+    else
+        ret->wds_lost = true;
+}
+
 bool direvents_parse(const void *buf, size_t len, struct direvents *ret)
 {
     const unsigned char *p = buf;
@@ -40,8 +52,10 @@ bool direvents_parse(const void *buf, size_t len, struct direvents *ret)
         uint64_t key;
         /* The kernel pads the name with NULs up to ev.len; a name without one is not a name. */
         size_t n = strnlen(name, ev.len);
-        if (n < ev.len && proc_socket_name_parse(name, n, &pid, &key) == 1)
+        if (n < ev.len && proc_socket_name_parse(name, n, &pid, &key) == 1) {
             ret->sockets++;
+            note_wd(ret, ev.wd);
+        }
     }
     return ret->sockets || ret->gone || ret->overflow;
 }

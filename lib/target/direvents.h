@@ -8,12 +8,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The watches (directories) a socket name came in that a read tells apart; past that many, a
+ * name in any of them (wds_lost). */
+#define DIREVENTS_WDS_MAX 16
+
 struct direvents {
     unsigned records; /* records walked */
     unsigned sockets; /* IN_CREATE / IN_MOVED_TO of a dotnet-diagnostic-<pid>-<key>-socket name */
-    bool gone;        /* a watched directory went away (deleted, moved, unmounted, watch ended) */
-    bool overflow;    /* IN_Q_OVERFLOW, or a record that does not fit: only a scan can tell */
-    unsigned opens;   /* IN_OPEN of a watched runtime file (procindex_hints.h): a hint only */
+    int wds[DIREVENTS_WDS_MAX]; /* ... in these watches (each once) */
+    unsigned nwds;
+    bool wds_lost;  /* ... and in more than DIREVENTS_WDS_MAX of them */
+    bool gone;      /* a watched directory went away (deleted, moved, unmounted, watch ended) */
+    bool overflow;  /* IN_Q_OVERFLOW, or a record that does not fit: only a scan can tell */
+    unsigned opens; /* IN_OPEN of a watched runtime file (procindex_hints.h): a hint only */
 };
 
 /* Adds what the bytes of one read() of an inotify fd hold to *ret (not cleared: several reads

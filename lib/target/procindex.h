@@ -51,10 +51,12 @@
  * of /proc costs about a microsecond a process (kernel time), the largest part of an idle
  * watcher's when it came every 2 s. */
 #define PROCINDEX_RELIST_MS 10000
-/* With events (procindex_events_read), a scan that no event asked for looks only at the groups
- * whose directory is not held and watched; every group is looked at again at least this often
- * (what no event shows: a tmpfs mounted over a TMPDIR a process older than PROCINDEX_YOUNG_MS
- * already had), and at the first scan after an event. */
+/* With events (procindex_events_read), a scan looks only at the groups whose directory is not
+ * held and watched and at those a socket name's event named since the last scan (a flood of
+ * names in one directory costs a look at that one alone); every group is looked at again at
+ * least this often (what no event shows: a tmpfs mounted over a TMPDIR a process older than
+ * PROCINDEX_YOUNG_MS already had), and at the first scan after an event that does not say where
+ * (an overflow, a watch gone, names in more than DIREVENTS_WDS_MAX directories at once). */
 #define PROCINDEX_GROUPS_FULL_MS 1000
 /* A group with a member probed afresh that is younger than PROCINDEX_YOUNG_MS is looked at by
  * every scan for this long after (its directory listed when it changed). */
@@ -167,7 +169,8 @@ bool procindex_new_process(struct procindex *x);
  * gives the fd to poll, fetched again from a fresh helper after one was given up (-1: none).
  * The fd is the index's. procindex_events_read reads what is queued (at most DIREVENTS_READ_MAX
  * bytes) into *ret and returns true when a scan is owed: a socket name came, a directory went, the
- * queue overflowed. The scan is then the same as any other: an event is a hint, never used. */
+ * queue overflowed. The scan is then the same as any other, the directories named looked at
+ * (PROCINDEX_GROUPS_FULL_MS): an event is a hint, never used. */
 int procindex_events_fd(struct procindex *x);
 bool procindex_events_read(struct procindex *x, struct direvents *ret);
 

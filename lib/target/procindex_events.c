@@ -75,6 +75,19 @@ unsigned procindex_hints_read(struct procindex *x)
 bool procindex_events_read(struct procindex *x, struct direvents *ret)
 {
     bool owed = drain(x->ev_fd, ret);
-    x->ev_pending |= owed;
+    /* Which directories a name came in, for the next scan (procindex_scan_groups). */
+    if (ret->gone || ret->overflow || ret->wds_lost)
+        x->ev_all = true;
+    for (unsigned i = 0; i < ret->nwds && !x->ev_all; i++) {
+        unsigned k = 0;
+        while (k < x->ev_nwds && x->ev_wds[k] != ret->wds[i])
+            k++;
+        if (k < x->ev_nwds)
+            continue;
+        if (x->ev_nwds == DIREVENTS_WDS_MAX)
+            x->ev_all = true;
+        else
+            x->ev_wds[x->ev_nwds++] = ret->wds[i];
+    }
     return owed;
 }

@@ -145,6 +145,7 @@ static int group_apply(struct procindex_group *g, const struct fsworker *w, cons
         return -EPROTO;
     g->held = a.flags & PX_HELD;
     g->watched = g->held && (a.flags & PX_WATCHED);
+    g->wd = g->watched ? a.wd : -1;
     g->held_gen = fsworker_generation(w);
     if (a.flags & PX_OPEN_FAILED) {
         g->dir_errno = a.dir_errno;
@@ -302,6 +303,15 @@ void procindex_stall_mark(struct procindex *x, struct procindex_group *g, struct
     x->on_unreachable(msg, x->userdata);
 }
 
+/* Did a socket name come in g's watched directory since the last scan? */
+static bool named_in_event(const struct procindex *x, const struct procindex_group *g)
+{
+    for (unsigned i = 0; i < x->ev_nwds; i++)
+        if (x->ev_wds[i] == g->wd)
+            return true;
+    return false;
+}
+
 /* Each group's representative (its first member in pid order), its directory opened or
  * kept, listed when it changed; groups nobody is left in let go. */
 int procindex_scan_groups(struct procindex *x, int64_t now_ms)
@@ -316,16 +326,16 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
     size_t kept = 0, held = 0;
     int r = 0;
     /* With events (watch), a directory held and watched that no event spoke of since the last
-     * pass over every group has no new name: a scan a new pid asked for leaves it as listed,
-     * without a request to the helper (one round trip per group was most of such a scan's
-     * cost on a busy node). Every PROCINDEX_GROUPS_FULL_MS, and after any event, every group is
-     * looked at as before (a tmpfs mounted over a TMPDIR sends no event), and so is a group
-     * with a member probed afresh (procindex_group.look_until_ms). */
-    bool light = x->with_stat && x->ev_fd >= 0 && !x->ev_pending && now_ms < x->groups_full_ms;
-    if (!light) {
-        x->ev_pending = false;
+     * scan has no new name: it is left as listed, without a request to the helper (one round
+     * trip per group was most of a scan's cost on a busy node, and a flood of names in one
+     * directory made every scan look at all of them). Every PROCINDEX_GROUPS_FULL_MS, and after
+     * an event that does not say where (an overflow, a watch gone), every group is looked at
+     * as before (a tmpfs mounted over a TMPDIR sends no event), and so is a group with a
+     * member probed afresh (procindex_group.look_until_ms). */
+    bool light = x->with_stat && x->ev_fd >= 0 && !x->ev_all && now_ms < x->groups_full_ms;
+    if (!light)
         x->groups_full_ms = now_ms + PROCINDEX_GROUPS_FULL_MS;
-    }
+    x->ev_all = false;
     for (size_t i = 0; i < x->ngroups; i++) {
         struct procindex_group *g = x->groups[i];
         if (!g->members) { /* nobody left there: its directory is let go */
@@ -341,7 +351,8 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
         if (r < 0 || procindex_stall_active(x, &g->stall, now_ms) ||
             (x->with_stat && x->stalls_in_scan >= PROCINDEX_SCAN_STALLS_MAX))
             continue;
-        if (light && g->watched && g->valid && now_ms > g->look_until_ms && held_now(g, x->w)) {
+        if (light && g->watched && g->valid && now_ms > g->look_until_ms && held_now(g, x->w) &&
+            !named_in_event(x, g)) {
             held++;
             continue;
         }
@@ -361,5 +372,6 @@ int procindex_scan_groups(struct procindex *x, int64_t now_ms)
         held += g->held;
     }
     x->ngroups = kept;
+    x->ev_nwds = 0;
     return r;
 }

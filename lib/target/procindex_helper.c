@@ -330,8 +330,10 @@ static void handle_group(struct procindex_hctx *c, const void *req, size_t len, 
         held_drop(st, h);
         h = NULL;
     }
-    if (h)
+    if (h) {
         answer_head(a)->flags |= PX_HELD | (h->wd >= 0 ? PX_WATCHED : 0);
+        answer_head(a)->wd = h->wd;
+    }
 }
 
 /* PX_SOCKET_FIND, PX_SOCKET_OPEN and PX_HINT_PLACE: the process pinned again (a pid and start time

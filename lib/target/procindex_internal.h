@@ -46,6 +46,7 @@ struct procindex_group {
     size_t members;
     bool held;         /* the helper of generation held_gen holds it open */
     bool watched;      /* ... with an inotify watch on it */
+    int wd;            /* that watch (a socket name's event names it), when watched */
     uint64_t held_gen; /* fsworker_generation() */
     int dir_errno;     /* why there is no listing (0 with one) */
     int64_t retry_ms;
@@ -117,6 +118,8 @@ struct px_group_reply {
     int32_t dir_errno;
     uint32_t seen; /* names the listing went through */
     uint32_t n;
+    int32_t wd; /* PX_WATCHED: the watch's descriptor in the helper's instance (direvents.h) */
+    uint32_t pad;
 };
 
 /* PX_SOCKET_*: the full look's filesystem part, for the process (pid, start time); the helper
@@ -210,7 +213,11 @@ struct procindex {
     uint64_t ev_gen;
     int hint_fd; /* the same for the runtime files' instance (procindex_hints.h) */
     uint64_t hint_gen;
-    bool ev_pending;        /* an event asked for a scan since the last pass over every group */
+    /* Since the last scan: socket names came in these watched directories (their wds), or
+     * anywhere (ev_all: an overflow, a watch gone, more directories than the bound). */
+    int ev_wds[DIREVENTS_WDS_MAX];
+    unsigned ev_nwds;
+    bool ev_all;
     int64_t groups_full_ms; /* the next pass over every group, events or not */
     /* Everything below other processes' roots goes through the helper (procindex_helper.c). */
     struct fsworker *w;

@@ -12,16 +12,22 @@
 
 #include "target/direvents.h"
 
-/* Appends one record (name padded with NULs to `padded` bytes) to buf at *off. */
-static void put(unsigned char *buf, size_t *off, uint32_t mask, const char *name, uint32_t padded)
+/* Appends one record of watch `wd` (name padded with NULs to `padded` bytes) to buf at *off. */
+static void put_wd(unsigned char *buf, size_t *off, int wd, uint32_t mask, const char *name,
+                   uint32_t padded)
 {
-    struct inotify_event ev = {.wd = 1, .mask = mask, .len = padded};
+    struct inotify_event ev = {.wd = wd, .mask = mask, .len = padded};
     memcpy(buf + *off, &ev, sizeof(ev));
     *off += sizeof(ev);
     memset(buf + *off, 0, padded);
     if (name)
         memcpy(buf + *off, name, strlen(name));
     *off += padded;
+}
+
+static void put(unsigned char *buf, size_t *off, uint32_t mask, const char *name, uint32_t padded)
+{
+    put_wd(buf, off, 1, mask, name, padded);
 }
 
 static void test_socket_names_counted(void **state)
@@ -40,6 +46,35 @@ static void test_socket_names_counted(void **state)
     assert_int_equal(d.sockets, 2);
     assert_false(d.gone);
     assert_false(d.overflow);
+    assert_int_equal(d.nwds, 1); /* both in watch 1, kept once */
+    assert_int_equal(d.wds[0], 1);
+    assert_false(d.wds_lost);
+}
+
+/* The watches socket names came in, each once; other names name none; past the bound, any. */
+static void test_watches_named(void **state)
+{
+    (void)state;
+    _Alignas(8) unsigned char buf[4096];
+    size_t off = 0;
+    put_wd(buf, &off, 7, IN_CREATE, "dotnet-diagnostic-12-345-socket", 32);
+    put_wd(buf, &off, 3, IN_CREATE, "notes.txt", 16);
+    put_wd(buf, &off, 9, IN_MOVED_TO, "dotnet-diagnostic-1-9-socket", 32);
+    put_wd(buf, &off, 7, IN_CREATE, "dotnet-diagnostic-13-345-socket", 32);
+    struct direvents d = {0};
+    assert_true(direvents_parse(buf, off, &d));
+    assert_int_equal(d.nwds, 2);
+    assert_int_equal(d.wds[0], 7);
+    assert_int_equal(d.wds[1], 9);
+    assert_false(d.wds_lost);
+
+    off = 0;
+    for (int wd = 1; wd <= DIREVENTS_WDS_MAX + 1; wd++)
+        put_wd(buf, &off, wd, IN_CREATE, "dotnet-diagnostic-12-345-socket", 32);
+    struct direvents m = {0};
+    assert_true(direvents_parse(buf, off, &m));
+    assert_int_equal(m.nwds, DIREVENTS_WDS_MAX);
+    assert_true(m.wds_lost);
 }
 
 static void test_other_names_owe_nothing(void **state)
@@ -127,11 +162,9 @@ static void test_malformed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_socket_names_counted),
-        cmocka_unit_test(test_other_names_owe_nothing),
-        cmocka_unit_test(test_gone_and_overflow),
-        cmocka_unit_test(test_opens_counted_owe_nothing),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_socket_names_counted),      cmocka_unit_test(test_watches_named),
+        cmocka_unit_test(test_other_names_owe_nothing),   cmocka_unit_test(test_gone_and_overflow),
+        cmocka_unit_test(test_opens_counted_owe_nothing), cmocka_unit_test(test_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

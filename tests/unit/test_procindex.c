@@ -162,6 +162,17 @@ static int bind_socket(const char *dir, pid_t pid, unsigned key)
     return fd;
 }
 
+/* Ends sleeper `pid` and removes the socket bound for it (bind_socket: fd, dir, key). */
+static void end_sleeper(pid_t pid, int fd, const char *dir, unsigned key)
+{
+    char path[512];
+    close(fd);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-%u-socket", dir, (int)pid, key);
+    unlink(path);
+}
+
 /* Waits until the child runs sleep (its environ is the new one) or gives up. */
 static void wait_exec(pid_t pid)
 {
@@ -239,17 +250,8 @@ static void test_scan_real_proc(void **state)
 
     procindex_free(x);
     close(proc);
-    close(s1);
-    close(s2);
-    kill(a, SIGKILL);
-    kill(b, SIGKILL);
-    waitpid(a, NULL, 0);
-    waitpid(b, NULL, 0);
-    char path[512];
-    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-1234-socket", dir, (int)a);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/dotnet-diagnostic-%d-99-socket", dir, (int)b);
-    unlink(path);
+    end_sleeper(a, s1, dir, 1234);
+    end_sleeper(b, s2, dir, 99);
     rmdir(dir);
 }
 
@@ -438,6 +440,57 @@ static void test_busy_throttle_not_carried(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* Reads the index's copy of the directories' queue and throws it away (what a queue that lost
+ * its events would leave). */
+static void discard_events(int fd)
+{
+    _Alignas(8) char buf[4096];
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+}
+
+/* With events, a scan looks at the directories a socket name's event named, not at the others
+ * (a flood in one directory costs one look), and every directory is looked at again within
+ * PROCINDEX_GROUPS_FULL_MS all the same. */
+static void test_events_name_directories(void **state)
+{
+    (void)state;
+    char da[] = "/tmp/procindex-eva-XXXXXX", db[] = "/tmp/procindex-evb-XXXXXX";
+    assert_non_null(mkdtemp(da));
+    assert_non_null(mkdtemp(db));
+    pid_t a = spawn_sleeper(da, "X=1"), b = spawn_sleeper(db, "X=1");
+    assert_true(a > 0 && b > 0);
+    wait_exec(a);
+    wait_exec(b);
+    int proc;
+    struct procindex *x = index_scanned(&proc, true, 1000); /* held and watched (stat on) */
+    int evfd = procindex_events_fd(x);
+    assert_true(evfd >= 0);
+    discard_events(evfd);
+    /* b's socket comes with its event lost; then a's, whose event is read. */
+    int sb = bind_socket(db, b, 5);
+    discard_events(evfd);
+    int sa = bind_socket(da, a, 5);
+    struct direvents ev = {0};
+    for (int i = 0; i < 100 && !procindex_events_read(x, &ev); i++)
+        usleep(10000);
+    assert_int_equal(ev.sockets, 1);
+    /* Past the young processes' look (PROCINDEX_GROUP_LOOK_MS), within the full pass's time. */
+    int64_t t = 1000 + PROCINDEX_GROUP_LOOK_MS + 100;
+    assert_true(t < 1000 + PROCINDEX_GROUPS_FULL_MS);
+    assert_int_equal(procindex_scan(x, t, NULL), 0);
+    assert_true(find_pid(x, a)->flags & PROCINDEX_SOCKET);
+    assert_false(find_pid(x, b)->flags & PROCINDEX_SOCKET); /* not looked at */
+    assert_int_equal(procindex_scan(x, 1000 + PROCINDEX_GROUPS_FULL_MS + 1, NULL), 0);
+    assert_true(find_pid(x, b)->flags & PROCINDEX_SOCKET); /* the full pass */
+    procindex_free(x);
+    close(proc);
+    end_sleeper(a, sa, da, 5);
+    end_sleeper(b, sb, db, 5);
+    rmdir(da);
+    rmdir(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +504,7 @@ int main(void)
         cmocka_unit_test(test_released_fds_not_closed_twice),
         cmocka_unit_test(test_scan_many_processes),
         cmocka_unit_test(test_busy_throttle_not_carried),
+        cmocka_unit_test(test_events_name_directories),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
