@@ -4,14 +4,17 @@
 # PID namespaces (a private tmpfs on /tmp, as a container's), whose socket directory the watcher
 # holds and watches, creates `dotnet-diagnostic-<pid>-<key>-socket` sockets in bursts of 1,000
 # (bound Unix sockets, removed after each burst, names never used twice) while a good target
-# starts in another container. Each round measures one good target without the flood and one
-# with it, interleaved, against the same watcher: detection latency as detect_one measures it.
-# Reported in the same run: the ratio of the two, and the good targets all attached (the loop
-# kept serving) while the hostile process made N creations.
+# starts in another container. Each round measures one good target without the flood, one
+# with it, and one during the issue's flood of 1,000 creations (paced over 250 ms, started just
+# before the good target, so that they cover its start), interleaved, against the same watcher:
+# detection latency as detect_one measures it. Reported in the same run: the ratios, and the
+# good targets all attached (the loop kept serving) while the hostile process made N creations.
+# The continuous flood is the harsher: the flooding process holds a CPU the whole time.
 
-# The hostile process: waits for SIGUSR1, then creates bursts of 1,000 sockets until SIGUSR2,
-# and writes how many it made in that round to /tmp/flood.count (read by the bench through
-# /proc/PID/root).
+# The hostile process: waits for a signal. SIGUSR1: creates bursts of 1,000 sockets until
+# SIGUSR2, and writes how many it made in that round to /tmp/flood.count (read by the bench
+# through /proc/PID/root). SIGHUP: creates 1,000, four a millisecond, removes them, and writes
+# /tmp/burst.count.
 FLOOD_PY='
 import os, signal, socket, time
 state = {"on": False, "made": 0, "burst": 0}
@@ -23,10 +26,32 @@ def stop(*_):
     with open("/tmp/flood.count.new", "w") as f:
         f.write("%d\n" % state["made"])
     os.rename("/tmp/flood.count.new", "/tmp/flood.count")
+def paced(*_):
+    state["paced"] = True
+state["paced"] = False
 signal.signal(signal.SIGUSR1, go)
 signal.signal(signal.SIGUSR2, stop)
+signal.signal(signal.SIGHUP, paced)
 open("/tmp/flood.ready", "w").close()
 while True:
+    if state["paced"]:
+        state["paced"] = False
+        state["burst"] += 1
+        socks = []
+        for i in range(1000):
+            name = "/tmp/dotnet-diagnostic-%d-%d%03d-socket" % (i + 1, state["burst"], i)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(name)
+            socks.append((s, name))
+            if i % 4 == 3:
+                time.sleep(0.001)
+        for s, name in socks:
+            s.close()
+            os.unlink(name)
+        with open("/tmp/burst.count.new", "w") as f:
+            f.write("%d\n" % len(socks))
+        os.rename("/tmp/burst.count.new", "/tmp/burst.count")
+        continue
     if not state["on"]:
         signal.pause()
         continue
@@ -76,11 +101,11 @@ flood_bench() {
     # The watcher finds it (pid tick, scan) and holds and watches its /tmp before the first flood.
     sleep 1
     for i in $(seq 1 "$ITER"); do
-        # Two result lines a round, all "attached" with one profiler: one series of the results'
-        # rate limit (docs/events.md: 25 lines, then one per 5 minutes). A new watcher every 12
-        # rounds, so that every good target's line is printed; it holds and watches the
+        # Three result lines a round, all "attached" with one profiler: one series of the
+        # results' rate limit (docs/events.md: 25 lines, then one per 5 minutes). A new watcher
+        # every 8 rounds, so that every good target's line is printed; it holds and watches the
         # hostile directory (a second) before the next round.
-        if [ "$i" -gt 1 ] && [ $(((i - 1) % 12)) -eq 0 ]; then
+        if [ "$i" -gt 1 ] && [ $(((i - 1) % 8)) -eq 0 ]; then
             kill -TERM "$w"
             timeout 10 tail --pid="$w" -f /dev/null
             rm -f "$fd/ready"
@@ -99,6 +124,14 @@ flood_bench() {
         n=$(cat "/proc/$FLOOD_PID/root/tmp/flood.count" 2>/dev/null) || return 1
         made=$((made + n))
         echo "$n" >>"$fd/creations.dat"
+        # The issue's flood: 1,000 creations paced over the good target's start.
+        rm -f "/proc/$FLOOD_PID/root/tmp/burst.count"
+        kill -HUP "$FLOOD_PID" || return 1
+        sleep 0.02
+        detect_one "bench-burst-$i" 993 "$fd" "$fd/latency-burst.dat" || return 1
+        for _ in $(seq 100); do [ -s "/proc/$FLOOD_PID/root/tmp/burst.count" ] && break; sleep 0.05; done
+        [ "$(cat "/proc/$FLOOD_PID/root/tmp/burst.count" 2>/dev/null)" = 1000 ] ||
+            { echo "bench: the paced flood did not make its 1,000 sockets" >&2; return 1; }
     done
     kill -TERM "$w"
     kill -KILL "$FLOOD_PID" 2>/dev/null

@@ -727,6 +727,7 @@ elif os.path.isdir(f"{b}/watch"):
     print("\nWatch mode: not measured (see the messages above).")
 quiet = [x[0] for x in floats(f"{b}/flood/latency-quiet.dat")]
 flood = [x[0] for x in floats(f"{b}/flood/latency-flood.dat")]
+burst = [x[0] for x in floats(f"{b}/flood/latency-burst.dat")]
 made = [x[0] for x in floats(f"{b}/flood/creations.dat")]
 if quiet and flood:
     def p95_of(v):
@@ -734,10 +735,16 @@ if quiet and flood:
     print("\n| `watch` detection, socket created → result line (ms) | good targets attached "
           "| median | p95 | min–max |")
     print("|---|---|---|---|---|")
-    for label, v in (("no flood", quiet), ("a hostile process flooding its /tmp with sockets", flood)):
+    rows = [("no flood", quiet)]
+    if burst:
+        rows.append(("1,000 socket creations by a hostile process over the target's start (250 ms)",
+                     burst))
+    rows.append(("a hostile process flooding its /tmp with sockets without pause (holds a CPU)",
+                 flood))
+    for label, v in rows:
         print(f"| {label} | {len(v)} | {statistics.median(v):.0f} | {p95_of(v):.0f} "
               f"| {min(v):.0f}–{max(v):.0f} |")
-    for label, name in (("no flood", "quiet"), ("flood", "flood")):
+    for label, name in (("no flood", "quiet"), ("1,000 creations", "burst"), ("flood", "flood")):
         w = [x[0] - x[1] for x in floats(f"{b}/flood/latency-{name}.dat") if len(x) > 1]
         if w:
             print(f"| {label}: before the attach started (the rest is the attach, mostly the "
@@ -752,7 +759,10 @@ if quiet and flood:
     print(f"\nUnder the flood ({sum(made):.0f} sockets created, {min(made):.0f}–{max(made):.0f} "
           f"while each good target started), every good target attached; detection median "
           f"{ratio:.2f}× and p95 {p95_of(flood) / p95_of(quiet):.2f}× the same run without it.")
-    goal("`watch` detection under a flood of 1,000+ socket creations, p95",
+    if burst:
+        goal("`watch` detection while a hostile process makes 1,000 socket creations, p95",
+             f"{p95_of(burst):.0f} ms", "≤ 25 ms", p95_of(burst) <= 25)
+    goal("`watch` detection under a flood without pause (10,000+ creations a target), p95",
          f"{p95_of(flood):.0f} ms ({ratio:.2f}× median)", "≤ 25 ms", p95_of(flood) <= 25)
 elif os.path.isdir(f"{b}/flood"):
     print("\nDetection under a flood: not measured (see the messages above).")
